@@ -1,0 +1,1 @@
+"""rlvp_dsl: the rlvp rule language -- parse, check, compile, score."""

@@ -1,0 +1,197 @@
+"""The trajectory model: episodes made of events, and the credits rules give them.
+
+An *episode* is one rollout of an agent: a sequence of *events*. Tool calls are
+events, and so are message turns (user and assistant text), so that policy rules
+can refer to what the user said ("confirm before writing").  Readers
+(`rlvp_dsl.readers`) turn the formats people already have into `Episode`s; the
+compiled rule program (`rlvp_dsl.compile`) turns an `Episode` into `Credit`s.
+
+Status of a tool call (`Event.status`):
+
+* ``ok``         -- the tool ran and returned a result;
+* ``error``      -- the environment signalled an error (tau2 ``error: true``, an
+  ``Error:`` text prefix, ...);
+* ``malformed``  -- the call itself is broken (arguments that are not valid JSON,
+  a call cut off by the length limit, an unknown tool); scored by the rules as
+  failed: it matches ``error`` and never ``ok``, so it never counts as a
+  successful action or a discharge;
+* ``no_result``  -- the episode ended before the tool answered (step limit); it
+  matches neither ``ok`` nor ``error``.
+
+Message events have status ``ok`` and no tool.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+import attrs
+
+CALL = "call"
+USER = "user"
+ASSISTANT = "assistant"
+EVENT_KINDS = (CALL, USER, ASSISTANT)
+
+OK = "ok"
+ERROR = "error"
+MALFORMED = "malformed"
+NO_RESULT = "no_result"
+STATUSES = (OK, ERROR, MALFORMED, NO_RESULT)
+
+
+def normalise_value(value: Any) -> str:
+    """Canonical text of an argument value, used to compare bound arguments.
+
+    Strings compare by their text (``"ABC"`` and ``ABC`` are the same target);
+    everything else by its canonical JSON (sorted keys, no spaces).
+    """
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _freeze_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    return dict(value or {})
+
+
+@attrs.frozen(eq=True)
+class Event:
+    """One event of an episode: a tool call or a message turn.
+
+    Attributes:
+        index: position of the event in its episode (0-based, over all events).
+        kind: ``"call"``, ``"user"`` or ``"assistant"``.
+        tool: tool name for a call, ``None`` for a message.
+        arguments: the call's arguments as parsed JSON (empty for messages and for
+            malformed calls whose arguments could not be parsed).
+        raw_arguments: the arguments' text as the model produced it, when known
+            (kept for malformed calls).
+        status: one of ``ok``, ``error``, ``malformed``, ``no_result``.
+        error_text: the error message for ``error`` / ``malformed`` calls.
+        result: the tool's output text (``""`` when none).
+        text: message text for ``user`` / ``assistant`` events.
+        tags: tool tags known to the source (the rule file's tool table adds its own).
+        signals: numeric environment signals after the call (e.g. ``goals_remaining``).
+        call_id: the source's tool-call id, when any.
+        requestor: who issued the call (``assistant``, or ``user`` for tau2's
+            user-side phone tools).
+    """
+
+    index: int
+    kind: str = attrs.field(validator=attrs.validators.in_(EVENT_KINDS))
+    tool: str | None = None
+    arguments: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False)
+    raw_arguments: str | None = None
+    status: str = attrs.field(default=OK, validator=attrs.validators.in_(STATUSES))
+    error_text: str = ""
+    result: str = ""
+    text: str = ""
+    tags: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset)
+    signals: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False)
+    call_id: str | None = None
+    requestor: str = "assistant"
+
+    @property
+    def is_call(self) -> bool:
+        return self.kind == CALL
+
+    @property
+    def failed(self) -> bool:
+        """True for ``error`` and ``malformed`` calls (both are failed actions)."""
+        return self.status in (ERROR, MALFORMED)
+
+    def argument_key(self) -> str:
+        """Tool name plus normalised arguments: what makes two calls "identical"."""
+        if self.status == MALFORMED and not self.arguments:
+            args = self.raw_arguments or ""
+        else:
+            args = json.dumps(self.arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return f"{self.tool}\x00{args}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": self.index, "kind": self.kind}
+        if self.kind == CALL:
+            out.update(tool=self.tool, arguments=dict(self.arguments), status=self.status)
+            if self.raw_arguments is not None:
+                out["raw_arguments"] = self.raw_arguments
+            if self.error_text:
+                out["error_text"] = self.error_text
+            if self.result:
+                out["result"] = self.result
+            if self.tags:
+                out["tags"] = sorted(self.tags)
+            if self.signals:
+                out["signals"] = dict(self.signals)
+            if self.requestor != "assistant":
+                out["requestor"] = self.requestor
+        else:
+            out["text"] = self.text
+        return out
+
+
+@attrs.frozen(eq=True)
+class Episode:
+    """One rollout: its events in order, where it came from, and its outcome.
+
+    Attributes:
+        id: a name unique within its source (``file.json#simulations[3]``).
+        events: the events, with ``events[i].index == i``.
+        outcome: the outcome reward (tau2 ``reward_info.reward``), ``None`` when unknown.
+        source: the file the episode was read from.
+        meta: anything else worth keeping (task id, model, termination reason).
+    """
+
+    id: str
+    events: tuple[Event, ...] = attrs.field(converter=tuple)
+    outcome: float | None = None
+    source: str = ""
+    meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False, eq=False)
+
+    @events.validator
+    def _check_indices(self, _attribute, events):
+        for position, event in enumerate(events):
+            if event.index != position:
+                raise ValueError(
+                    f"episode {self.id!r}: event at position {position} has index {event.index}"
+                )
+
+    @property
+    def calls(self) -> tuple[Event, ...]:
+        return tuple(e for e in self.events if e.kind == CALL)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "outcome": self.outcome,
+            "source": self.source,
+            "events": [e.to_json() for e in self.events],
+        }
+
+
+@attrs.frozen
+class Credit:
+    """A credit (positive) or penalty (negative) one rule gives one event.
+
+    Attributes:
+        event_index: index of the event the credit lands on (a call or an
+            assistant turn, never user text or tool output).
+        rule: the rule's name.
+        value: the signed credit, in reward units.
+        location: the rule's ``file:line:col``.
+        reason: why, in words ("discharges the obligation opened at event 2").
+        kind: the rule kind (``violation``, ``obligation``, ``repeat_error``,
+            ``blind_destructive``, ``progress``).
+        outcome: for obligations, ``discharge`` or ``expire``; otherwise ``fire``.
+    """
+
+    event_index: int
+    rule: str
+    value: float
+    location: str
+    reason: str
+    kind: str
+    outcome: str = "fire"
+
+    def to_json(self) -> dict[str, Any]:
+        return attrs.asdict(self)
