@@ -1,0 +1,289 @@
+"""The syntax tree of a rule file, named after the grammar's rules.
+
+Nodes are frozen attrs classes.  Every node keeps its `span` for diagnostics and
+explanations; spans are excluded from equality, so a tree built in code (by
+`rlvp_dsl.derive`) equals the tree parsed from its printed text.
+
+Conditions (`Expr`) are evaluated on one event of an episode, with the episode's
+history available to `Seen`.  Their exact semantics are in docs/language.md.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import attrs
+
+from .source import NO_SPAN, Span
+
+
+def _span() -> Span:
+    return attrs.field(default=NO_SPAN, eq=False, repr=False)
+
+
+@attrs.frozen
+class Name:
+    """A name as written (NFC-normalised), with its span."""
+
+    text: str
+    span: Span = _span()
+
+
+# ---- conditions ----------------------------------------------------------
+
+
+@attrs.frozen
+class CallAtom:
+    """``call`` / ``call NAME`` / ``call {A, B}``: the event is a tool call (of one of `tools`)."""
+
+    tools: tuple[Name, ...] = ()
+    span: Span = _span()
+
+
+@attrs.frozen
+class KindAtom:
+    """``user`` / ``assistant``: the event is a message turn of that role."""
+
+    kind: str
+    span: Span = _span()
+
+
+@attrs.frozen
+class TagAtom:
+    """``tag NAME``: the called tool carries the tag."""
+
+    tag: Name
+    span: Span = _span()
+
+
+@attrs.frozen
+class StatusAtom:
+    """``ok`` / ``error`` / ``malformed`` / ``no_result``."""
+
+    status: str
+    span: Span = _span()
+
+
+@attrs.frozen
+class TextTest:
+    """A test on a text field: ``error_text``, ``result`` or ``text`` (message text).
+
+    `op` is ``contains``, ``startswith``, ``matches`` (bounded-time regex), ``==`` or ``!=``;
+    `flags` are the regex flags (``i``, ``m``, ``s``).
+    """
+
+    field: str
+    op: str
+    value: str
+    flags: str = ""
+    span: Span = _span()
+
+
+@attrs.frozen
+class ArgTest:
+    """``arg NAME <test>``: a test on one argument of the call.
+
+    `op` is ``exists``, ``contains``, ``startswith``, ``matches``, ``==``, ``!=``,
+    ``<``, ``<=``, ``>``, ``>=`` or ``in``; `value` a literal (a tuple for ``in``).
+    """
+
+    arg: Name
+    op: str
+    value: object = None
+    flags: str = ""
+    span: Span = _span()
+
+
+@attrs.frozen
+class SignalTest:
+    """``signal NAME <op> NUMBER``: a numeric environment signal reported with the call."""
+
+    signal: Name
+    op: str
+    value: float
+    span: Span = _span()
+
+
+@attrs.frozen
+class Binding:
+    """What ``same ...`` compares: an argument by name, each tool's ``target``, or the whole ``call``."""
+
+    kind: str  # "arg" | "target" | "call"
+    arg: Name | None = None
+    span: Span = _span()
+
+    def describe(self) -> str:
+        return self.arg.text if self.kind == "arg" and self.arg else self.kind
+
+
+@attrs.frozen
+class Seen:
+    """``seen (COND [same B] [since COND2])``: an earlier event satisfied COND
+    (with the same binding value as this event), after the last event satisfying COND2."""
+
+    cond: "Expr"
+    same: Binding | None = None
+    since: "Expr | None" = None
+    span: Span = _span()
+
+
+@attrs.frozen
+class HasBinding:
+    """Internal (from ``blind_destructive``): the event carries a value for the binding."""
+
+    binding: Binding
+    span: Span = _span()
+
+
+@attrs.frozen
+class And:
+    items: tuple["Expr", ...]
+    span: Span = _span()
+
+
+@attrs.frozen
+class Or:
+    items: tuple["Expr", ...]
+    span: Span = _span()
+
+
+@attrs.frozen
+class Not:
+    item: "Expr"
+    span: Span = _span()
+
+
+@attrs.frozen
+class Const:
+    """Internal: a constant truth value (used by defaults and by specialisation)."""
+
+    value: bool
+    span: Span = _span()
+
+
+Expr = Union[CallAtom, KindAtom, TagAtom, StatusAtom, TextTest, ArgTest, SignalTest, Seen, HasBinding, And, Or, Not, Const]
+
+
+# ---- declarations ---------------------------------------------------------
+
+
+@attrs.frozen
+class Include:
+    path: str
+    span: Span = _span()
+
+
+@attrs.frozen
+class ToolsFrom:
+    """``tools from "manifest.json"``: declare every tool of a manifest."""
+
+    path: str
+    span: Span = _span()
+
+
+@attrs.frozen
+class ToolDecl:
+    """``tool NAME : TAG, TAG target ARG``."""
+
+    name: Name
+    tags: tuple[Name, ...] = ()
+    target: Name | None = None
+    params: tuple[str, ...] | None = None  # known parameter names (from a manifest), None = unknown
+    span: Span = _span()
+
+
+@attrs.frozen
+class ConstDecl:
+    name: Name
+    value: float
+    span: Span = _span()
+
+
+@attrs.frozen
+class Weight:
+    """A weight as written: a number, or the name of a constant."""
+
+    value: float | None = None
+    const: Name | None = None
+    span: Span = _span()
+
+
+# ---- rules ----------------------------------------------------------------
+
+
+@attrs.frozen
+class Violation:
+    name: Name
+    weight: Weight
+    on: Expr
+    unless: Expr | None = None
+    span: Span = _span()
+    kind = "violation"
+
+
+@attrs.frozen
+class Deadline:
+    """``before COND`` | ``within N calls`` | ``at end``."""
+
+    kind: str  # "before" | "within" | "end"
+    cond: Expr | None = None
+    calls: int = 0
+    span: Span = _span()
+
+
+@attrs.frozen
+class Obligation:
+    name: Name
+    credit: Weight
+    expire: Weight
+    open: Expr
+    discharge: Expr
+    same: Binding | None = None
+    deadline: Deadline = Deadline("end")
+    span: Span = _span()
+    kind = "obligation"
+
+
+@attrs.frozen
+class RepeatError:
+    name: Name
+    weight: Weight
+    reset: Expr | None = None
+    span: Span = _span()
+    kind = "repeat_error"
+
+
+@attrs.frozen
+class BlindDestructive:
+    name: Name
+    weight: Weight
+    on: Expr | None = None
+    inspected_by: Expr | None = None
+    span: Span = _span()
+    kind = "blind_destructive"
+
+
+@attrs.frozen
+class Progress:
+    name: Name
+    weight: Weight
+    signal: Name
+    direction: str  # "decreasing" | "increasing"
+    per_unit: bool = False
+    max: float | None = None
+    start: float | None = None
+    span: Span = _span()
+    kind = "progress"
+
+
+Rule = Union[Violation, Obligation, RepeatError, BlindDestructive, Progress]
+Item = Union[Include, ToolsFrom, ToolDecl, ConstDecl, Violation, Obligation, RepeatError, BlindDestructive, Progress]
+RULE_TYPES = (Violation, Obligation, RepeatError, BlindDestructive, Progress)
+
+
+@attrs.frozen
+class RuleFile:
+    """One parsed file: its items in source order."""
+
+    path: str
+    items: tuple[Item, ...]

@@ -1,0 +1,246 @@
+"""Token attachment: from rule credits to per-call credits to per-token credits.
+
+Pure Python (no torch): the trainer turns the lists returned here into tensors.
+
+Pipeline for one episode::
+
+    program.score(episode) -> list[Credit]            # the compiled rules
+    call_credits(episode, credits)   -> CallCredits   # one float per tool call
+    token_credits(values, spans, n)  -> list[float]   # one float per completion token
+
+Choices (documented in docs/trainer.md):
+
+1. A credit lands on the tool call of its ``event_index``.  Credits on message
+   events (assistant turns) have no token span in a `Rollout`; they are summed
+   into ``CallCredits.unattached`` and the trainer folds them into the episode's
+   scalar term -- they are never dropped and never spread over call tokens.
+2. Every token of a call's span carries the call's *whole* credit ``c``, not
+   ``c / len(span)``.  A call is one decision emitted by all of its tokens:
+   ``sum_t c * grad log p(token_t) = c * grad log p(call)``, the REINFORCE
+   gradient for that call's credit.  Dividing by the span length would pay a
+   long call (a long argument) less per decision than a short one.
+3. An empty span (``start == end``) gives its credit to no token (never to a
+   neighbour, never to the last token).
+4. Nothing is broadcast: a credit source that returns the wrong number of values
+   for an episode raises `CreditCountError` naming the source, the expected and
+   the actual count.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable, Sequence
+
+import attrs
+
+from rlvp_dsl.events import CALL, Credit, Episode
+
+__all__ = [
+    "CallCredits",
+    "CreditCountError",
+    "call_credits",
+    "per_call_values",
+    "token_credits",
+    "score_calls",
+]
+
+
+class CreditCountError(ValueError):
+    """A credit source returned a number of credits that does not match the episode."""
+
+    def __init__(self, source: str, episode_id: str, expected: int, actual: int, unit: str = "call"):
+        self.source = source
+        self.episode_id = episode_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"credit source {source!r} returned {actual} credits for episode {episode_id!r}, "
+            f"expected {expected} (one per {unit}); credits are never broadcast -- "
+            f"return exactly one value per {unit}"
+        )
+
+
+@attrs.frozen
+class CallCredits:
+    """The process credit of one episode, per tool call.
+
+    Attributes:
+        values: summed credit per call, in call order (``len == len(episode.calls)``).
+        violations: per call, the number of negative credits it received.
+        discharges: per call, the number of obligation discharges it received.
+        unattached: summed credit on non-call events (assistant turns).
+        credits: the credits themselves, as given.
+    """
+
+    values: tuple[float, ...]
+    violations: tuple[int, ...]
+    discharges: tuple[int, ...]
+    unattached: float = 0.0
+    credits: tuple[Credit, ...] = ()
+
+    @property
+    def total(self) -> float:
+        """All process credit of the episode: attached plus unattached."""
+        return float(sum(self.values)) + self.unattached
+
+    @property
+    def n_violations(self) -> int:
+        return int(sum(self.violations))
+
+    @property
+    def n_discharges(self) -> int:
+        return int(sum(self.discharges))
+
+
+def _is_discharge(credit: Credit) -> bool:
+    return credit.outcome == "discharge" or (credit.kind == "progress" and credit.value > 0)
+
+
+def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rules") -> CallCredits:
+    """Sum rule credits per tool call of ``episode``.
+
+    Args:
+        episode: the scored episode.
+        credits: what ``program.score(episode)`` returned.
+        source: a name for error messages (the rule file).
+
+    Returns:
+        `CallCredits` with one value per call (``episode.calls`` order).
+
+    Raises:
+        ValueError: a credit names an event index outside the episode, or a user
+            message (credit lands only on calls and assistant turns); the message
+            names the rule, its location and the index.
+    """
+    position = {e.index: k for k, e in enumerate(episode.calls)}
+    n_calls = len(position)
+    values = [0.0] * n_calls
+    violations = [0] * n_calls
+    discharges = [0] * n_calls
+    unattached = 0.0
+    kept = []
+    for credit in credits:
+        value = float(credit.value)
+        if not math.isfinite(value):
+            raise ValueError(
+                f"{source}: rule {credit.rule!r} ({credit.location}) gave a non-finite credit {value!r} "
+                f"to event {credit.event_index} of episode {episode.id!r}"
+            )
+        idx = credit.event_index
+        if not 0 <= idx < len(episode.events):
+            raise ValueError(
+                f"{source}: rule {credit.rule!r} ({credit.location}) credited event {idx}, "
+                f"but episode {episode.id!r} has {len(episode.events)} events"
+            )
+        kept.append(credit)
+        k = position.get(idx)
+        if k is None:
+            kind = episode.events[idx].kind
+            if kind == "user":
+                raise ValueError(
+                    f"{source}: rule {credit.rule!r} ({credit.location}) credited user event {idx} "
+                    f"of episode {episode.id!r}; credit lands only on calls and assistant turns"
+                )
+            unattached += value
+            continue
+        values[k] += value
+        if value < 0:
+            violations[k] += 1
+        if _is_discharge(credit):
+            discharges[k] += 1
+    return CallCredits(tuple(values), tuple(violations), tuple(discharges), unattached, tuple(kept))
+
+
+def per_call_values(source: str, episode: Episode, values: Sequence[float]) -> CallCredits:
+    """Check and wrap a plain per-call credit list (the `fn(episode) -> list[float]` contract).
+
+    Raises:
+        CreditCountError: ``len(values) != len(episode.calls)`` (nothing is broadcast).
+        ValueError: a value is not a finite number.
+    """
+    n_calls = len(episode.calls)
+    if isinstance(values, (int, float)) or not hasattr(values, "__len__"):
+        raise CreditCountError(source, episode.id, n_calls, 1)
+    if len(values) != n_calls:
+        raise CreditCountError(source, episode.id, n_calls, len(values))
+    out = []
+    for k, v in enumerate(values):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"credit source {source!r}: value {k} for episode {episode.id!r} is {v!r}, not a number") from None
+        if not math.isfinite(f):
+            raise ValueError(f"credit source {source!r}: value {k} for episode {episode.id!r} is {f!r}, not finite")
+        out.append(f)
+    return CallCredits(
+        tuple(out),
+        tuple(int(v < 0) for v in out),
+        tuple(0 for _ in out),
+    )
+
+
+def score_calls(scorer: Any, episode: Episode, source: str | None = None) -> CallCredits:
+    """Per-call credits of ``episode`` from a compiled program or a plain function.
+
+    ``scorer`` is either an object with ``score(episode) -> list[Credit]`` (a compiled
+    rule program) or a callable ``fn(episode) -> list[float]`` returning one value
+    per call.  ``source`` names it in errors (defaults to its ``name``/``path``).
+
+    Raises:
+        CreditCountError: a callable returned the wrong number of values.
+        ValueError: see `call_credits`.
+    """
+    name = source or str(getattr(scorer, "path", None) or getattr(scorer, "name", None)
+                         or getattr(scorer, "__name__", None) or type(scorer).__name__)
+    if hasattr(scorer, "score"):
+        return call_credits(episode, scorer.score(episode), source=name)
+    if callable(scorer):
+        return per_call_values(name, episode, scorer(episode))
+    raise TypeError(f"credit source {name!r} has no score(episode) and is not callable")
+
+
+def token_credits(values: Sequence[float], spans: Sequence[tuple[int, int]], n_tokens: int,
+                  mask: Sequence[int] | None = None) -> list[float]:
+    """Spread per-call credit onto the completion tokens that produced each call.
+
+    Args:
+        values: credit per call, ``[n_calls]``.
+        spans: half-open ``(start, end)`` token span per call into the completion.
+        n_tokens: completion length.
+        mask: optional completion mask; a token with mask 0 (tool output) never
+            gets credit even if a span covers it.
+
+    Returns:
+        ``[n_tokens]`` floats: the call's whole credit on every token of its span
+        (overlapping spans add), 0 elsewhere; empty spans give nothing.
+
+    Raises:
+        CreditCountError: ``len(values) != len(spans)``.
+        ValueError: a span lies outside ``[0, n_tokens]``.
+    """
+    if len(values) != len(spans):
+        raise CreditCountError("call credits", "?", len(spans), len(values), unit="call span")
+    out = [0.0] * n_tokens
+    for k, ((start, end), value) in enumerate(zip(spans, values)):
+        if not 0 <= start <= end <= n_tokens:
+            raise ValueError(f"call span {k} = {(start, end)} lies outside the completion [0, {n_tokens}]")
+        if value == 0.0:
+            continue
+        for t in range(start, end):
+            if mask is None or mask[t]:
+                out[t] += value
+    return out
+
+
+def is_call_event(episode: Episode, index: int) -> bool:
+    """True when event ``index`` of ``episode`` is a tool call."""
+    return 0 <= index < len(episode.events) and episode.events[index].kind == CALL
+
+
+def credit_sources_check(sources: dict[str, Callable[[Episode], Sequence[float]]], episode: Episode) -> dict[str, CallCredits]:
+    """Score ``episode`` with several named per-call sources; each must return one value per call.
+
+    Raises:
+        CreditCountError: naming the first source whose count is wrong.
+    """
+    return {name: per_call_values(name, episode, fn(episode)) for name, fn in sources.items()}

@@ -1,0 +1,166 @@
+"""Diagnostics are data: a code, a span, a message and a help line.
+
+The stages (parse, check, load) return lists of `Diagnostic`; `render_text` and
+`render_json` print them.  Codes are stable and documented in
+``docs/diagnostics.md``: RV0xx input/output, RV1xx syntax, RV2xx meaning.
+
+Text form (one per diagnostic)::
+
+    rules/x.rlvp:12:7: error[RV201]: unknown tool 'serch'
+       12 |   on call serch
+          |           ^^^^^
+       = help: did you mean 'search'?
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Iterable, Mapping, Sequence
+
+import attrs
+
+from .source import NO_SPAN, SourceFile, Span
+
+ERROR = "error"
+WARNING = "warning"
+
+#: Most diagnostics printed per file; the rest are counted in one closing line.
+MAX_PER_FILE = 10
+
+#: Every code, with the one-line summary used in docs and `--explain-code`.
+CODES: Mapping[str, str] = {
+    "RV001": "a file cannot be read (missing, unreadable, not UTF-8)",
+    "RV002": "a tool manifest cannot be understood",
+    "RV003": "an include cycle",
+    "RV101": "syntax error: unexpected token",
+    "RV102": "a reserved word used as a name",
+    "RV103": "a block or parenthesis is never closed",
+    "RV104": "an invalid literal (string, number)",
+    "RV105": "an invalid regular expression",
+    "RV106": "nesting too deep",
+    "RV201": "unknown tool",
+    "RV202": "unknown tag",
+    "RV203": "duplicate name (rule, tool or constant)",
+    "RV204": "a weight of the wrong sign",
+    "RV205": "a reference to an unbound argument",
+    "RV206": "an obligation that can never be discharged",
+    "RV207": "unknown constant",
+    "RV208": "credit would land on a user message",
+    "RV209": "an invalid value (count, cap, comparison)",
+    "RV210": "a rule that can never fire",
+}
+
+
+@attrs.frozen
+class Diagnostic:
+    """One problem found in a rule file.
+
+    Attributes:
+        code: stable code such as ``RV201`` (see `CODES`).
+        message: what is wrong, in the language's own words.
+        span: where.
+        help: how to fix it (may be empty).
+        severity: ``error`` or ``warning``.
+    """
+
+    code: str
+    message: str
+    span: Span = NO_SPAN
+    help: str = ""
+    severity: str = ERROR
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "help": self.help,
+            "span": self.span.to_json(),
+            "location": self.span.location,
+        }
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """A help line suggesting the closest candidate, or "" when none is close."""
+    close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else ""
+
+
+def sort_and_cap(diagnostics: Iterable[Diagnostic], cap: int = MAX_PER_FILE) -> tuple[list[Diagnostic], int]:
+    """Sort by (file, line, column, code) and keep at most `cap` per file.
+
+    Returns:
+        (kept diagnostics, number dropped).
+    """
+    ordered = sorted(
+        set(diagnostics),
+        key=lambda d: (d.span.file, d.span.line, d.span.column, d.code, d.message),
+    )
+    kept: list[Diagnostic] = []
+    per_file: dict[str, int] = {}
+    dropped = 0
+    for d in ordered:
+        n = per_file.get(d.span.file, 0)
+        if n >= cap:
+            dropped += 1
+            continue
+        per_file[d.span.file] = n + 1
+        kept.append(d)
+    return kept, dropped
+
+
+def render_text(
+    diagnostics: Sequence[Diagnostic],
+    sources: Mapping[str, SourceFile],
+    *,
+    dropped: int = 0,
+) -> str:
+    """Render diagnostics as ``file:line:col: error[CODE]: message``, the source line, a caret, help."""
+    out: list[str] = []
+    for d in diagnostics:
+        out.append(f"{d.span.location}: {d.severity}[{d.code}]: {d.message}")
+        src = sources.get(d.span.file)
+        if src is not None and d.span.line > 0:
+            text = src.line_text(d.span.line)
+            gutter = str(d.span.line)
+            width = 1
+            if d.span.end_line == d.span.line and d.span.end_column > d.span.column:
+                width = d.span.end_column - d.span.column
+            caret_col = min(d.span.column, len(text) + 1)
+            pad = "".join("\t" if ch == "\t" else " " for ch in text[: caret_col - 1])
+            out.append(f" {gutter} | {text}")
+            out.append(f" {' ' * len(gutter)} | {pad}{'^' * max(1, width)}")
+        if d.help:
+            out.append(f"  = help: {d.help}")
+    if dropped:
+        out.append(f"... and {dropped} more diagnostic{'s' if dropped != 1 else ''} not shown")
+    return "\n".join(out)
+
+
+def render_json(diagnostics: Sequence[Diagnostic], *, dropped: int = 0) -> str:
+    """Render diagnostics as one JSON document: ``{"diagnostics": [...], "dropped": n}``."""
+    return json.dumps(
+        {"diagnostics": [d.to_json() for d in diagnostics], "dropped": dropped},
+        indent=2,
+        ensure_ascii=False,
+    )
+
+
+def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
+    return any(d.severity == ERROR for d in diagnostics)
+
+
+class RuleError(Exception):
+    """Raised by the `load`-style API when a rule file has errors.
+
+    Attributes:
+        diagnostics: the diagnostics (sorted).
+        sources: the source files, for rendering.
+    """
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], sources: Mapping[str, SourceFile]):
+        self.diagnostics = list(diagnostics)
+        self.sources = dict(sources)
+        kept, dropped = sort_and_cap(self.diagnostics)
+        super().__init__(render_text(kept, self.sources, dropped=dropped))

@@ -1,0 +1,369 @@
+"""Shared pieces of the trajectory readers: errors, error signals, the episode builder.
+
+Every reader turns one source record (a tau2 simulation, a chat transcript, a
+SWE-agent run) into an :class:`~rlvp_dsl.events.Episode` through
+:class:`EpisodeBuilder`, which numbers events, matches tool results to calls and
+marks calls that never got a result as ``no_result``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, USER, Episode, Event
+
+#: Longest error text kept on an event, in characters (the full output stays in ``result``).
+ERROR_TEXT_LIMIT = 2000
+
+
+class ReaderError(Exception):
+    """A trajectory file that cannot be read: bad JSON or a bad record.
+
+    The message is ``<file>: <record>: field '<field>': expected <expected>, got <got>``
+    (parts that do not apply are left out); invalid JSON reads
+    ``<file>:<line>:<col>: invalid JSON: <reason>``.
+
+    Attributes:
+        file: the file, as the caller named it.
+        record: where in the file (``simulations[3].messages[5]``, ``line 7``), or ``""``.
+        field: the offending field, or ``""``.
+        detail: the rest of the message.
+    """
+
+    def __init__(self, file: str, record: str = "", field: str = "", detail: str = ""):
+        self.file = file
+        self.record = record
+        self.field = field
+        self.detail = detail
+        parts = [file]
+        if record:
+            parts.append(record)
+        if field:
+            parts.append(f"field {field!r}")
+        if detail:
+            parts.append(detail)
+        super().__init__(": ".join(parts))
+
+
+def expected_got(expected: str, got: Any) -> str:
+    """The ``expected X, got Y`` part of a reader error; ``got`` is shown briefly."""
+    if isinstance(got, (dict, list)):
+        shown = f"a JSON {'object' if isinstance(got, dict) else 'array'}"
+    else:
+        shown = repr(got)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+    return f"expected {expected}, got {shown}"
+
+
+def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
+    """Parse JSON text, turning a syntax error into a :class:`ReaderError` with ``line:col``.
+
+    Args:
+        text: the JSON text.
+        file: the file name used in the error message.
+        line_offset: added to the reported line (for one line of a JSONL file).
+
+    Raises:
+        ReaderError: the text is not valid JSON.
+    """
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReaderError(f"{file}:{exc.lineno + line_offset}:{exc.colno}", detail=f"invalid JSON: {exc.msg}") from None
+
+
+def message_text(content: Any) -> str:
+    """The text of a message ``content``: a string, ``None``, or a list of content parts.
+
+    Content parts are OpenAI/MCP style ``{"type": "text", "text": ...}``; other parts
+    (images, resources) contribute their JSON.  Anything else is rendered as JSON.
+    """
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        pieces = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                pieces.append(part["text"])
+            elif isinstance(part, str):
+                pieces.append(part)
+            else:
+                pieces.append(json.dumps(part, ensure_ascii=False, sort_keys=True))
+        return "\n".join(pieces)
+    return json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+
+@attrs.frozen
+class ErrorSignal:
+    """How a tool result is recognised as an error.
+
+    A result is an error when ANY of these holds:
+
+    * a flag field is ``true`` -- looked up on the tool message and, for MCP
+      ``tools/call`` results, on the result object (``{"content": [...], "isError": true}``);
+    * the result text, leading whitespace stripped, starts with one of ``prefixes``;
+    * the result text contains one of ``markers`` (plain substring tests, linear time).
+
+    Defaults per format are in :data:`DEFAULT_ERROR_SIGNALS`.  To override, pass
+    ``error_signal=ErrorSignal(prefixes=("Error", "ERROR"))`` to a reader (this
+    replaces the format's default), or extend the default with
+    ``DEFAULT_ERROR_SIGNALS["openai"].extended(prefixes=("Failed",))``.  The CLI's
+    ``--error-prefix`` / ``--error-flag`` map onto ``prefixes`` / ``flags``.
+
+    Attributes:
+        flags: boolean field names (``error``, ``isError``).
+        prefixes: text prefixes (``Error``).
+        markers: substrings anywhere in the text (``Traceback (most recent call last)``).
+        case_sensitive: when false, prefixes and markers match ignoring case.
+    """
+
+    flags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    prefixes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    markers: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    case_sensitive: bool = True
+
+    def extended(self, flags: Iterable[str] = (), prefixes: Iterable[str] = (), markers: Iterable[str] = ()) -> "ErrorSignal":
+        """A copy with more flags, prefixes and markers (duplicates dropped)."""
+
+        def merge(old: tuple[str, ...], new: Iterable[str]) -> tuple[str, ...]:
+            return tuple(dict.fromkeys((*old, *new)))
+
+        return attrs.evolve(
+            self,
+            flags=merge(self.flags, flags),
+            prefixes=merge(self.prefixes, prefixes),
+            markers=merge(self.markers, markers),
+        )
+
+    def flagged(self, *records: Any) -> bool:
+        """True when one of ``records`` (dicts) has a flag field set to ``true``."""
+        for record in records:
+            if isinstance(record, dict):
+                for name in self.flags:
+                    if record.get(name) is True:
+                        return True
+        return False
+
+    def text_matches(self, text: str) -> bool:
+        """True when ``text`` starts with a prefix or contains a marker."""
+        if not (self.prefixes or self.markers):
+            return False
+        if not self.case_sensitive:
+            text = text.lower()
+        head = text.lstrip()
+        for prefix in self.prefixes:
+            if head.startswith(prefix if self.case_sensitive else prefix.lower()):
+                return True
+        for marker in self.markers:
+            if (marker if self.case_sensitive else marker.lower()) in text:
+                return True
+        return False
+
+    def is_error(self, text: str, *records: Any) -> bool:
+        """True when the result (its text and its raw records) signals an error."""
+        return self.flagged(*records) or self.text_matches(text)
+
+
+#: Observation markers of a failed SWE-agent command (substrings, case-sensitive).
+SWE_AGENT_MARKERS = (
+    "Traceback (most recent call last)",
+    "command not found",
+    "Your proposed edit has introduced new syntax error",
+    "No such file or directory",
+    "syntax error near unexpected token",
+    "Permission denied",
+    "Segmentation fault",
+    "No file open. Use the open command first.",
+    "Usage: ",
+)
+
+#: The error signal each format uses unless the caller passes its own.
+DEFAULT_ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
+    "tau2": ErrorSignal(flags=("error",)),
+    "tau_bench_v1": ErrorSignal(prefixes=("Error",)),
+    "openai": ErrorSignal(flags=("error", "isError"), prefixes=("Error",)),
+    "swe_agent": ErrorSignal(markers=SWE_AGENT_MARKERS),
+}
+
+
+def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
+    """Parse a call's arguments.
+
+    Args:
+        raw: a JSON object already parsed (dict), a JSON string, ``None`` or ``""``.
+
+    Returns:
+        ``(arguments, raw_text, problem)``: ``problem`` is ``""`` when the arguments
+        are a JSON object, else why not (then ``arguments`` is ``{}``).
+    """
+    if raw is None:
+        return {}, None, ""
+    if isinstance(raw, dict):
+        return dict(raw), None, ""
+    if not isinstance(raw, str):
+        return {}, json.dumps(raw, ensure_ascii=False), f"arguments must be a JSON object, got {type(raw).__name__}"
+    if not raw.strip():
+        return {}, raw, ""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return {}, raw, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+    if not isinstance(value, dict):
+        return {}, raw, f"arguments must be a JSON object, got JSON {type(value).__name__}"
+    return value, raw, ""
+
+
+@attrs.define
+class _Slot:
+    """A call being built; mutable until the builder freezes it."""
+
+    tool: str | None
+    arguments: dict[str, Any]
+    raw_arguments: str | None
+    call_id: str | None
+    requestor: str
+    problem: str
+    answered: bool = False
+    status: str = OK
+    result: str = ""
+    error_text: str = ""
+
+
+class EpisodeBuilder:
+    """Collects events of one episode in order and freezes them into an :class:`Episode`.
+
+    Calls are matched to results by call id, else to the oldest unanswered call
+    (order fallback).  Calls never answered end as ``no_result``; malformed calls
+    keep status ``malformed`` even when a result comes back.
+    """
+
+    def __init__(self, error_signal: ErrorSignal):
+        self.error_signal = error_signal
+        self._items: list[Any] = []  # (kind, text) tuples or _Slot
+        self._pending: list[_Slot] = []
+        self.orphan_results = 0
+
+    def message(self, kind: str, text: str) -> None:
+        """Add a user or assistant turn; blank text adds nothing."""
+        if kind not in (USER, ASSISTANT):
+            raise ValueError(f"message kind must be user or assistant, got {kind!r}")
+        if text and text.strip():
+            self._items.append((kind, text))
+
+    def call(
+        self,
+        tool: Any,
+        raw_arguments: Any,
+        *,
+        call_id: Any = None,
+        requestor: str = "assistant",
+        problem: str = "",
+        extra_arguments: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Add a tool call.
+
+        Args:
+            tool: the tool name; a missing or non-string name makes the call malformed.
+            raw_arguments: dict, JSON text or ``None`` (see :func:`parse_arguments`).
+            call_id: the source's call id, used to match the result.
+            requestor: ``assistant`` or ``user``.
+            problem: a reason the call is malformed even if it parses (``finish_reason == "length"``).
+            extra_arguments: arguments the reader adds (``path`` of the open file), merged under parsed ones.
+        """
+        arguments, raw_text, parse_problem = parse_arguments(raw_arguments)
+        problems = [p for p in (problem, parse_problem) if p]
+        if not isinstance(tool, str) or not tool.strip():
+            problems.insert(0, "call has no tool name" if tool in (None, "") else f"tool name must be a string, got {type(tool).__name__}")
+            tool = None
+        if isinstance(raw_arguments, dict) and problems:
+            raw_text = json.dumps(raw_arguments, ensure_ascii=False, sort_keys=True)
+        if problems:
+            arguments = {}
+        elif extra_arguments:
+            arguments = {**extra_arguments, **arguments}
+        slot = _Slot(
+            tool=tool,
+            arguments=arguments,
+            raw_arguments=raw_text,
+            call_id=call_id if isinstance(call_id, str) and call_id else None,
+            requestor=requestor,
+            problem="; ".join(problems),
+        )
+        self._items.append(slot)
+        self._pending.append(slot)
+
+    def result(self, text: str, *, call_id: Any = None, records: Iterable[Any] = ()) -> bool:
+        """Attach a tool result to its call.
+
+        Args:
+            text: the result text.
+            call_id: the id of the call it answers; ``None`` matches by order.
+            records: raw records whose flag fields signal an error (the tool message, an MCP result).
+
+        Returns:
+            False when no unanswered call was left to take it (counted in ``orphan_results``).
+        """
+        slot = None
+        if isinstance(call_id, str) and call_id:
+            slot = next((s for s in self._pending if s.call_id == call_id), None)
+        if slot is None:
+            slot = next((s for s in self._pending if s.call_id is None or call_id is None), None)
+        if slot is None and self._pending:
+            slot = self._pending[0]
+        if slot is None:
+            self.orphan_results += 1
+            return False
+        self._pending.remove(slot)
+        slot.answered = True
+        slot.result = text
+        if self.error_signal.is_error(text, *records):
+            slot.status = ERROR
+            slot.error_text = text.strip()[:ERROR_TEXT_LIMIT]
+        return True
+
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def events(self) -> list[Event]:
+        """The events in order, indexed from 0."""
+        out: list[Event] = []
+        for item in self._items:
+            index = len(out)
+            if isinstance(item, tuple):
+                out.append(Event(index=index, kind=item[0], text=item[1]))
+                continue
+            status, error_text = item.status, item.error_text
+            if item.problem:
+                status, error_text = MALFORMED, item.problem
+            elif not item.answered:
+                status = NO_RESULT
+            out.append(
+                Event(
+                    index=index,
+                    kind=CALL,
+                    tool=item.tool,
+                    arguments=item.arguments,
+                    raw_arguments=item.raw_arguments,
+                    status=status,
+                    error_text=error_text,
+                    result=item.result,
+                    call_id=item.call_id,
+                    requestor=item.requestor,
+                )
+            )
+        return out
+
+    def episode(self, id: str, *, outcome: Any, source: str, meta: Mapping[str, Any]) -> Episode:
+        """Freeze into an :class:`Episode`; a non-numeric outcome becomes ``None``."""
+        if isinstance(outcome, bool) or not isinstance(outcome, (int, float)):
+            outcome = None
+        full_meta = dict(meta)
+        if self.orphan_results:
+            full_meta["orphan_results"] = self.orphan_results
+        return Episode(id=id, events=self.events(), outcome=None if outcome is None else float(outcome), source=source, meta=full_meta)

@@ -1,0 +1,179 @@
+"""OpenAI chat transcripts: JSON (one episode, a list of episodes, a bare message list) and JSONL.
+
+An episode record is ``{"messages": [...], "reward"?: float, "id"?: str, "meta"?: {...}}``.
+Messages follow the chat-completions shape:
+
+* ``system`` / ``developer``: not events; the first one's text is kept as ``meta["policy"]``;
+* ``user``: a ``user`` event;
+* ``assistant``: an ``assistant`` event for non-empty ``content``, then one call event per
+  ``tool_calls[]`` entry (``{id, type, function: {name, arguments: <JSON text>}}``; the flat
+  ``{id, name, arguments}`` form is accepted too) or for a legacy ``function_call``.  A message
+  with ``finish_reason == "length"`` was cut off, so its calls are malformed;
+* ``tool`` / ``function``: the result of the call with that ``tool_call_id`` (else the oldest
+  unanswered call).  ``content`` is text, content parts, or an MCP ``tools/call`` result
+  ``{"content": [...], "isError": bool}`` (as an object or as its JSON text).
+
+The same message reader serves tau-bench v1 (`tau_bench_v1.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rlvp_dsl.events import ASSISTANT, USER, Episode
+
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, load_json_text, message_text
+
+ROLES = ("assistant", "user", "tool", "system", "developer", "function")
+_CONTENT_TYPES = (str, list, dict, type(None))
+
+
+def tool_result(content: Any) -> tuple[str, list[Any]]:
+    """The text of a tool message's content and the records that may carry an error flag.
+
+    An MCP ``tools/call`` result (an object, or JSON text of one, with a ``content``
+    list) contributes its text parts and itself as a flag record.
+    """
+    mcp = None
+    if isinstance(content, dict) and isinstance(content.get("content"), list):
+        mcp = content
+    elif isinstance(content, str) and content.lstrip().startswith("{") and '"isError"' in content:
+        try:
+            value = json.loads(content)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("content"), list):
+            mcp = value
+    if mcp is not None:
+        return message_text(mcp["content"]), [mcp]
+    return message_text(content), []
+
+
+def _call_parts(entry: Any) -> tuple[Any, Any, Any, str]:
+    """(name, arguments, id, problem) of one ``tool_calls[]`` entry, tolerating broken ones."""
+    if not isinstance(entry, dict):
+        return None, json.dumps(entry, ensure_ascii=False), None, f"tool call must be a JSON object, got {type(entry).__name__}"
+    function = entry.get("function")
+    if isinstance(function, dict):
+        return function.get("name"), function.get("arguments"), entry.get("id"), ""
+    return entry.get("name"), entry.get("arguments"), entry.get("id"), ""
+
+
+def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str, field: str = "messages") -> dict[str, Any]:
+    """Feed a chat message list into ``builder``.
+
+    Args:
+        messages: the list of message objects.
+        builder: the episode being built.
+        file, record, field: where the list is, for error messages
+            (``[3]`` and ``traj`` give ``[3].traj[5]``).
+
+    Returns:
+        meta gathered on the way (``policy`` from the first system message).
+
+    Raises:
+        ReaderError: ``messages`` is not a list, a message is not an object, has an
+            unknown role, or content of a wrong type.
+    """
+    if not isinstance(messages, list):
+        raise ReaderError(file, record, field, expected_got("a list of messages", messages))
+    meta: dict[str, Any] = {}
+    for position, message in enumerate(messages):
+        where = f"{record}{_sep(record)}{field}[{position}]"
+        if not isinstance(message, dict):
+            raise ReaderError(file, where, detail=expected_got("a message object", message))
+        role = message.get("role")
+        if role not in ROLES:
+            raise ReaderError(file, where, "role", expected_got("one of " + "/".join(ROLES[:4]), role))
+        content = message.get("content")
+        if not isinstance(content, _CONTENT_TYPES):
+            raise ReaderError(file, where, "content", expected_got("text, a list of content parts or null", content))
+        if role in ("system", "developer"):
+            meta.setdefault("policy", message_text(content))
+        elif role == "user":
+            builder.message(USER, message_text(content))
+        elif role == "assistant":
+            _assistant(message, content, builder, file, where)
+        else:
+            text, records = tool_result(content)
+            builder.result(text, call_id=message.get("tool_call_id"), records=[message, *records])
+    return meta
+
+
+def _sep(record: str) -> str:
+    """Separator between a record and a sub-record: ``traj[3].messages``, ``line 7: messages``."""
+    if not record:
+        return ""
+    return ": " if record.startswith("line ") else "."
+
+
+def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, file: str, where: str) -> None:
+    builder.message(ASSISTANT, message_text(content))
+    cut = "call cut off by the length limit (finish_reason 'length')" if message.get("finish_reason") == "length" else ""
+    calls = message.get("tool_calls")
+    if calls is None and isinstance(message.get("function_call"), dict):
+        calls = [message["function_call"]]
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise ReaderError(file, where, "tool_calls", expected_got("a list of tool calls or null", calls))
+    for entry in calls:
+        name, arguments, call_id, problem = _call_parts(entry)
+        builder.call(name, arguments, call_id=call_id, problem="; ".join(p for p in (cut, problem) if p))
+
+
+def _is_message_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(m, dict) and "role" in m for m in value[:3])
+
+
+def _episode(record_value: Any, file: str, name: str, record: str, episode_id: str, signal: ErrorSignal) -> Episode:
+    builder = EpisodeBuilder(signal)
+    if isinstance(record_value, list):
+        meta = read_messages(record_value, builder, file, record)
+        return builder.episode(episode_id, outcome=None, source=file, meta=meta)
+    if not isinstance(record_value, dict):
+        raise ReaderError(file, record, detail=expected_got('an episode object {"messages": [...]}', record_value))
+    if "messages" not in record_value:
+        raise ReaderError(file, record, "messages", "missing (expected a list of chat messages)")
+    meta = read_messages(record_value["messages"], builder, file, record)
+    reward = record_value.get("reward", record_value.get("outcome"))
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
+        raise ReaderError(file, record, "reward", expected_got("a number or null", reward))
+    extra = record_value.get("meta") or record_value.get("metadata")
+    if isinstance(extra, dict):
+        meta.update(extra)
+    given = record_value.get("id")
+    return builder.episode(str(given) if given is not None else episode_id, outcome=reward, source=file, meta=meta)
+
+
+def read_openai_json(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
+    """Episodes of a parsed OpenAI chat JSON file (one episode, a list of them, or a bare message list).
+
+    Raises:
+        ReaderError: a record is malformed.
+    """
+    if isinstance(data, dict):
+        return [_episode(data, file, name, "", name, signal)]
+    if _is_message_list(data):
+        return [_episode(data, file, name, "", name, signal)]
+    if not isinstance(data, list):
+        raise ReaderError(file, detail=expected_got("an episode object or a list", data))
+    return [_episode(item, file, name, f"[{i}]", f"{name}#[{i}]", signal) for i, item in enumerate(data)]
+
+
+def read_openai_jsonl(text: str, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
+    """Episodes of an OpenAI chat JSONL file: one episode object (or message list) per non-blank line.
+
+    Ids default to ``<name>:<line>``.
+
+    Raises:
+        ReaderError: a line is not valid JSON or not a valid episode (names the line number).
+    """
+    episodes = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        value = load_json_text(line, file, line_offset=lineno - 1)
+        episodes.append(_episode(value, file, name, f"line {lineno}", f"{name}:{lineno}", signal))
+    return episodes

@@ -1,0 +1,120 @@
+"""tau2-bench simulation results (``Results`` JSON): one episode per ``simulations[i]``.
+
+Shape (data README section 2)::
+
+    {info: {agent_info: {llm}, user_info: {llm}, environment_info: {domain_name, policy}},
+     tasks: [...],
+     simulations: [{id, task_id, trial, termination_reason, reward_info: {reward, ...},
+                    messages: [{role: "assistant"|"user", content, raw_data?: {finish_reason},
+                                tool_calls: [{id, name, arguments: {...}, requestor}] | null},
+                               {role: "tool", id, content, requestor, error: bool}, ...]}]}
+
+* ``outcome = reward_info.reward`` (``None`` when absent); ``id = "<file name>#simulations[i]"``.
+* Calls in a ``user`` message (telecom's phone tools, ``requestor == "user"``) are call
+  events with ``requestor="user"``; the user's text, if any, comes first as a ``user`` event.
+* A tool message answers the call whose ``id`` it carries; ``error: true`` marks an error
+  (default :class:`ErrorSignal` ``flags=("error",)``).
+* ``raw_data.finish_reason == "length"`` marks the message's calls malformed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlvp_dsl.events import ASSISTANT, USER, Episode
+
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, message_text
+from .openai_chat import tool_result
+
+ROLES = ("assistant", "user", "tool", "system")
+_CONTENT_TYPES = (str, list, dict, type(None))
+
+
+def _get(mapping: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(mapping, dict):
+            return None
+        mapping = mapping.get(key)
+    return mapping
+
+
+def read_tau2(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
+    """Episodes of a parsed tau2 ``Results`` file.
+
+    Raises:
+        ReaderError: ``simulations`` is missing or a simulation/message is malformed.
+    """
+    if not isinstance(data, dict):
+        raise ReaderError(file, detail=expected_got("a tau2 Results object", data))
+    simulations = data.get("simulations")
+    if not isinstance(simulations, list):
+        raise ReaderError(file, "", "simulations", expected_got("a list of simulations", simulations))
+    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    common = {
+        "format": "tau2",
+        "domain": _get(info, "environment_info", "domain_name"),
+        "agent_llm": _get(info, "agent_info", "llm"),
+        "user_llm": _get(info, "user_info", "llm"),
+    }
+    policy = _get(info, "environment_info", "policy")
+    if isinstance(policy, str):
+        common["policy"] = policy
+    return [_simulation(sim, i, file, name, signal, common) for i, sim in enumerate(simulations)]
+
+
+def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, common: dict[str, Any]) -> Episode:
+    record = f"simulations[{i}]"
+    if not isinstance(sim, dict):
+        raise ReaderError(file, record, detail=expected_got("a simulation object", sim))
+    messages = sim.get("messages")
+    if not isinstance(messages, list):
+        raise ReaderError(file, record, "messages", expected_got("a list of messages", messages))
+    builder = EpisodeBuilder(signal)
+    for position, message in enumerate(messages):
+        _message(message, f"{record}.messages[{position}]", file, builder)
+    reward_info = sim.get("reward_info")
+    reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
+    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
+        raise ReaderError(file, f"{record}.reward_info", "reward", expected_got("a number or null", reward))
+    meta = dict(common)
+    meta.update(
+        simulation_id=sim.get("id"),
+        task_id=sim.get("task_id"),
+        trial=sim.get("trial"),
+        termination_reason=sim.get("termination_reason"),
+    )
+    return builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta)
+
+
+def _message(message: Any, where: str, file: str, builder: EpisodeBuilder) -> None:
+    if not isinstance(message, dict):
+        raise ReaderError(file, where, detail=expected_got("a message object", message))
+    role = message.get("role")
+    if role not in ROLES:
+        raise ReaderError(file, where, "role", expected_got("one of " + "/".join(ROLES), role))
+    content = message.get("content")
+    if not isinstance(content, _CONTENT_TYPES):
+        raise ReaderError(file, where, "content", expected_got("text or null", content))
+    if role == "system":
+        return
+    if role == "tool":
+        text, records = tool_result(content)
+        builder.result(text, call_id=message.get("id"), records=[message, *records])
+        return
+    builder.message(ASSISTANT if role == "assistant" else USER, message_text(content))
+    calls = message.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        raise ReaderError(file, where, "tool_calls", expected_got("a list of tool calls or null", calls))
+    cut = ""
+    if _get(message, "raw_data", "finish_reason") == "length":
+        cut = "call cut off by the length limit (finish_reason 'length')"
+    for entry in calls:
+        if not isinstance(entry, dict):
+            builder.call(None, None, problem=f"tool call must be a JSON object, got {type(entry).__name__}")
+            continue
+        requestor = entry.get("requestor") or role
+        if requestor not in ("assistant", "user"):
+            requestor = role
+        builder.call(entry.get("name"), entry.get("arguments"), call_id=entry.get("id"), requestor=requestor, problem=cut)

@@ -1,0 +1,45 @@
+"""tau-bench (v1) historical trajectories: a JSON list of ``{task_id, trial, reward, info, traj}``.
+
+``traj`` is an OpenAI chat message list (read by :func:`.openai_chat.read_messages`):
+tool-call ``arguments`` are JSON text, tool messages carry ``tool_call_id``.  v1 has no
+error flag: tools *return* ``"Error: ..."``, so the default :class:`ErrorSignal` is
+``prefixes=("Error",)``.  ``outcome = reward``; ``id = "<file name>#[i]"``; meta keeps
+``task_id``, ``trial``, ``user_id`` and the policy (the system message).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rlvp_dsl.events import Episode
+
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got
+from .openai_chat import read_messages
+
+
+def read_tau_bench_v1(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
+    """Episodes of a parsed tau-bench v1 results list.
+
+    Raises:
+        ReaderError: the file is not a list, or an entry lacks ``traj`` or has a bad message.
+    """
+    if not isinstance(data, list):
+        raise ReaderError(file, detail=expected_got("a list of {task_id, trial, reward, traj} entries", data))
+    episodes = []
+    for i, entry in enumerate(data):
+        record = f"[{i}]"
+        if not isinstance(entry, dict):
+            raise ReaderError(file, record, detail=expected_got("an entry object", entry))
+        if "traj" not in entry:
+            raise ReaderError(file, record, "traj", "missing (expected a list of chat messages)")
+        builder = EpisodeBuilder(signal)
+        meta = read_messages(entry["traj"], builder, file, record, "traj")
+        reward = entry.get("reward")
+        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
+            raise ReaderError(file, record, "reward", expected_got("a number or null", reward))
+        task = entry.get("info", {}).get("task") if isinstance(entry.get("info"), dict) else None
+        meta.update(format="tau_bench_v1", task_id=entry.get("task_id"), trial=entry.get("trial"))
+        if isinstance(task, dict) and "user_id" in task:
+            meta["user_id"] = task["user_id"]
+        episodes.append(builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta))
+    return episodes

@@ -1,0 +1,78 @@
+"""Source text and positions: where a diagnostic or a rule comes from.
+
+Lines and columns are 1-based and count Unicode code points, as editors do.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import attrs
+
+
+@attrs.frozen
+class Span:
+    """A region of a source file: ``file:line:col`` to ``end_line:end_col``."""
+
+    file: str
+    line: int
+    column: int
+    end_line: int = 0
+    end_column: int = 0
+
+    @property
+    def location(self) -> str:
+        """``file:line:col`` -- the form editors and CI annotators understand."""
+        return f"{self.file}:{self.line}:{self.column}"
+
+    def to_json(self) -> dict:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line or self.line,
+            "end_column": self.end_column or self.column,
+        }
+
+
+NO_SPAN = Span("<generated>", 0, 0)
+
+
+@attrs.frozen
+class SourceFile:
+    """The text of one rule file, with a line index for positions and carets."""
+
+    path: str
+    text: str
+    _line_starts: tuple[int, ...] = attrs.field(init=False, repr=False, eq=False)
+
+    def __attrs_post_init__(self) -> None:
+        starts = [0]
+        for i, ch in enumerate(self.text):
+            if ch == "\n":
+                starts.append(i + 1)
+        object.__setattr__(self, "_line_starts", tuple(starts))
+
+    def line_text(self, line: int) -> str:
+        """The text of 1-based line `line` without its newline ("" when out of range)."""
+        if not 1 <= line <= len(self._line_starts):
+            return ""
+        start = self._line_starts[line - 1]
+        end = self.text.find("\n", start)
+        return self.text[start:] if end < 0 else self.text[start:end]
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based (line, column) of a 0-based character offset."""
+        offset = max(0, min(offset, len(self.text)))
+        line = bisect.bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1] + 1
+
+    def span(self, start: int, end: int | None = None) -> Span:
+        """The span of characters `start`..`end` (0-based offsets)."""
+        line, col = self.position(start)
+        end_line, end_col = self.position(start if end is None else end)
+        return Span(self.path, line, col, end_line, end_col)
+
+    @property
+    def end_span(self) -> Span:
+        return self.span(len(self.text))
