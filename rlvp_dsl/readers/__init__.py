@@ -1,0 +1,34 @@
+"""Trajectory readers: turn the formats people already have into :class:`~rlvp_dsl.events.Episode`.
+
+Formats (``format=``): ``tau2`` (tau2-bench ``Results`` JSON), ``tau_bench_v1`` (tau-bench v1
+results list), ``openai`` (chat transcripts, JSON or JSONL; MCP ``tools/call`` results
+understood), ``swe_agent`` (``.traj``).  ``None`` detects the format from the extension and
+content (see :mod:`rlvp_dsl.readers.loading`).
+
+    from rlvp_dsl.readers import read_episodes, read_report, ErrorSignal
+    episodes = read_episodes("run.json")                          # one file
+    report = read_report(["runs/", "extra.jsonl"])                # files and folders
+    report.episodes, report.skipped                               # skipped: not trajectories
+    read_episodes("run.jsonl", error_signal=ErrorSignal(prefixes=("ERROR",)))
+
+Module map: ``_base`` (errors, :class:`ErrorSignal`, the episode builder), ``openai_chat``,
+``tau2``, ``tau_bench_v1``, ``swe_agent`` (one reader each), ``loading`` (detection, files,
+folders).
+"""
+
+from ._base import DEFAULT_ERROR_SIGNALS, SWE_AGENT_MARKERS, ErrorSignal, ReaderError
+from .loading import FORMATS, ReadReport, SkippedFile, detect_format, read_episodes, read_paths, read_report
+
+__all__ = [
+    "DEFAULT_ERROR_SIGNALS",
+    "FORMATS",
+    "ErrorSignal",
+    "ReadReport",
+    "ReaderError",
+    "SWE_AGENT_MARKERS",
+    "SkippedFile",
+    "detect_format",
+    "read_episodes",
+    "read_paths",
+    "read_report",
+]

@@ -1,0 +1,207 @@
+"""Reading files and folders: format detection, dispatch, and the report of skipped files.
+
+Detection (``format=None``), first match wins:
+
+1. extension ``.traj``  -> ``swe_agent``; ``.jsonl`` -> ``openai`` (one episode per line);
+2. an object with a ``simulations`` list -> ``tau2``;
+3. an object with ``trajectory`` or ``history`` (a list) -> ``swe_agent``;
+4. a list whose first entry has ``traj`` -> ``tau_bench_v1``;
+5. an object with ``messages``, a list of such objects, or a list of ``{role, ...}``
+   messages -> ``openai``.
+
+Anything else is not a trajectory: :func:`read_episodes` raises :class:`ReaderError`,
+:func:`read_report` (and so :func:`read_paths`) skips the file and says why.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import attrs
+
+from rlvp_dsl.events import Episode
+
+from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, load_json_text
+from .openai_chat import read_openai_json, read_openai_jsonl
+from .swe_agent import read_swe_agent
+from .tau2 import read_tau2
+from .tau_bench_v1 import read_tau_bench_v1
+
+FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent")
+#: File name endings read when walking a folder.
+FOLDER_SUFFIXES = (".json", ".jsonl", ".traj")
+
+_READERS: dict[str, Callable[[Any, str, str, ErrorSignal], list[Episode]]] = {
+    "tau2": read_tau2,
+    "tau_bench_v1": read_tau_bench_v1,
+    "openai": read_openai_json,
+    "swe_agent": read_swe_agent,
+}
+
+
+@attrs.frozen
+class SkippedFile:
+    """A file :func:`read_report` did not read, and why (``not a trajectory: ...``)."""
+
+    path: str
+    reason: str
+
+
+@attrs.frozen
+class ReadReport:
+    """What :func:`read_report` read.
+
+    Attributes:
+        episodes: the episodes, files in sorted path order, records in file order.
+        files: the files episodes came from.
+        skipped: files that are not trajectories (manifests, task lists, provenance).
+    """
+
+    episodes: tuple[Episode, ...] = attrs.field(converter=tuple)
+    files: tuple[str, ...] = attrs.field(converter=tuple)
+    skipped: tuple[SkippedFile, ...] = attrs.field(converter=tuple)
+
+
+def detect_format(data: Any, path: str = "") -> tuple[str | None, str]:
+    """Guess the format of parsed file content (see the module docstring for the order).
+
+    Args:
+        data: the parsed JSON (ignored for ``.traj`` / ``.jsonl`` paths).
+        path: the file name, for its extension.
+
+    Returns:
+        ``(format, "")`` or ``(None, reason)`` when the content is not a trajectory.
+    """
+    suffix = Path(path).suffix.lower()
+    if suffix == ".traj":
+        return "swe_agent", ""
+    if suffix == ".jsonl":
+        return "openai", ""
+    if isinstance(data, dict):
+        if isinstance(data.get("simulations"), list):
+            return "tau2", ""
+        if isinstance(data.get("trajectory"), list) or isinstance(data.get("history"), list):
+            return "swe_agent", ""
+        if isinstance(data.get("messages"), list):
+            return "openai", ""
+        keys = ", ".join(sorted(map(str, data))[:6])
+        return None, f"not a trajectory: a JSON object without simulations/messages/trajectory/history (keys: {keys})"
+    if isinstance(data, list):
+        if not data:
+            return None, "not a trajectory: an empty JSON list"
+        first = data[0]
+        if isinstance(first, dict) and "traj" in first:
+            return "tau_bench_v1", ""
+        if isinstance(first, dict) and ("messages" in first or "role" in first):
+            return "openai", ""
+        return None, "not a trajectory: a JSON list whose entries have no traj/messages/role"
+    return None, f"not a trajectory: a JSON {type(data).__name__}"
+
+
+def _load(path: Path, file: str) -> tuple[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReaderError(file, detail=f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ReaderError(file, detail=f"cannot read: {exc.strerror or exc}") from None
+    if path.suffix.lower() == ".jsonl":
+        return text, None
+    return text, load_json_text(text, file)
+
+
+def _read_loaded(path: Path, file: str, text: str, data: Any, fmt: str, signal: ErrorSignal | None) -> list[Episode]:
+    signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[fmt]
+    if path.suffix.lower() == ".jsonl":
+        if fmt != "openai":
+            raise ReaderError(file, detail=f"JSONL files are read as 'openai' chat episodes, not {fmt!r}")
+        return read_openai_jsonl(text, file, path.name, signal)
+    return _READERS[fmt](data, file, path.name, signal)
+
+
+def _check_format(format: str | None) -> None:
+    if format is not None and format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)} or None (got {format!r})")
+
+
+def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, error_signal: ErrorSignal | None = None) -> list[Episode]:
+    """Read the episodes of one trajectory file.
+
+    Args:
+        path: a ``.json``, ``.jsonl`` or ``.traj`` file.
+        format: ``tau2``, ``tau_bench_v1``, ``openai``, ``swe_agent``, or ``None`` to detect it.
+        error_signal: how tool errors are recognised; ``None`` uses the format's
+            entry of :data:`DEFAULT_ERROR_SIGNALS` (a given signal replaces it).
+
+    Returns:
+        The episodes in file order.
+
+    Raises:
+        ReaderError: the file cannot be read, is not valid JSON (``file:line:col``), is
+            not a trajectory, or has a malformed record (names record and field).
+        ValueError: ``format`` is not one of :data:`FORMATS`.
+    """
+    _check_format(format)
+    file = os.fspath(path)
+    real = Path(file)
+    text, data = _load(real, file)
+    fmt = format
+    if fmt is None:
+        fmt, reason = detect_format(data, file)
+        if fmt is None:
+            raise ReaderError(file, detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
+    return _read_loaded(real, file, text, data, fmt, error_signal)
+
+
+def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """Files to read: named files as given, folders walked in sorted order."""
+    out: list[Path] = []
+    for item in paths:
+        path = Path(item)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FOLDER_SUFFIXES)
+            out.extend(found)
+        elif path.exists():
+            out.append(path)
+        else:
+            raise ReaderError(os.fspath(item), detail="no such file or folder")
+    return out
+
+
+def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None, error_signal: ErrorSignal | None = None) -> ReadReport:
+    """Read files and folders (folders recursively: ``*.json``, ``*.jsonl``, ``*.traj``).
+
+    Files whose content is not a trajectory (``tools_manifest.json``, ``tasks.json``,
+    ``PROVENANCE.json`` ...) are skipped and listed in :attr:`ReadReport.skipped`; with an
+    explicit ``format`` nothing is skipped.
+
+    Raises:
+        ReaderError: a path does not exist, or a file is unreadable, invalid JSON, or a
+            trajectory with a malformed record.
+        ValueError: ``format`` is not one of :data:`FORMATS`.
+    """
+    _check_format(format)
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    episodes: list[Episode] = []
+    files: list[str] = []
+    skipped: list[SkippedFile] = []
+    for path in _walk(paths):
+        file = os.fspath(path)
+        text, data = _load(path, file)
+        fmt = format
+        if fmt is None:
+            fmt, reason = detect_format(data, file)
+            if fmt is None:
+                skipped.append(SkippedFile(file, reason))
+                continue
+        episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal))
+        files.append(file)
+    return ReadReport(episodes=episodes, files=files, skipped=skipped)
+
+
+def read_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], **kw: Any) -> list[Episode]:
+    """The episodes of :func:`read_report` (same arguments); use that to see skipped files."""
+    return list(read_report(paths, **kw).episodes)
