@@ -8,7 +8,7 @@ Messages follow the chat-completions shape:
 * ``assistant``: an ``assistant`` event for non-empty ``content``, then one call event per
   ``tool_calls[]`` entry (``{id, type, function: {name, arguments: <JSON text>}}``; the flat
   ``{id, name, arguments}`` form is accepted too) or for a legacy ``function_call``.  A message
-  with ``finish_reason == "length"`` was cut off, so its calls are malformed;
+  with ``finish_reason == "length"`` was cut off, so its last call is malformed;
 * ``tool`` / ``function``: the result of the call with that ``tool_call_id`` (else the oldest
   unanswered call).  ``content`` is text, content parts, or an MCP ``tools/call`` result
   ``{"content": [...], "isError": bool}`` (as an object or as its JSON text).
@@ -118,9 +118,11 @@ def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, f
         return
     if not isinstance(calls, list):
         raise ReaderError(file, where, "tool_calls", expected_got("a list of tool calls or null", calls))
-    for entry in calls:
+    for position, entry in enumerate(calls):
         name, arguments, call_id, problem = _call_parts(entry)
-        builder.call(name, arguments, call_id=call_id, problem="; ".join(p for p in (cut, problem) if p))
+        # The length limit cuts the message's last call; earlier ones were complete.
+        last_cut = cut if position == len(calls) - 1 else ""
+        builder.call(name, arguments, call_id=call_id, problem="; ".join(p for p in (last_cut, problem) if p))
 
 
 def _is_message_list(value: Any) -> bool:

@@ -14,7 +14,7 @@ Shape (data README section 2)::
   events with ``requestor="user"``; the user's text, if any, comes first as a ``user`` event.
 * A tool message answers the call whose ``id`` it carries; ``error: true`` marks an error
   (default :class:`ErrorSignal` ``flags=("error",)``).
-* ``raw_data.finish_reason == "length"`` marks the message's calls malformed.
+* ``raw_data.finish_reason == "length"`` marks the message's last call malformed (cut off).
 """
 
 from __future__ import annotations
@@ -110,11 +110,12 @@ def _message(message: Any, where: str, file: str, builder: EpisodeBuilder) -> No
     cut = ""
     if _get(message, "raw_data", "finish_reason") == "length":
         cut = "call cut off by the length limit (finish_reason 'length')"
-    for entry in calls:
+    for position, entry in enumerate(calls):
         if not isinstance(entry, dict):
             builder.call(None, None, problem=f"tool call must be a JSON object, got {type(entry).__name__}")
             continue
         requestor = entry.get("requestor") or role
         if requestor not in ("assistant", "user"):
             requestor = role
-        builder.call(entry.get("name"), entry.get("arguments"), call_id=entry.get("id"), requestor=requestor, problem=cut)
+        last_cut = cut if position == len(calls) - 1 else ""  # the length limit cuts the last call only
+        builder.call(entry.get("name"), entry.get("arguments"), call_id=entry.get("id"), requestor=requestor, problem=last_cut)
