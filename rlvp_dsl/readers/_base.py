@@ -99,6 +99,13 @@ def message_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, sort_keys=True)
 
 
+def _names(value: Any) -> tuple[str, ...]:
+    """A tuple of strings; a single string stays one name (not its characters)."""
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
 @attrs.frozen
 class ErrorSignal:
     """How a tool result is recognised as an error.
@@ -123,9 +130,9 @@ class ErrorSignal:
         case_sensitive: when false, prefixes and markers match ignoring case.
     """
 
-    flags: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    prefixes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    markers: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    flags: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    prefixes: tuple[str, ...] = attrs.field(default=(), converter=_names)
+    markers: tuple[str, ...] = attrs.field(default=(), converter=_names)
     case_sensitive: bool = True
 
     def extended(self, flags: Iterable[str] = (), prefixes: Iterable[str] = (), markers: Iterable[str] = ()) -> "ErrorSignal":
