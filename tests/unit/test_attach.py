@@ -1,0 +1,69 @@
+"""Per-call and per-token credits from rule credits (issue 2 case 7, issue 3 attachment)."""
+
+import pytest
+
+from rlvp_dsl.attach import CreditCountError, call_credits, per_call_values, score_calls, token_credits
+from rlvp_dsl.events import Credit, Episode, Event
+
+
+def _episode():
+    return Episode(id="ep1", events=[
+        Event(index=0, kind="user", text="hi"),
+        Event(index=1, kind="call", tool="a"),
+        Event(index=2, kind="assistant", text="thinking"),
+        Event(index=3, kind="call", tool="b"),
+    ])
+
+
+def _credit(i, v, rule="r", outcome="fire", kind="violation"):
+    return Credit(event_index=i, rule=rule, value=v, location="x.rlvp:1:1", reason="", kind=kind, outcome=outcome)
+
+
+def test_credits_summed_per_call():
+    """Credits on the same call add; credits on assistant turns are kept apart as unattached."""
+    cc = call_credits(_episode(), [_credit(1, -0.5), _credit(1, 0.25, outcome="discharge", kind="obligation"),
+                                   _credit(3, 1.0, outcome="discharge", kind="obligation"), _credit(2, -0.1)])
+    assert cc.values == (-0.25, 1.0)
+    assert cc.violations == (1, 0) and cc.discharges == (1, 1)
+    assert cc.unattached == pytest.approx(-0.1)
+    assert cc.total == pytest.approx(0.65)
+
+
+def test_credit_on_user_or_missing_event_is_an_error():
+    """A credit on a user message or outside the episode names the rule and index."""
+    with pytest.raises(ValueError, match="rule 'r'.*user event 0"):
+        call_credits(_episode(), [_credit(0, -1.0)])
+    with pytest.raises(ValueError, match="credited event 9"):
+        call_credits(_episode(), [_credit(9, -1.0)])
+
+
+def test_wrong_count_raises_naming_rule_expected_actual():
+    """Issue 2 case 7: a source with the wrong number of credits raises; nothing is broadcast."""
+    with pytest.raises(CreditCountError, match=r"'my_rule' returned 1 credits .*expected 2") as err:
+        per_call_values("my_rule", _episode(), [0.5])
+    assert (err.value.expected, err.value.actual) == (2, 1)
+    with pytest.raises(CreditCountError, match="returned 3 credits"):
+        score_calls(lambda ep: [0.0, 0.0, 0.0], _episode(), source="three")
+    with pytest.raises(CreditCountError):
+        per_call_values("scalar", _episode(), 0.5)  # a scalar is not broadcast
+
+
+def test_score_calls_with_program_like_object():
+    """An object with score(episode) is treated as a compiled program."""
+    class Prog:
+        path = "rules/x.rlvp"
+
+        def score(self, ep):
+            return [_credit(3, -0.3)]
+
+    assert score_calls(Prog(), _episode()).values == (0.0, -0.3)
+
+
+def test_token_credits_spans_and_mask():
+    """Whole call credit on every token of its span; empty spans and masked tokens get nothing."""
+    out = token_credits([1.0, -2.0, 5.0], [(0, 2), (3, 5), (5, 5)], 6, mask=[1, 1, 0, 1, 0, 1])
+    assert out == [1.0, 1.0, 0.0, -2.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="outside"):
+        token_credits([1.0], [(4, 9)], 6)
+    with pytest.raises(CreditCountError):
+        token_credits([1.0, 2.0], [(0, 1)], 6)

@@ -1,0 +1,77 @@
+"""Clipped surrogate, KL and aggregation (issue 3, case 3)."""
+
+import math
+
+import pytest
+import torch
+
+from trainer.loss import aggregate, kl_k3, policy_loss
+
+torch.set_num_threads(1)
+
+
+def test_kl_finite_for_huge_log_ratio_fp32():
+    """Case 3: a log-ratio of 90 in fp32 keeps the loss finite; other tokens' KL unchanged."""
+    logp = torch.tensor([[-1.0, -2.0, -91.0, -0.5]], requires_grad=True)
+    ref = torch.tensor([[-1.2, -1.5, -1.0, -0.5]])
+    kl = kl_k3(logp, ref)
+    assert torch.isfinite(kl).all()
+    r = ref - logp.detach()
+    plain = torch.exp(r) - r - 1
+    assert torch.allclose(kl[0, [0, 1, 3]], plain[0, [0, 1, 3]])
+    mask = torch.ones_like(ref)
+    out = policy_loss(logp, logp.detach(), torch.zeros_like(ref), mask, beta=0.1, ref_logp=ref)
+    assert math.isfinite(out.loss.item())
+    out.loss.backward()
+    assert torch.isfinite(logp.grad).all()
+    assert logp.grad[0, 2] < 0  # pulled back up towards the reference
+
+
+def test_kl_finite_in_bf16():
+    """Case 3: a log-ratio of 12 with bf16 inputs stays finite; other tokens match fp32 k3."""
+    logp = torch.tensor([[-13.0, -1.0, -2.0]], dtype=torch.bfloat16)
+    ref = torch.tensor([[-1.0, -1.0, -1.5]], dtype=torch.bfloat16)
+    kl = kl_k3(logp, ref)
+    assert kl.dtype == torch.float32 and torch.isfinite(kl).all()
+    r = ref.float() - logp.float()
+    assert torch.allclose(kl[0, 1:], (torch.exp(r) - r - 1)[0, 1:])
+    out = policy_loss(logp, logp, torch.ones(1, 3), torch.ones(1, 3), beta=1.0, ref_logp=ref)
+    assert math.isfinite(out.loss.item())
+
+
+def test_masked_tokens_never_exponentiated():
+    """Garbage log-probs on masked tokens (padding) do not leak into the loss."""
+    logp = torch.tensor([[-1.0, float("-inf")]])
+    ref = torch.tensor([[-1.0, 0.0]])
+    out = policy_loss(logp, torch.tensor([[-1.0, 50.0]]), torch.ones(1, 2), torch.tensor([[1.0, 0.0]]),
+                      beta=0.5, ref_logp=ref)
+    assert math.isfinite(out.loss.item())
+
+
+def test_clip_active_only_outside_range():
+    """Ratio above 1+eps with positive advantage is clipped (no gradient); inside it is not."""
+    old = torch.zeros(1, 2)
+    logp = torch.tensor([[math.log(1.5), math.log(1.1)]], requires_grad=True)
+    out = policy_loss(logp, old, torch.ones(1, 2), torch.ones(1, 2), epsilon=0.2, loss_type="token_mean")
+    out.loss.backward()
+    assert logp.grad[0, 0] == 0.0 and logp.grad[0, 1] < 0
+    assert out.clip_frac == 0.5
+
+
+def test_aggregation_length_bias():
+    """token_mean weighs tokens equally, seq_mean weighs episodes equally, constant divides by B*T."""
+    per_tok = torch.tensor([[1.0, 1.0, 1.0, 1.0], [2.0, 0.0, 0.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
+    assert aggregate(per_tok, mask, "token_mean").item() == pytest.approx(6 / 5)
+    assert aggregate(per_tok, mask, "seq_mean").item() == pytest.approx((1 + 2) / 2)
+    assert aggregate(per_tok, mask, "constant").item() == pytest.approx(6 / 8)
+    with pytest.raises(ValueError, match="loss_type"):
+        aggregate(per_tok, mask, "sum")
+
+
+def test_policy_gradient_direction():
+    """With ratio 1, a positive advantage raises log-prob (negative gradient of the loss)."""
+    logp = torch.tensor([[-1.0, -1.0]], requires_grad=True)
+    out = policy_loss(logp, logp.detach(), torch.tensor([[1.0, -1.0]]), torch.ones(1, 2))
+    out.loss.backward()
+    assert logp.grad[0, 0] < 0 < logp.grad[0, 1]

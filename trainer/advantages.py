@@ -1,0 +1,224 @@
+"""Advantages: the group-relative outcome term and the token-attached process term.
+
+    A[i, t] = mask[i, t] * ( A_out[i] + w * u[i] ) + w * C[i, t]
+
+* ``A_out[i] = (R_i - mean_g R) / (std + eps)`` -- GRPO's outcome advantage of
+  episode i in its group g; ``std`` is the group's (``scale_rewards="group"``), the
+  batch's (``"batch"``) or 1 (``"none"``).  A group whose rewards are all equal
+  gets exactly 0 (`constant_groups`), whatever the scaling: constancy is tested
+  on the raw rewards with a tolerance relative to their scale, never through a
+  tiny std (0.1 + 0.2 vs 0.3 must not become +-0.7).
+* ``C[i, t]`` -- token-attached process credit: the call's credit on every token
+  of the call's span (`rlvp_dsl.attach.token_credits`), 0 elsewhere.
+* ``u[i]`` -- credit on non-call events (assistant turns), which have no span:
+  broadcast over the episode's action tokens.
+* ``w`` -- the (annealed) process weight.
+
+``scalar_fold`` instead adds ``w * P_i`` (the episode's total process credit) to
+``R_i`` before the group advantage and attaches nothing to tokens.
+
+A *dead* group is one whose per-token advantages are all exactly zero: it gives
+no policy gradient.  A dead iteration is one where every group is dead.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import attrs
+import torch
+
+from rlvp_dsl.attach import CallCredits, token_credits
+
+CONSTANT_RTOL = 1e-6
+
+
+def constant_groups(rewards: torch.Tensor, rtol: float = CONSTANT_RTOL) -> torch.Tensor:
+    """Which groups have all-equal rewards.
+
+    Args:
+        rewards: ``[n_groups, G]``.
+        rtol: tolerance relative to the reward scale: constant when
+            ``max - min <= rtol * max(1, max |R|)``.
+
+    Returns:
+        ``[n_groups]`` bool.
+    """
+    r = rewards.double()
+    spread = r.max(dim=1).values - r.min(dim=1).values
+    scale = torch.clamp(r.abs().max(dim=1).values, min=1.0)
+    return spread <= rtol * scale
+
+
+def outcome_advantages(rewards: torch.Tensor, scale_rewards: str = "group", eps: float = 1e-4) -> torch.Tensor:
+    """Group-relative advantage of each episode.
+
+    Args:
+        rewards: ``[n_groups, G]`` episode rewards.
+        scale_rewards: ``group`` (std of the group), ``batch`` (std of all rewards),
+            ``none`` (no division).
+        eps: added to the std.
+
+    Returns:
+        ``[n_groups, G]`` float32; exactly 0 for constant groups (`constant_groups`).
+
+    Formula: Shao et al. 2024 (DeepSeekMath, GRPO) eq. for outcome supervision;
+    ``batch`` scaling as in Liu et al. 2025 (Dr. GRPO) / TRL ``scale_rewards="batch"``.
+    """
+    if rewards.dim() != 2 or rewards.shape[1] < 1:
+        raise ValueError(f"rewards must be [n_groups, G] (got shape {tuple(rewards.shape)})")
+    if not torch.isfinite(rewards).all():
+        raise ValueError("rewards must be finite")
+    r = rewards.double()
+    centred = r - r.mean(dim=1, keepdim=True)  # (n_groups, G)
+    if scale_rewards == "group":
+        std = r.std(dim=1, keepdim=True, unbiased=False) if r.shape[1] > 1 else torch.zeros_like(r[:, :1])
+        adv = centred / (std + eps)
+    elif scale_rewards == "batch":
+        std = r.std(unbiased=False) if r.numel() > 1 else torch.zeros((), dtype=r.dtype)
+        adv = centred / (std + eps)
+    elif scale_rewards == "none":
+        adv = centred
+    else:
+        raise ValueError(f"'scale_rewards' must be group, batch or none (got {scale_rewards!r})")
+    const = constant_groups(rewards)
+    adv[const] = 0.0
+    return adv.float()
+
+
+def process_scale(totals: torch.Tensor, norm: str) -> torch.Tensor:
+    """Per-group divisor of the process credit.
+
+    Args:
+        totals: ``[n_groups, G]`` total process credit per episode.
+        norm: ``none`` (1) or ``group_rms`` (root-mean-square of the group's
+            totals; 1 when they are all 0).  No centring: a call that earned no
+            credit keeps none, and extra zero-credit calls stay neutral.
+
+    Returns:
+        ``[n_groups, 1]`` divisors (> 0).
+    """
+    if norm == "none":
+        return torch.ones(totals.shape[0], 1, dtype=torch.float64)
+    if norm == "group_rms":
+        rms = totals.double().pow(2).mean(dim=1, keepdim=True).sqrt()
+        return torch.where(rms > 0, rms, torch.ones_like(rms))
+    raise ValueError(f"'process_norm' must be none or group_rms (got {norm!r})")
+
+
+@attrs.frozen
+class Advantages:
+    """Per-token advantages of a batch and what they imply.
+
+    Attributes:
+        advantages: ``[B, T]`` float32 (B = n_groups * G, row order = group-major).
+        outcome: ``[B]`` the outcome advantage A_out per episode.
+        process: ``[B]`` w * (summed token-attached + unattached credit) per episode.
+        dead_groups: ``[n_groups]`` bool, no non-zero advantage on any action token.
+        rewards: ``[B]`` the reward that entered the group advantage (folded for scalar_fold).
+    """
+
+    advantages: torch.Tensor
+    outcome: torch.Tensor
+    process: torch.Tensor
+    dead_groups: torch.Tensor
+    rewards: torch.Tensor
+
+    @property
+    def dead_iteration(self) -> bool:
+        return bool(self.dead_groups.all())
+
+    @property
+    def frac_dead_groups(self) -> float:
+        return float(self.dead_groups.float().mean()) if self.dead_groups.numel() else 1.0
+
+    def episode_totals(self) -> torch.Tensor:
+        """``[B]`` A_out + process: the advantage an episode gets as a whole (one decision per call)."""
+        return self.outcome + self.process
+
+
+def compute_advantages(
+    outcomes: Sequence[Sequence[float]],
+    credits: Sequence[Sequence[CallCredits]] | None,
+    spans: Sequence[Sequence[Sequence[tuple[int, int]]]],
+    masks: torch.Tensor,
+    *,
+    credit_mode: str,
+    process_weight: float = 1.0,
+    scale_rewards: str = "group",
+    process_norm: str = "none",
+    eps: float = 1e-4,
+) -> Advantages:
+    """All advantages of one batch.
+
+    Args:
+        outcomes: ``[n_groups][G]`` outcome rewards.
+        credits: ``[n_groups][G]`` per-call credits (None when ``credit_mode == "none"``).
+        spans: ``[n_groups][G][n_calls]`` call spans into each completion.
+        masks: ``[B, T]`` completion masks (1 = action token), padded with 0.
+        credit_mode: ``none`` (outcome only), ``token`` (attached) or ``scalar`` (folded).
+        process_weight: w.
+        scale_rewards, process_norm, eps: see `outcome_advantages`, `process_scale`.
+
+    Returns:
+        `Advantages`.
+
+    Raises:
+        ValueError: ragged groups, or shapes that do not match.
+    """
+    n_groups = len(outcomes)
+    G = len(outcomes[0]) if n_groups else 0
+    if any(len(g) != G for g in outcomes):
+        raise ValueError(f"all groups must have {G} rollouts (got sizes {[len(g) for g in outcomes]})")
+    B, T = masks.shape
+    if B != n_groups * G:
+        raise ValueError(f"masks has {B} rows for {n_groups} groups of {G}")
+    if credit_mode not in ("none", "token", "scalar"):
+        raise ValueError(f"credit_mode must be none, token or scalar (got {credit_mode!r})")
+    mask = masks.float()
+    R = torch.tensor(outcomes, dtype=torch.float64).reshape(n_groups, G)  # (n_groups, G)
+    w = float(process_weight)
+    use_process = credit_mode != "none" and credits is not None and w != 0.0
+
+    # --- process totals per episode ---
+    totals = torch.zeros(n_groups, G, dtype=torch.float64)
+    if credits is not None:
+        for g in range(n_groups):
+            for i in range(G):
+                totals[g, i] = credits[g][i].total
+    div = process_scale(totals, process_norm) if use_process else torch.ones(n_groups, 1, dtype=torch.float64)
+
+    # --- outcome term ---
+    if credit_mode == "scalar" and use_process:
+        R_used = R + w * totals / div
+    else:
+        R_used = R
+    A_out = outcome_advantages(R_used, scale_rewards, eps).reshape(B)  # (B,)
+    adv = A_out[:, None] * mask  # (B, T)
+
+    # --- token-attached process term ---
+    process = torch.zeros(B)
+    if credit_mode == "token" and use_process:
+        rows = []
+        for g in range(n_groups):
+            for i in range(G):
+                cc = credits[g][i]
+                scale = w / float(div[g, 0])
+                row_mask = masks[g * G + i].tolist()
+                row = token_credits([scale * v for v in cc.values], spans[g][i], T, row_mask)
+                rows.append(row)
+                process[g * G + i] = scale * (sum(cc.values) + cc.unattached)
+                if cc.unattached:
+                    u = scale * cc.unattached
+                    rows[-1] = [x + u * m for x, m in zip(rows[-1], row_mask)]
+        adv = adv + torch.tensor(rows, dtype=torch.float32).reshape(B, T)
+
+    # --- dead groups: no non-zero advantage on any action token ---
+    live_tok = (adv != 0) & (mask > 0)  # (B, T)
+    dead = ~live_tok.reshape(n_groups, G * T).any(dim=1) if B else torch.ones(0, dtype=torch.bool)
+    return Advantages(adv.float(), A_out.float(), process.float(), dead, R_used.reshape(B).float())
+
+
+def is_finite_number(x: float) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)

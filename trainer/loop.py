@@ -1,0 +1,376 @@
+"""The GRPO loop with token-attached rlvp credit -- one readable function, `train`.
+
+Per iteration: sample tasks -> G rollouts per task -> score every episode with the
+compiled rules -> advantages (outcome + process) -> clipped policy-gradient update
+of the LoRA adapter -> metrics.
+
+Where this departs from GRPO as published (Shao et al. 2024, DeepSeekMath):
+
+1. Process credit: per-call credits from compiled rules are added to the
+   advantage of exactly the tokens that produced each call (``rlvp``), or summed
+   into the reward before the group normalisation (``scalar_fold``).  The process
+   weight is annealed to zero once compliance saturates (trainer/annealing.py).
+2. A group whose rewards are all equal gets advantage exactly 0, detected on the
+   raw rewards with a relative tolerance, not through a small std.
+3. Multi-turn episodes: tool-output tokens are part of the sequence but masked
+   out of the loss (``completion_mask``).
+4. ``beta = 0`` by default (no reference model, as in DAPO / Dr. GRPO); when
+   ``beta > 0`` the reference is the base model with the LoRA adapter disabled,
+   and the k3 KL continues linearly past ``kl_clip`` so it stays finite.
+5. One optimiser pass per batch by default (``updates_per_batch = 1``), so the
+   "old" log-probs are the current ones detached (ratio 1) -- on-policy.
+6. Loss aggregation is selectable (``loss_type``), token-mean by default.
+7. An iteration whose advantages are all zero (dead) makes no optimiser step
+   when ``beta = 0``: Adam's momentum would otherwise move the weights with no
+   gradient, and "no gradient" would not mean "no update".
+8. ``dapo`` resamples zero-variance groups (capped), and every generated episode
+   counts in ``rollout/episodes_generated``; success rate is measured on each
+   iteration's first round, the same unbiased sample for every method.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+import attrs
+import torch
+
+from rlvp_dsl.attach import CallCredits, score_calls
+from trainer import checkpoint as ckpt
+from trainer.advantages import compute_advantages
+from trainer.annealing import ProcessWeightSchedule
+from trainer.config import TrainConfig
+from trainer.loss import aggregate, policy_loss
+from trainer.methods import SamplingResult, dynamic_sampling, get_method
+from trainer.metrics import MetricsLogger
+from trainer.types import Rollout
+
+
+# ----------------------------------------------------------------------------
+# batch tensors
+# ----------------------------------------------------------------------------
+def pad_batch(rollouts: Sequence[Rollout], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded model inputs and completion mask.
+
+    Returns:
+        input_ids ``[B, L]`` (prompt + completion), attention_mask ``[B, L]``,
+        completion_mask ``[B, T]`` (1 = action token; prompt, tool output and
+        padding are 0), with ``L = max(P_i + C_i)`` and ``T = max(C_i)``.
+    """
+    B = len(rollouts)
+    L = max(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts)
+    T = max(1, max(len(r.completion_ids) for r in rollouts))
+    ids = torch.full((B, L), pad_id, dtype=torch.long)
+    attn = torch.zeros(B, L, dtype=torch.long)
+    cmask = torch.zeros(B, T, dtype=torch.float32)
+    for i, r in enumerate(rollouts):
+        seq = list(r.prompt_ids) + list(r.completion_ids)
+        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        attn[i, : len(seq)] = 1
+        cmask[i, : len(r.completion_ids)] = torch.tensor(r.completion_mask, dtype=torch.float32)
+    return ids, attn, cmask
+
+
+def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad_id: int = 0,
+                        with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-prob of every completion token under ``model`` (full softmax, temperature 1).
+
+    Returns:
+        logp ``[B, T]`` (0 beyond each completion), entropy ``[B, T]`` (detached) or None.
+    """
+    ids, attn, cmask = pad_batch(rollouts, pad_id)  # (B, L), (B, L), (B, T)
+    B, T = cmask.shape
+    logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
+    P = torch.tensor([len(r.prompt_ids) for r in rollouts])  # (B,)
+    C = torch.tensor([len(r.completion_ids) for r in rollouts])  # (B,)
+    t = torch.arange(T)[None, :]  # (1, T)
+    valid = t < C[:, None]  # (B, T)
+    pos = torch.clamp(P[:, None] + t - 1, max=logits.shape[1] - 1)  # logits at pos predict token pos+1
+    pos = torch.where(valid, pos, torch.zeros_like(pos))
+    sel = logits.gather(1, pos[:, :, None].expand(B, T, logits.shape[-1])).float()  # (B, T, V)
+    logsm = torch.log_softmax(sel, dim=-1)  # (B, T, V)
+    target = ids.gather(1, torch.clamp(pos + 1, max=ids.shape[1] - 1))  # (B, T)
+    logp = logsm.gather(2, target[:, :, None]).squeeze(2)  # (B, T)
+    logp = torch.where(valid, logp, torch.zeros_like(logp))
+    ent = None
+    if with_entropy:
+        with torch.no_grad():
+            ent = -(logsm.exp() * logsm).sum(-1) * valid  # (B, T)
+    return logp, ent
+
+
+# ----------------------------------------------------------------------------
+# the pieces the loop needs from the model / environment side
+# ----------------------------------------------------------------------------
+@attrs.define
+class Backend:
+    """Model, rollout collection and rule scoring for one run.
+
+    Attributes:
+        model: the policy (a peft model: trainable LoRA, base frozen).
+        collect: ``collect(task, num_generations, seed) -> list[Rollout]`` (one group).
+        make_tasks: ``make_tasks(count, seed) -> list[Task]``.
+        scorer: compiled rules (``score(episode) -> list[Credit]``) or ``fn(episode) -> list[float]``.
+        pad_id: padding token id.
+        ref_context: context manager factory that disables the adapter (reference model).
+    """
+
+    model: torch.nn.Module
+    collect: Callable[[Any, int, int], list[Rollout]]
+    make_tasks: Callable[[int, int], list]
+    scorer: Any
+    pad_id: int = 0
+    ref_context: Callable[[], Any] | None = None
+
+
+def build_backend(cfg: TrainConfig) -> Backend:
+    """The default backend: `trainer.model` policy, `trainer.rollout.collect_group`, rules from the config."""
+    from rlvp_dsl import load_program
+    from trainer import envs, model as model_mod, rollout
+
+    method = get_method(cfg.method)
+    rules_path = cfg.resolve(getattr(cfg, method.rules_field))
+    program = load_program(rules_path)
+    factory = envs.env_factory(cfg.env, **cfg.env_args)
+    policy, tokenizer = model_mod.build_policy(cfg, factory)
+    gen_cfg = rollout.GenerationConfig(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
+
+    def collect(task, n, seed):
+        return rollout.collect_group(policy, tokenizer, factory, task, n, gen_cfg, seed)
+
+    return Backend(
+        model=policy,
+        collect=collect,
+        make_tasks=lambda count, seed: envs.make_tasks(count, seed, prefix=f"{cfg.env}-"),
+        scorer=program,
+        pad_id=int(getattr(tokenizer, "pad_token_id", 0) or 0),
+        ref_context=getattr(policy, "disable_adapter", None),
+    )
+
+
+def _seed_of(*parts: int) -> int:
+    h = 0
+    for p in parts:
+        h = (h * 1_000_003 + int(p)) % (2**31 - 1)
+    return h
+
+
+def _dead_message(it: int, msg: str) -> str:
+    return f"iteration {it}: {msg}"
+
+
+# ----------------------------------------------------------------------------
+# the loop
+# ----------------------------------------------------------------------------
+def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = False,
+          progress: bool | None = None, log: Callable[[str], None] | None = None) -> list[dict]:
+    """Train ``cfg.iterations`` iterations; returns the metric rows (also in ``out_dir/metrics.jsonl``).
+
+    Args:
+        cfg: the run's config.
+        backend: model/rollout/scoring (default: `build_backend(cfg)`).
+        resume: continue from ``out_dir/checkpoint.pt`` (same config) up to ``cfg.iterations``.
+        progress: show a tqdm bar (default: when stderr is a TTY).
+        log: where one-line messages go (default: stderr).
+    """
+    say = log or (lambda s: print(s, file=sys.stderr))
+    torch.set_num_threads(cfg.threads)
+    torch.manual_seed(cfg.seed)
+    random.seed(cfg.seed)
+    method = get_method(cfg.method)
+    be = backend or build_backend(cfg)
+    model = be.model
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("the model has no trainable parameters (is the LoRA adapter attached?)")
+    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    schedule = ProcessWeightSchedule(
+        cfg.process_weight, enabled=cfg.anneal and method.anneal, threshold=cfg.anneal_threshold,
+        patience=cfg.anneal_patience, start=cfg.anneal_start, decay_iterations=cfg.anneal_iterations,
+    )
+    start_it, episodes_generated = 0, 0
+    if resume:
+        state = ckpt.load_checkpoint(cfg.out_dir)
+        ckpt.restore_model(model, state["trainable"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        start_it = int(state["counters"]["iteration"])
+        episodes_generated = int(state["counters"]["episodes_generated"])
+        ckpt.set_rng_state(state["rng"])
+    logger = MetricsLogger(cfg.out_dir, tensorboard=cfg.tensorboard, append=resume)
+    if logger.note:
+        say(logger.note)
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.iterations, initial=start_it, desc=f"{cfg.method} s{cfg.seed}", dynamic_ncols=True)
+    rows: list[dict] = []
+    G, B_groups = cfg.num_generations, cfg.tasks_per_iteration
+
+    for it in range(start_it, cfg.iterations):
+        t0 = time.perf_counter()
+        # --- rollout ---
+        model.eval()
+        first_round: list[list[Rollout]] = []
+
+        def generate(rnd: int, n: int) -> list[list[Rollout]]:
+            tasks = be.make_tasks(n, _seed_of(cfg.seed, it, rnd, 17))
+            groups = [be.collect(task, G, _seed_of(cfg.seed, it, rnd, j)) for j, task in enumerate(tasks)]
+            if rnd == 0:
+                first_round.extend(groups)
+            return groups
+
+        with torch.no_grad():
+            if method.dynamic_sampling:
+                sampled = dynamic_sampling(generate, B_groups, cfg.dapo_max_rounds)
+            else:
+                groups = generate(0, B_groups)
+                sampled = SamplingResult(groups, 1, sum(len(g) for g in groups), 0)
+        if sampled.message:
+            say(_dead_message(it, sampled.message))
+        episodes_generated += sampled.episodes_generated
+        groups = sampled.groups  # [n_groups][G]
+        t_roll = time.perf_counter() - t0
+        gen_tokens = sum(sum(r.completion_mask) for g in first_round for r in g)
+
+        # --- process credit (scored for every method: metrics; used by scalar_fold / rlvp) ---
+        first_credits = [[score_calls(be.scorer, r.episode) for r in g] for g in first_round]
+        flat_first = [c for g in first_credits for c in g]
+        n_first = max(1, len(flat_first))
+        viol = sum(c.n_violations for c in flat_first) / n_first
+        disc = sum(c.n_discharges for c in flat_first) / n_first
+        credit_sum = sum(c.total for c in flat_first) / n_first
+        schedule.observe(it, viol)
+        weight = schedule.weight(it) if method.credit_mode != "none" else 0.0
+        if method.dynamic_sampling:
+            credits: list[list[CallCredits]] = [[score_calls(be.scorer, r.episode) for r in g] for g in groups]
+        else:
+            credits = first_credits
+
+        # --- advantage ---
+        batch = [r for g in groups for r in g]  # B = n_groups * G, group-major
+        stats: dict[str, float] = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": float("nan")}
+        dead_iteration, frac_dead = True, 1.0
+        if batch:
+            _, _, cmask = pad_batch(batch, be.pad_id)  # (B, T)
+            adv = compute_advantages(
+                [[r.outcome for r in g] for g in groups], credits, [[r.call_spans for r in g] for g in groups], cmask,
+                credit_mode=method.credit_mode, process_weight=weight, scale_rewards=cfg.scale_rewards,
+                process_norm=cfg.process_norm, eps=cfg.adv_eps,
+            )
+            dead_iteration, frac_dead = adv.dead_iteration, adv.frac_dead_groups
+            # --- update ---
+            stats = _update(cfg, be, model, optimizer, params, batch, adv.advantages, cmask,
+                            step=not (dead_iteration and cfg.beta == 0))
+        if not method.dynamic_sampling:
+            frac_dead = frac_dead if batch else 1.0
+        elif sampled.dropped_groups:
+            # dropped groups are dead too: count them over all groups generated
+            total = len(groups) + sampled.dropped_groups
+            frac_dead = (frac_dead * len(groups) + sampled.dropped_groups) / total
+
+        # --- metrics ---
+        dt = time.perf_counter() - t0
+        n_eps = sum(len(g) for g in first_round)
+        row = {
+            "iteration": it,
+            "method": cfg.method,
+            "seed": cfg.seed,
+            "rollout/success_rate": sum(r.outcome for g in first_round for r in g) / max(1, n_eps),
+            "rollout/frac_dead_groups": frac_dead,
+            "rollout/dead_iteration": int(dead_iteration),
+            "rollout/episodes_generated": episodes_generated,
+            "rollout/rounds": sampled.rounds,
+            "rollout/episode_calls": sum(len(r.call_spans) for g in first_round for r in g) / max(1, n_eps),
+            "process/violations_per_episode": viol,
+            "process/discharges_per_episode": disc,
+            "process/credit_per_episode": credit_sum,
+            "process/weight": weight if method.credit_mode != "none" else 0.0,
+            "process/anneal_started": int(schedule.started),
+            "loss/policy": stats["policy"],
+            "loss/kl": stats["kl"],
+            "loss/clip_frac": stats["clip_frac"],
+            "policy/entropy": stats["entropy"],
+            "perf/tokens_per_s": gen_tokens / max(t_roll, 1e-9),
+            "perf/iteration_s": dt,
+        }
+        rows.append(row)
+        logger.log(row)
+        if bar is not None:
+            bar.set_postfix(succ=f"{row['rollout/success_rate']:.2f}", dead=f"{frac_dead:.2f}", w=f"{weight:.2f}")
+            bar.update(1)
+        last = it == cfg.iterations - 1
+        if last or (cfg.checkpoint_every and (it + 1) % cfg.checkpoint_every == 0):
+            ckpt.save_checkpoint(
+                cfg.out_dir, model=model, optimizer=optimizer, schedule_state=schedule.state_dict(),
+                counters={"iteration": it + 1, "episodes_generated": episodes_generated}, config=cfg.to_dict(),
+            )
+    if bar is not None:
+        bar.close()
+    logger.close()
+    return rows
+
+
+def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+            params: list, batch: list[Rollout], advantages: torch.Tensor, cmask: torch.Tensor,
+            step: bool) -> dict[str, float]:
+    """One batch update (``updates_per_batch`` passes of micro-batches); returns diagnostics."""
+    model.train()
+    B, T = cmask.shape  # (B, T)
+    mbs = [list(range(s, min(B, s + cfg.micro_batch))) for s in range(0, B, cfg.micro_batch)]
+    n_tok = float(cmask.sum().clamp(min=1))
+    n_seq = float((cmask.sum(1) > 0).sum().clamp(min=1))
+    old: dict[int, torch.Tensor] = {}
+    ref: dict[int, torch.Tensor] = {}
+    with torch.no_grad():
+        for k, idx in enumerate(mbs):
+            rs = [batch[i] for i in idx]
+            if cfg.updates_per_batch > 1:
+                old[k], _ = completion_logprobs(model, rs, be.pad_id)
+            if cfg.beta > 0:
+                if be.ref_context is None:
+                    raise ValueError("beta > 0 needs a reference model (the backend has no ref_context)")
+                with be.ref_context():
+                    ref[k], _ = completion_logprobs(model, rs, be.pad_id)
+    stats = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0}
+    ent_sum = 0.0
+    for epoch in range(cfg.updates_per_batch):
+        optimizer.zero_grad(set_to_none=True)
+        for k, idx in enumerate(mbs):
+            rs = [batch[i] for i in idx]
+            grad_ctx = torch.enable_grad() if step else torch.no_grad()
+            with grad_ctx:
+                logp, ent = completion_logprobs(model, rs, be.pad_id, with_entropy=epoch == 0)  # (b, t)
+                t = logp.shape[1]
+                m, A = cmask[idx, :t], advantages[idx, :t]  # (b, t)
+                old_lp = old[k] if k in old else logp.detach()
+                out = policy_loss(
+                    logp, old_lp, A, m, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, beta=cfg.beta,
+                    ref_logp=ref.get(k), kl_clip=cfg.kl_clip, loss_type=cfg.loss_type, max_len=T,
+                )
+                # micro-batch share of the batch-level normaliser
+                if cfg.loss_type == "token_mean":
+                    share = float(m.sum()) / n_tok
+                elif cfg.loss_type == "seq_mean":
+                    share = float((m.sum(1) > 0).sum()) / n_seq
+                else:
+                    share = len(idx) / B
+                if step:
+                    (out.loss * share).backward()
+            if epoch == 0:
+                stats["policy"] += out.policy * share
+                stats["kl"] += out.kl * float(m.sum()) / n_tok
+                stats["clip_frac"] += out.clip_frac * float(m.sum()) / n_tok
+                ent_sum += float((ent * m).sum())
+        if step:
+            if cfg.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            optimizer.step()
+    stats["entropy"] = ent_sum / n_tok
+    model.eval()
+    return stats
