@@ -1,0 +1,302 @@
+"""The checker: parsed files -> a `RuleSet` the compiler can trust, or diagnostics.
+
+Stages, in order (each needs the one before):
+
+1. tools     -- ``tools from`` manifests and ``tool`` declarations, merged into one table;
+2. constants -- ``const`` names, then weights resolved (unknown constant: RV207);
+3. rules     -- duplicate names (RV203), weight signs (RV204), names of tools and tags
+                (RV201/RV202, with did-you-mean), regexes (RV105), bindings (RV205);
+4. meaning   -- credit that would land on user text (RV208), obligations that can never
+                be discharged (RV206), rules that can never fire (RV210, a warning);
+5. lowering  -- ``repeat_error`` and ``blind_destructive`` become violations over ``seen``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable
+
+from . import ast
+from .analysis import Universe, has_unknown, tools_of, walk
+from .diagnostics import WARNING, Diagnostic, did_you_mean
+from .events import USER
+from .ir import ObligationRule, ProgressRule, RuleSet, ToolInfo, ViolationRule
+from .source import NO_SPAN, Span
+
+# Defaults of the structural rules (docs/language.md, "repeat_error" and "blind_destructive").
+_WRITE_LIKE = ast.Or((ast.TagAtom(ast.Name("write")), ast.TagAtom(ast.Name("destructive"))))
+DEFAULT_RESET = ast.And((ast.CallAtom(), ast.StatusAtom("ok"), _WRITE_LIKE))
+DEFAULT_DESTRUCTIVE = ast.And((ast.CallAtom(), _WRITE_LIKE))
+DEFAULT_INSPECTED = ast.And((ast.CallAtom(), ast.TagAtom(ast.Name("read")), ast.StatusAtom("ok")))
+
+
+class _Checker:
+    def __init__(self, files: list[ast.RuleFile]):
+        self.files = files
+        self.diagnostics: list[Diagnostic] = []
+        self.tools: dict[str, ToolInfo] = {}
+        self.consts: dict[str, tuple[float, Span]] = {}
+
+    def error(self, code: str, message: str, span: Span, help: str = "") -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, help))
+
+    def warn(self, code: str, message: str, span: Span, help: str = "") -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, help, WARNING))
+
+    def items(self, kind) -> Iterable:
+        for f in self.files:
+            for item in f.items:
+                if isinstance(item, kind):
+                    yield f, item
+
+    # ---- 1. tools -----------------------------------------------------
+    def collect_tools(self) -> None:
+        for f, item in self.items((ast.ToolsFrom, ast.ToolDecl)):
+            if isinstance(item, ast.ToolsFrom):
+                self.tools_from(f, item)
+            else:
+                self.declare(ToolInfo(item.name.text, frozenset(t.text for t in item.tags),
+                                      item.target.text if item.target else None, item.params, item.name.span))
+
+    def tools_from(self, f: ast.RuleFile, item: ast.ToolsFrom) -> None:
+        from .manifests import ManifestError, load_manifest
+
+        path = os.path.join(os.path.dirname(f.path), item.path)
+        try:
+            manifest = load_manifest(path)
+        except FileNotFoundError:
+            self.error("RV001", f"manifest not found: {path}", item.span,
+                       "paths are relative to the rule file that names them")
+            return
+        except (ManifestError, OSError, ValueError) as exc:
+            self.error("RV002", f"cannot read the tool manifest: {exc}", item.span)
+            return
+        for spec in manifest.tools:
+            self.declare(ToolInfo(spec.name, frozenset(spec.tags), spec.target, tuple(spec.params), item.span))
+
+    def declare(self, tool: ToolInfo) -> None:
+        old = self.tools.get(tool.name)
+        if old is None:
+            self.tools[tool.name] = tool
+            return
+        if old.target and tool.target and old.target != tool.target:
+            self.error("RV203", f"tool '{tool.name}' declared with target '{tool.target}', "
+                       f"but earlier with target '{old.target}' (at {old.span.location})", tool.span,
+                       "a tool has one target; remove one of the declarations")
+            return
+        params = old.params if tool.params is None else (
+            tool.params if old.params is None else tuple(dict.fromkeys(old.params + tool.params)))
+        self.tools[tool.name] = ToolInfo(tool.name, old.tags | tool.tags, old.target or tool.target, params, old.span)
+
+    # ---- 2. constants --------------------------------------------------
+    def collect_consts(self) -> None:
+        for _, item in self.items(ast.ConstDecl):
+            name = item.name.text
+            if name in self.consts:
+                self.error("RV203", f"constant '{name}' is defined twice (first at {self.consts[name][1].location})",
+                           item.name.span, "rename one of them")
+                continue
+            self.consts[name] = (item.value, item.name.span)
+
+    def weight(self, w: ast.Weight) -> float | None:
+        if w.const is None:
+            return w.value
+        if w.const.text in self.consts:
+            return self.consts[w.const.text][0]
+        self.error("RV207", f"unknown constant '{w.const.text}'", w.const.span,
+                   did_you_mean(w.const.text, self.consts) or "define it with `const NAME = -0.5`")
+        return None
+
+    def sign(self, rule_kind: str, field: str, value: float | None, want: str, span: Span) -> float:
+        if value is None:
+            return 0.0
+        bad = (want == "negative" and value >= 0) or (want == "positive" and value <= 0) \
+            or (want == "non-negative" and value < 0) or (want == "non-positive" and value > 0)
+        if bad:
+            helps = {
+                "violation": "violations are penalties; to give credit use an obligation or a progress rule",
+                "obligation": "an obligation pays `+credit` on discharge and `expire` (a penalty) when its deadline passes",
+                "progress": "progress pays credit for a new best value; penalise with a violation instead",
+            }
+            self.error("RV204", f"'{field}' must be {want} for {rule_kind} (got {value:g})", span,
+                       helps.get(rule_kind, helps["violation"]))
+        return value
+
+    # ---- 3. names inside conditions -----------------------------------
+    def check_expr(self, expr: ast.Expr) -> None:
+        known_tags = set().union(*(t.tags for t in self.tools.values())) if self.tools else set()
+        for node in walk(expr):
+            if isinstance(node, ast.CallAtom):
+                for name in node.tools:
+                    if name.text not in self.tools:
+                        hint = did_you_mean(name.text, self.tools) or (
+                            "declare it with `tool NAME : TAGS` or `tools from \"manifest.json\"`")
+                        self.error("RV201", f"unknown tool '{name.text}'", name.span, hint)
+            elif isinstance(node, ast.TagAtom):
+                if node.tag.text not in known_tags:
+                    hint = did_you_mean(node.tag.text, known_tags) or (
+                        f"no declared tool carries it; known tags: {', '.join(sorted(known_tags)) or 'none'}")
+                    self.error("RV202", f"unknown tag '{node.tag.text}'", node.tag.span, hint)
+            elif isinstance(node, (ast.TextTest, ast.ArgTest)) and node.op == "matches":
+                self.check_regex(node)
+            elif isinstance(node, ast.And):
+                self.check_args_in(node)
+            elif isinstance(node, ast.Seen) and node.same is not None:
+                self.check_binding(node.same, self.universe.possible(node.cond), "the `seen` condition", "RV205")
+        if isinstance(expr, ast.ArgTest):
+            self.check_args_in(ast.And((expr,), expr.span))
+
+    def check_regex(self, node) -> None:
+        try:
+            from .regex import RegexSyntaxError, compile_regex
+        except ImportError:  # pragma: no cover - the regex module ships with the package
+            return
+        try:
+            compile_regex(node.value, node.flags)
+        except RegexSyntaxError as exc:
+            self.error("RV105", f"invalid regular expression: {exc.message}", node.span, exc.hint or "")
+
+    def check_args_in(self, node: ast.And) -> None:
+        others = [i for i in node.items if not isinstance(i, ast.ArgTest)]
+        context = self.universe.possible(ast.And(tuple(others))) if others else self.universe.calls
+        if has_unknown(context):
+            return
+        tools = [self.tools[t] for t in tools_of(context)]
+        if not tools or any(t.params is None for t in tools):
+            return
+        for item in node.items:
+            if isinstance(item, ast.ArgTest) and not any(item.arg.text in t.params for t in tools):
+                names = ", ".join(sorted(t.name for t in tools))
+                self.error("RV205", f"argument '{item.arg.text}' is not a parameter of any tool this condition "
+                           f"can match ({names})", item.arg.span,
+                           did_you_mean(item.arg.text, {p for t in tools for p in t.params}))
+
+    def check_binding(self, binding: ast.Binding, classes, where: str, code: str) -> bool:
+        """False when no tool that `where` can match carries a value for `binding`."""
+        if binding.kind == "call" or has_unknown(classes):
+            return True
+        tools = [self.tools[t] for t in tools_of(classes)]
+        if binding.kind == "target":
+            if tools and not any(t.target for t in tools):
+                self.error(code, f"no tool matched by {where} declares a target", binding.span,
+                           "declare one with `tool NAME : TAGS target ARG`, or bind an argument: `same ARG`")
+                return False
+            return True
+        if tools and all(t.params is not None for t in tools) and not any(binding.arg.text in t.params for t in tools):
+            self.error(code, f"argument '{binding.arg.text}' is not bound by {where}: none of its tools "
+                       f"({', '.join(sorted(t.name for t in tools))}) takes it", binding.span,
+                       did_you_mean(binding.arg.text, {p for t in tools for p in t.params}))
+            return False
+        return True
+
+    # ---- 4. meaning ----------------------------------------------------
+    def lands_on_calls(self, name: str, what: str, expr: ast.Expr, span: Span) -> None:
+        if any(kind == USER for kind, _, _ in self.universe.possible(expr)):
+            self.error("RV208", f"rule '{name}' could give credit to a user message ({what} matches user turns)",
+                       span, "credit lands only on tool calls and assistant turns: add `call` or `assistant`")
+
+    def never_fires(self, name: str, expr: ast.Expr, span: Span) -> bool:
+        if not self.universe.possible(expr):
+            self.warn("RV210", f"rule '{name}' can never fire: no event satisfies its condition", span,
+                      "check the tool names, tags and statuses it combines with `and`")
+            return True
+        return False
+
+    # ---- rules ---------------------------------------------------------
+    def run(self) -> RuleSet | None:
+        self.collect_tools()
+        self.universe = Universe(self.tools)
+        self.collect_consts()
+        rules = []
+        seen_names: dict[str, Span] = {}
+        for _, item in self.items(ast.RULE_TYPES):
+            name = item.name.text
+            if name in seen_names:
+                self.error("RV203", f"duplicate rule name '{name}' (first defined at {seen_names[name].location})",
+                           item.name.span, "rule names must be unique: explanations and summaries use them")
+                continue
+            seen_names[name] = item.name.span
+            rule = getattr(self, "rule_" + item.kind)(item)
+            if rule is not None:
+                rules.append(rule)
+        return RuleSet(dict(sorted(self.tools.items())), tuple(rules))
+
+    def rule_violation(self, r: ast.Violation) -> ViolationRule:
+        w = self.sign("a violation", "weight", self.weight(r.weight), "negative", r.weight.span)
+        self.check_expr(r.on)
+        cond = r.on
+        if r.unless is not None:
+            self.check_expr(r.unless)
+            cond = ast.And((r.on, ast.Not(r.unless, r.unless.span)), r.on.span)
+        self.lands_on_calls(r.name.text, "`on`", r.on, r.on.span)
+        self.never_fires(r.name.text, cond, r.name.span)
+        return ViolationRule(r.name.text, "violation", w, cond, r.span)
+
+    def rule_obligation(self, r: ast.Obligation) -> ObligationRule:
+        credit = self.sign("an obligation", "credit", self.weight(r.credit), "non-negative", r.credit.span)
+        expire = self.sign("an obligation", "expire", self.weight(r.expire), "non-positive", r.expire.span)
+        for expr in (r.open, r.discharge, r.deadline.cond):
+            if expr is not None:
+                self.check_expr(expr)
+        self.lands_on_calls(r.name.text, "`open`", r.open, r.open.span)
+        self.lands_on_calls(r.name.text, "`discharge`", r.discharge, r.discharge.span)
+        open_classes = self.universe.possible(r.open)
+        discharge_classes = self.universe.possible(r.discharge)
+        self.never_fires(r.name.text, r.open, r.name.span)
+        if not discharge_classes:
+            self.error("RV206", f"obligation '{r.name.text}' can never be discharged: no event satisfies its "
+                       "`discharge` condition", r.discharge.span,
+                       "check the tool names, tags and statuses it combines with `and`")
+        elif r.same is not None:
+            self.check_binding(r.same, open_classes, "`open`", "RV205")
+            self.check_binding(r.same, discharge_classes, "`discharge`", "RV206")
+        d = r.deadline
+        return ObligationRule(r.name.text, credit, expire, r.open, r.discharge, r.same, d.kind, d.cond, d.calls, r.span)
+
+    def rule_repeat_error(self, r: ast.RepeatError) -> ViolationRule:
+        w = self.sign("repeat_error", "weight", self.weight(r.weight), "negative", r.weight.span)
+        reset = DEFAULT_RESET
+        if r.reset is not None:
+            self.check_expr(r.reset)
+            reset = r.reset
+        failed = ast.And((ast.CallAtom(), ast.StatusAtom("error")))
+        cond = ast.And((ast.CallAtom(), ast.Seen(failed, ast.Binding("call"), reset)))
+        return ViolationRule(r.name.text, "repeat_error", w, cond, r.span)
+
+    def rule_blind_destructive(self, r: ast.BlindDestructive) -> ViolationRule:
+        w = self.sign("blind_destructive", "weight", self.weight(r.weight), "negative", r.weight.span)
+        on, inspected = DEFAULT_DESTRUCTIVE, DEFAULT_INSPECTED
+        if r.on is not None:
+            self.check_expr(r.on)
+            self.lands_on_calls(r.name.text, "`on`", r.on, r.on.span)
+            on = r.on
+        if r.inspected_by is not None:
+            self.check_expr(r.inspected_by)
+            inspected = r.inspected_by
+        target = ast.Binding("target")
+        destructive = [t for t in tools_of(self.universe.possible(on)) if self.tools[t].target]
+        if self.tools and not destructive:
+            self.warn("RV210", f"rule '{r.name.text}' can never fire: no write/destructive tool it matches "
+                      "declares a target", r.name.span, "declare targets: `tool NAME : write target ARG`")
+        cond = ast.And((on, ast.HasBinding(target), ast.Not(ast.Seen(inspected, target))))
+        return ViolationRule(r.name.text, "blind_destructive", w, cond, r.span)
+
+    def rule_progress(self, r: ast.Progress) -> ProgressRule:
+        w = self.sign("progress", "weight", self.weight(r.weight), "positive", r.weight.span)
+        if r.per_unit and r.max is None:
+            self.error("RV209", f"per-unit progress '{r.name.text}' needs a cap", r.weight.span,
+                       "add one, e.g. `(+0.2 per unit, max 1.0)`: credit must stay bounded")
+        if r.max is not None and r.max <= 0:
+            self.error("RV209", f"'max' must be positive (got {r.max:g})", r.span)
+        return ProgressRule(r.name.text, w, r.signal.text, r.direction, r.per_unit, r.max, r.start, r.span)
+
+
+def check(files: list[ast.RuleFile]) -> tuple[RuleSet, list[Diagnostic]]:
+    """Check parsed files (includes first) and lower them to a `RuleSet`.
+
+    Returns:
+        (the rule set -- usable only when the diagnostics hold no error --, diagnostics).
+    """
+    checker = _Checker(files)
+    ruleset = checker.run()
+    return ruleset, checker.diagnostics

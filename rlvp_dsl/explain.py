@@ -1,0 +1,72 @@
+"""The words of explanations: why each credit was given.
+
+Shared by the compiled program and the reference interpreter so that both say
+exactly the same thing; every credit also carries the rule's ``file:line:col``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from . import ast
+from .events import CALL, Event
+from .predicates import binding_key
+
+
+def describe(event: Event) -> str:
+    """``call 3 `cancel_reservation``` / ``assistant turn 5``."""
+    if event.kind == CALL:
+        return f"call `{event.tool}` at event {event.index}"
+    return f"{event.kind} turn at event {event.index}"
+
+
+def repeat_reason(event: Event, earlier: int) -> str:
+    return f"{describe(event)} repeats the failed call at event {earlier} with no state-changing call since"
+
+
+def blind_reason(event: Event, target: str | None, value: str | None) -> str:
+    return (f"{describe(event)} changes {target}={value!r}, which no earlier successful "
+            f"inspection read")
+
+
+def violation_text(event: Event) -> str:
+    return f"{describe(event)} matches the violation"
+
+
+def discharged(opened: int) -> str:
+    return f"discharges the obligation opened at event {opened}"
+
+
+def expired_before(at: int) -> str:
+    return f"the obligation opened here was still open at its deadline (event {at})"
+
+
+def expired_within(calls: int, at: int) -> str:
+    return f"the obligation opened here was not discharged within {calls} calls (noticed at event {at})"
+
+
+def expired_end() -> str:
+    return "the obligation opened here was never discharged (episode ended)"
+
+
+def new_best(signal: str, value: float, best: float) -> str:
+    return f"{signal} reached a new best {value:g} (previous best {best:g})"
+
+
+def violation_reason(rule, program) -> Callable[[Event, list], str]:
+    """A function (event, states) -> reason for a violation-like rule of `program`."""
+    tools = program.tools
+    if rule.kind == "repeat_error":
+        seen = rule.cond.items[1]
+        slot = program.slots[id(seen)]
+
+        def repeat(event, states):
+            return repeat_reason(event, states[slot].get(binding_key(seen.same, event, tools), -1))
+        return repeat
+    if rule.kind == "blind_destructive":
+        def blind(event, states):
+            info = tools.get(event.tool or "")
+            target = info.target if info else None
+            return blind_reason(event, target, binding_key(ast.Binding("target"), event, tools))
+        return blind
+    return lambda event, states: violation_text(event)

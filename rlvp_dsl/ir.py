@@ -1,0 +1,212 @@
+"""The checked rule set: what the checker hands to the compiler.
+
+Constants are resolved to numbers, tool declarations merged into one table,
+`repeat_error` and `blind_destructive` lowered to violations over `seen`
+conditions (their exact meaning, docs/language.md), and every rule keeps its
+source location for explanations.  `RuleSet.to_json()` is the canonical,
+deterministic form used to compare two programs (a derived rule file and its
+printed-then-parsed text compile to the same JSON).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Union
+
+import attrs
+
+from . import ast
+from .source import NO_SPAN, Span
+
+
+@attrs.frozen
+class ToolInfo:
+    """A declared tool: its tags, its target argument, its parameters when known."""
+
+    name: str
+    tags: frozenset[str] = frozenset()
+    target: str | None = None
+    params: tuple[str, ...] | None = None
+    span: Span = attrs.field(default=NO_SPAN, eq=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "tags": sorted(self.tags),
+            "target": self.target,
+            "params": list(self.params) if self.params is not None else None,
+        }
+
+
+@attrs.frozen
+class ViolationRule:
+    """Fires `weight` (< 0) on every event satisfying `cond`.  `kind` is ``violation``,
+    ``repeat_error`` or ``blind_destructive`` (the last two are lowered to this form)."""
+
+    name: str
+    kind: str
+    weight: float
+    cond: ast.Expr
+    span: Span = attrs.field(default=NO_SPAN, eq=False)
+
+
+@attrs.frozen
+class ObligationRule:
+    """Opened by `open`, discharged (credit `credit` >= 0) by a later event satisfying
+    `discharge` with the same binding value, expired (penalty `expire` <= 0) at the deadline."""
+
+    name: str
+    credit: float
+    expire: float
+    open: ast.Expr
+    discharge: ast.Expr
+    same: ast.Binding | None
+    deadline: str  # "before" | "within" | "end"
+    before: ast.Expr | None = None
+    within: int = 0
+    span: Span = attrs.field(default=NO_SPAN, eq=False)
+    kind = "obligation"
+
+
+@attrs.frozen
+class ProgressRule:
+    """Credit when env signal `signal` reaches a new best value (``decreasing`` or
+    ``increasing``): `weight` per new best, or `weight` per unit of improvement capped at `max`."""
+
+    name: str
+    weight: float
+    signal: str
+    direction: str
+    per_unit: bool = False
+    max: float | None = None
+    start: float | None = None
+    span: Span = attrs.field(default=NO_SPAN, eq=False)
+    kind = "progress"
+
+
+CheckedRule = Union[ViolationRule, ObligationRule, ProgressRule]
+
+
+@attrs.frozen
+class RuleSet:
+    """Everything the compiler needs: the tool table and the rules, in source order."""
+
+    tools: Mapping[str, ToolInfo]
+    rules: tuple[CheckedRule, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": "rlvp-program/1",
+            "tools": [self.tools[name].to_json() for name in sorted(self.tools)],
+            "rules": [rule_to_json(r) for r in self.rules],
+        }
+
+
+# ---- canonical JSON of conditions -----------------------------------------
+
+
+def binding_to_json(b: ast.Binding | None) -> Any:
+    if b is None:
+        return None
+    return ["arg", b.arg.text] if b.kind == "arg" and b.arg else [b.kind]
+
+
+def expr_to_json(expr: ast.Expr | None) -> Any:
+    """An s-expression (nested lists) for a condition; iterative so deep `and` chains are fine."""
+    if expr is None:
+        return None
+    # iterative post-order build to avoid recursion on long chains
+    result: dict[int, Any] = {}
+    stack: list[tuple[Any, bool]] = [(expr, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = _children(node)
+        if not done and kids:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        result[id(node)] = _node_json(node, [result[id(k)] for k in kids])
+    return result[id(expr)]
+
+
+def _children(node) -> list:
+    if isinstance(node, (ast.And, ast.Or)):
+        return list(node.items)
+    if isinstance(node, ast.Not):
+        return [node.item]
+    if isinstance(node, ast.Seen):
+        return [node.cond] + ([node.since] if node.since is not None else [])
+    return []
+
+
+def _node_json(node, kids: list) -> Any:
+    if isinstance(node, ast.And):
+        return ["and", *kids]
+    if isinstance(node, ast.Or):
+        return ["or", *kids]
+    if isinstance(node, ast.Not):
+        return ["not", kids[0]]
+    if isinstance(node, ast.Seen):
+        return ["seen", kids[0], binding_to_json(node.same), kids[1] if node.since is not None else None]
+    if isinstance(node, ast.CallAtom):
+        return ["call", sorted(t.text for t in node.tools)]
+    if isinstance(node, ast.KindAtom):
+        return [node.kind]
+    if isinstance(node, ast.TagAtom):
+        return ["tag", node.tag.text]
+    if isinstance(node, ast.StatusAtom):
+        return [node.status]
+    if isinstance(node, ast.TextTest):
+        return ["text_test", node.field, node.op, node.value, node.flags]
+    if isinstance(node, ast.ArgTest):
+        value = list(node.value) if isinstance(node.value, tuple) else node.value
+        return ["arg", node.arg.text, node.op, value, node.flags]
+    if isinstance(node, ast.SignalTest):
+        return ["signal", node.signal.text, node.op, node.value]
+    if isinstance(node, ast.HasBinding):
+        return ["has", binding_to_json(node.binding)]
+    if isinstance(node, ast.Const):
+        return [node.value]
+    raise TypeError(f"not a condition node: {node!r}")
+
+
+def rule_to_json(rule: CheckedRule) -> dict[str, Any]:
+    if isinstance(rule, ViolationRule):
+        return {"kind": rule.kind, "name": rule.name, "weight": rule.weight, "cond": expr_to_json(rule.cond)}
+    if isinstance(rule, ObligationRule):
+        return {
+            "kind": "obligation",
+            "name": rule.name,
+            "credit": rule.credit,
+            "expire": rule.expire,
+            "open": expr_to_json(rule.open),
+            "discharge": expr_to_json(rule.discharge),
+            "same": binding_to_json(rule.same),
+            "deadline": rule.deadline,
+            "before": expr_to_json(rule.before),
+            "within": rule.within,
+        }
+    return {
+        "kind": "progress",
+        "name": rule.name,
+        "weight": rule.weight,
+        "signal": rule.signal,
+        "direction": rule.direction,
+        "per_unit": rule.per_unit,
+        "max": rule.max,
+        "start": rule.start,
+    }
+
+
+def rule_bound(rule: CheckedRule) -> float:
+    """The most |credit| one event can receive from this rule (for the boundedness property).
+
+    A violation fires at most once per event; an event discharges at most one instance of an
+    obligation and opens at most one (whose expiry penalty lands on it); progress is capped.
+    """
+    if isinstance(rule, ViolationRule):
+        return abs(rule.weight)
+    if isinstance(rule, ObligationRule):
+        return abs(rule.credit) + abs(rule.expire)
+    if rule.per_unit:
+        return abs(rule.max) if rule.max is not None else float("inf")
+    return abs(rule.weight)

@@ -1,0 +1,84 @@
+"""Read a rule file and everything it includes.
+
+`load_files(path)` reads the root file, parses it, and follows ``include``
+statements (paths relative to the including file), each file once.  Missing files,
+unreadable files and include cycles become diagnostics at the ``include``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import ast
+from .diagnostics import Diagnostic
+from .parser import parse
+from .source import NO_SPAN, SourceFile, Span
+
+#: The most files one rule set may include (directly or not).
+MAX_FILES = 1000
+
+
+def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, list[Diagnostic]]:
+    """Read one file as UTF-8 (BOM tolerated).  Errors become RV001 diagnostics at `at`."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:
+        return None, [Diagnostic("RV001", f"file not found: {path}", at, help="check the path (relative paths start at the including file)")]
+    except IsADirectoryError:
+        return None, [Diagnostic("RV001", f"is a directory, not a rule file: {path}", at)]
+    except OSError as exc:
+        return None, [Diagnostic("RV001", f"cannot read {path}: {exc.strerror}", at)]
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return None, [Diagnostic("RV001", f"{path} is not UTF-8 text (byte {exc.start})", at, help="save the file as UTF-8")]
+    return SourceFile(path, text), []
+
+
+def load_files(
+    path: str, *, text: str | None = None
+) -> tuple[list[ast.RuleFile], dict[str, SourceFile], list[Diagnostic]]:
+    """Parse `path` (or `text`, named `path`) and every file it includes.
+
+    Returns:
+        (parsed files in include order -- includes before the file that includes them --,
+        sources by path, diagnostics).  Files with syntax errors are left out of the list.
+    """
+    sources: dict[str, SourceFile] = {}
+    files: list[ast.RuleFile] = []
+    diagnostics: list[Diagnostic] = []
+    done: set[str] = set()
+
+    def visit(file_path: str, at: Span, stack: tuple[str, ...], inline: str | None = None) -> None:
+        key = os.path.normpath(os.path.abspath(file_path)) if inline is None else file_path
+        if key in stack:
+            chain = " -> ".join(os.path.basename(p) for p in (*stack[stack.index(key):], key))
+            diagnostics.append(Diagnostic("RV003", f"include cycle: {chain}", at, help="remove one of these includes"))
+            return
+        if key in done:
+            return
+        if len(done) >= MAX_FILES:
+            diagnostics.append(Diagnostic("RV001", f"more than {MAX_FILES} included files", at))
+            return
+        done.add(key)
+        if inline is not None:
+            source = SourceFile(file_path, inline)
+        else:
+            source, problems = read_source(file_path, at=at)
+            diagnostics.extend(problems)
+            if source is None:
+                return
+        sources[source.path] = source
+        tree, problems = parse(source)
+        diagnostics.extend(problems)
+        if tree is None:
+            return
+        base = os.path.dirname(file_path)
+        for item in tree.items:
+            if isinstance(item, ast.Include):
+                visit(os.path.join(base, item.path), item.span, (*stack, key))
+        files.append(tree)
+
+    visit(path, NO_SPAN, (), inline=text)
+    return files, sources, diagnostics

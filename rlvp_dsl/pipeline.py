@@ -1,0 +1,71 @@
+"""The pipeline as functions: read -> parse -> check -> compile.
+
+`check_file` / `check_text` return everything a tool needs (rule set, diagnostics,
+sources); `load_program` / `loads` are the strict versions that raise `RuleError`.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from .check import check
+from .compile import Program, compile_ruleset
+from .diagnostics import Diagnostic, RuleError, has_errors
+from .ir import RuleSet
+from .loader import load_files
+from .source import SourceFile
+
+
+@attrs.frozen
+class CheckResult:
+    """The outcome of checking one rule file (and its includes)."""
+
+    ruleset: RuleSet | None
+    diagnostics: list[Diagnostic]
+    sources: dict[str, SourceFile]
+
+    @property
+    def ok(self) -> bool:
+        return self.ruleset is not None and not has_errors(self.diagnostics)
+
+
+def _check(path: str, text: str | None) -> CheckResult:
+    files, sources, diagnostics = load_files(path, text=text)
+    if has_errors(diagnostics):
+        return CheckResult(None, diagnostics, sources)
+    ruleset, problems = check(files)
+    return CheckResult(ruleset, diagnostics + problems, sources)
+
+
+def check_file(path: str) -> CheckResult:
+    """Parse and check a rule file and its includes; never raises for bad input."""
+    return _check(path, None)
+
+
+def check_text(text: str, path: str = "<string>") -> CheckResult:
+    """Like `check_file` for text in memory (includes resolve relative to `path`)."""
+    return _check(path, text)
+
+
+def _program(result: CheckResult) -> Program:
+    if not result.ok:
+        raise RuleError(result.diagnostics, result.sources)
+    return compile_ruleset(result.ruleset)
+
+
+def load_program(path: str) -> Program:
+    """Read, check and compile a rule file.
+
+    Raises:
+        RuleError: the file (or an include) has errors; ``str(err)`` renders them.
+    """
+    return _program(check_file(path))
+
+
+def loads(text: str, path: str = "<string>") -> Program:
+    """Check and compile rule text.
+
+    Raises:
+        RuleError: the text has errors.
+    """
+    return _program(check_text(text, path))

@@ -1,0 +1,247 @@
+"""Conditions -> Python closures, specialised per event class.
+
+`specialise(expr, kind, tool, tags)` folds every test that depends only on the
+event's class (``call NAME``, ``tag``, ``user``/``assistant``, the status tests on
+messages) to a constant, so that each rule costs nothing on events it can never
+match.  `build(expr, slots)` turns what is left into a closure
+``f(event, states) -> bool``.  Rule files are data: nothing here evaluates text
+as code, and every test runs in time linear in the event's size (regexes use the
+linear-time matcher in `rlvp_dsl.regex`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from . import ast
+from .events import CALL, ERROR, MALFORMED, NO_RESULT, OK, Event, normalise_value
+from .ir import ToolInfo
+from .regex import compile_regex
+
+Pred = Callable[[Event, list], bool]
+
+TRUE = ast.Const(True)
+FALSE = ast.Const(False)
+_MISSING = object()
+
+_STATUS_SETS = {
+    "ok": frozenset({OK}),
+    "error": frozenset({ERROR, MALFORMED}),
+    "malformed": frozenset({MALFORMED}),
+    "no_result": frozenset({NO_RESULT}),
+}
+
+
+def binding_key(binding: ast.Binding, event: Event, tools: Mapping[str, ToolInfo]) -> str | None:
+    """The value `same BINDING` compares for this event, or None when it has none."""
+    if event.kind != CALL:
+        return None
+    if binding.kind == "call":
+        return event.argument_key()
+    if binding.kind == "target":
+        info = tools.get(event.tool or "")
+        name = info.target if info is not None else None
+    else:
+        name = binding.arg.text
+    if name is None or name not in event.arguments:
+        return None
+    return normalise_value(event.arguments[name])
+
+
+def literal_equal(a: Any, b: Any) -> bool:
+    """JSON equality: numbers compare by value, but booleans only equal booleans."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return float(a) == float(b)
+    return a == b
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+_COMPARE = {
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+    "==": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+}
+
+
+def text_matches(op: str, value: str, flags: str, text: str) -> bool:
+    """One text test (`contains`, `startswith`, `matches`, `==`, `!=`) on `text`."""
+    if op == "contains":
+        return value in text
+    if op == "startswith":
+        return text.startswith(value)
+    if op == "matches":
+        return compile_regex(value, flags).search(text)
+    if op == "==":
+        return text == value
+    return text != value
+
+
+def arg_matches(node: ast.ArgTest, arguments: Mapping[str, Any]) -> bool:
+    """One argument test on a call's arguments."""
+    value = arguments.get(node.arg.text, _MISSING)
+    op = node.op
+    if op == "exists":
+        return value is not _MISSING
+    if value is _MISSING:
+        return False
+    if op == "==":
+        return literal_equal(value, node.value)
+    if op == "!=":
+        return not literal_equal(value, node.value)
+    if op == "in":
+        return any(literal_equal(value, v) for v in node.value)
+    if op in ("<", "<=", ">", ">="):
+        number = _number(value)
+        return number is not None and _COMPARE[op](number, node.value)
+    if op == "contains":
+        if isinstance(value, str):
+            return isinstance(node.value, str) and node.value in value
+        if isinstance(value, list):
+            return any(literal_equal(v, node.value) for v in value)
+        return False
+    if not isinstance(value, str):
+        return False
+    if op == "startswith":
+        return value.startswith(node.value)
+    return compile_regex(node.value, node.flags).search(value)
+
+
+def event_text(field: str, event: Event) -> str:
+    if field == "text":
+        return event.text
+    if field == "error_text":
+        return event.error_text
+    return event.result
+
+
+# ---- specialisation ---------------------------------------------------------
+
+
+def specialise(expr: ast.Expr, kind: str, tool: str | None, tags: frozenset[str]) -> ast.Expr:
+    """Fold class-dependent tests to constants for events of (kind, tool, tags)."""
+    memo: dict[int, ast.Expr] = {}
+    stack: list[tuple[Any, bool]] = [(expr, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = list(node.items) if isinstance(node, (ast.And, ast.Or)) else [node.item] if isinstance(node, ast.Not) else []
+        if not done and kids:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        memo[id(node)] = _fold(node, [memo[id(k)] for k in kids], kind, tool, tags)
+    return memo[id(expr)]
+
+
+def _fold(node, kids, kind, tool, tags) -> ast.Expr:
+    is_call = kind == CALL
+    if isinstance(node, ast.And):
+        rest = [k for k in kids if k is not TRUE]
+        if any(k is FALSE for k in rest):
+            return FALSE
+        return TRUE if not rest else rest[0] if len(rest) == 1 else ast.And(tuple(rest))
+    if isinstance(node, ast.Or):
+        rest = [k for k in kids if k is not FALSE]
+        if any(k is TRUE for k in rest):
+            return TRUE
+        return FALSE if not rest else rest[0] if len(rest) == 1 else ast.Or(tuple(rest))
+    if isinstance(node, ast.Not):
+        inner = kids[0]
+        return FALSE if inner is TRUE else TRUE if inner is FALSE else ast.Not(inner)
+    if isinstance(node, ast.Const):
+        return TRUE if node.value else FALSE
+    if isinstance(node, ast.CallAtom):
+        if not is_call:
+            return FALSE
+        return TRUE if not node.tools or any(t.text == tool for t in node.tools) else FALSE
+    if isinstance(node, ast.KindAtom):
+        return TRUE if node.kind == kind else FALSE
+    if isinstance(node, ast.TagAtom):
+        return TRUE if is_call and node.tag.text in tags else FALSE
+    if isinstance(node, (ast.StatusAtom, ast.ArgTest, ast.SignalTest)):
+        return node if is_call else FALSE
+    if isinstance(node, ast.TextTest):
+        if node.field == "text":
+            return FALSE if is_call else node
+        return node if is_call else FALSE
+    if isinstance(node, ast.HasBinding):
+        return node if is_call else FALSE
+    return node  # Seen: depends on history, kept
+
+
+# ---- closures -----------------------------------------------------------------
+
+
+def build(expr: ast.Expr, slots: Mapping[int, int], tools: Mapping[str, ToolInfo]) -> Pred:
+    """A closure for a specialised condition.  `slots` maps id(Seen node) -> state index."""
+    memo: dict[int, Pred] = {}
+    stack: list[tuple[Any, bool]] = [(expr, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = list(node.items) if isinstance(node, (ast.And, ast.Or)) else [node.item] if isinstance(node, ast.Not) else []
+        if not done and kids:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        memo[id(node)] = _closure(node, [memo[id(k)] for k in kids], slots, tools)
+    return memo[id(expr)]
+
+
+def _closure(node, kids: list[Pred], slots, tools) -> Pred:
+    if isinstance(node, ast.And):
+        if len(kids) == 2:
+            a, b = kids
+            return lambda e, s: a(e, s) and b(e, s)
+        items = tuple(kids)
+        return lambda e, s: all(f(e, s) for f in items)
+    if isinstance(node, ast.Or):
+        if len(kids) == 2:
+            a, b = kids
+            return lambda e, s: a(e, s) or b(e, s)
+        items = tuple(kids)
+        return lambda e, s: any(f(e, s) for f in items)
+    if isinstance(node, ast.Not):
+        inner = kids[0]
+        return lambda e, s: not inner(e, s)
+    if isinstance(node, ast.Const):
+        value = node.value
+        return lambda e, s: value
+    if isinstance(node, ast.StatusAtom):
+        allowed = _STATUS_SETS[node.status]
+        return lambda e, s: e.status in allowed
+    if isinstance(node, ast.TextTest):
+        field, op, value, flags = node.field, node.op, node.value, node.flags
+        if op == "matches":
+            search = compile_regex(value, flags).search
+            return lambda e, s: search(event_text(field, e))
+        return lambda e, s: text_matches(op, value, flags, event_text(field, e))
+    if isinstance(node, ast.ArgTest):
+        return lambda e, s: arg_matches(node, e.arguments)
+    if isinstance(node, ast.SignalTest):
+        name, compare, value = node.signal.text, _COMPARE[node.op], node.value
+        def signal_test(e, s):
+            v = _number(e.signals.get(name))
+            return v is not None and compare(v, value)
+        return signal_test
+    if isinstance(node, ast.HasBinding):
+        binding = node.binding
+        return lambda e, s: binding_key(binding, e, tools) is not None
+    if isinstance(node, ast.Seen):
+        slot = slots[id(node)]
+        if node.same is None:
+            return lambda e, s: s[slot] >= 0
+        binding = node.same
+        def seen_bound(e, s):
+            key = binding_key(binding, e, tools)
+            return key is not None and key in s[slot]
+        return seen_bound
+    raise TypeError(f"not a condition node: {node!r}")
