@@ -1,0 +1,172 @@
+"""Multi-turn group rollouts: G episodes of one task, as token ids and as rlvp events.
+
+`collect_group(policy, tokenizer, env_factory, task, num_generations, gen_cfg, seed)`
+plays `num_generations` episodes of `task` side by side; each turn, the still
+active episodes are batched through one `generate` call (`trainer.generation`).
+
+How the training sequence is built (never by re-tokenising text):
+
+* ``prompt_ids``: the chat template rendered for [system, user(task text)] plus the
+  generation prompt, tokenised once.
+* per turn: the ids the policy generated, exactly as sampled (mask 1, with their
+  log-probs), then the turn's close, the tool message and the next generation
+  prompt, tokenised *on their own* and appended (mask 0, log-prob 0).
+* ``call_spans[k]``: the positions of call k's own tokens among the generated ids
+  (reasoning text and the EOS excluded), so the span decodes to exactly the call.
+
+The next turn's context is the very same ids, so what is trained on is what the
+policy saw.  Each `Rollout.episode` starts with a ``user`` event (the task text),
+then one ``call`` event per call (status ok / error / malformed, result, the tool's
+tags from the environment manifest, the ``stages_remaining`` signal).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from rlvp_dsl.events import CALL, ERROR, MALFORMED, OK, USER, Episode, Event
+from trainer.envs.base import Task, ToolEnv
+from trainer.generation import CallFormat, CallTrie, GenConfig, as_generator
+from trainer.tokenizer import ChatFormat
+from trainer.types import Rollout
+
+MALFORMED_TEXT = "error malformed call"
+_TRIES: dict[tuple, CallTrie] = {}
+_CHATS: dict[int, ChatFormat] = {}
+
+
+def system_prompt(env: ToolEnv, call_format: CallFormat) -> str:
+    """The system message: the tools on offer and how to write a call."""
+    tools = " , ".join(spec.name for spec in env.schema())
+    return f"Call one tool per turn . Tools : {tools} . {call_format.describe()}"
+
+
+def prompt_words(env: ToolEnv, call_styles: Sequence[str] = ("plain",)) -> set[str]:
+    """Every word an episode of `env` can contain (for building the tiny tokenizer's vocabulary)."""
+    words = set(env.vocabulary()) | set(MALFORMED_TEXT.split())
+    for style in call_styles:
+        words.update(system_prompt(env, CallFormat(style)).split())
+    return words
+
+
+def _trie(env: ToolEnv, tokenizer, call_format: CallFormat) -> CallTrie:
+    schema = tuple(env.schema())
+    key = (id(tokenizer), call_format.style, tuple((s.name, s.parameters) for s in schema))
+    if key not in _TRIES:
+        _TRIES[key] = CallTrie.build(schema, tokenizer, call_format)
+    return _TRIES[key]
+
+
+def _chat(tokenizer) -> ChatFormat:
+    if id(tokenizer) not in _CHATS:
+        _CHATS[id(tokenizer)] = ChatFormat.from_tokenizer(tokenizer)
+    return _CHATS[id(tokenizer)]
+
+
+class _Episode:
+    """Growing state of one rollout."""
+
+    def __init__(self, env: ToolEnv, observation: str) -> None:
+        self.env = env
+        self.ids: list[int] = []
+        self.mask: list[int] = []
+        self.logprobs: list[float] = []
+        self.sampling_logprobs: list[float] = []
+        self.allowed: list[tuple[int, ...] | None] = []
+        self.spans: list[tuple[int, int]] = []
+        self.call_texts: list[str] = []
+        self.events: list[Event] = [Event(index=0, kind=USER, text=observation)]
+        self.done = False
+
+    def append(self, ids, mask_value, logprobs=None, sampling=None, allowed=None) -> None:
+        self.ids.extend(ids)
+        self.mask.extend([mask_value] * len(ids))
+        self.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(ids))
+        self.sampling_logprobs.extend(sampling if sampling is not None else [0.0] * len(ids))
+        self.allowed.extend(allowed if allowed is not None else [None] * len(ids))
+
+
+def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: Task, num_generations: int,
+                  gen_cfg: GenConfig | None = None, seed: int = 0) -> list[Rollout]:
+    """Play `num_generations` episodes of `task`; returns one `Rollout` per episode.
+
+    Args:
+        policy: a HF causal LM (optionally peft-wrapped), or any object with
+            `sample_turns(contexts, trie, cfg)` (e.g. `trainer.vllm_backend.VLLMGenerator`).
+        tokenizer: the policy's tokenizer (needs a chat template and an EOS token).
+        env_factory: returns a fresh environment per call.
+        task: the task all episodes attempt.
+        num_generations: G, the group size.
+        gen_cfg: sampling settings (`GenConfig`).
+        seed: seeds the sampling; the global torch RNG is left as it was.
+    Raises ValueError for G < 1 or a tokenizer/schema that cannot express the calls.
+    """
+    import torch
+
+    if num_generations < 1:
+        raise ValueError(f"'num_generations' must be >= 1 (got {num_generations})")
+    cfg = gen_cfg or GenConfig()
+    fmt = CallFormat(cfg.call_style)
+    envs = [env_factory() for _ in range(num_generations)]
+    observations = [env.reset(task) for env in envs]
+    trie = _trie(envs[0], tokenizer, fmt)
+    chat = _chat(tokenizer)
+    tags = {spec.name: frozenset(spec.tags) for spec in envs[0].schema()}
+    messages = [{"role": "user", "content": observations[0]}]
+    if cfg.system_prompt:
+        messages.insert(0, {"role": "system", "content": system_prompt(envs[0], fmt)})
+    prompt_ids = chat.prompt_ids(tokenizer, messages)
+    episodes = [_Episode(env, obs) for env, obs in zip(envs, observations)]
+    generator = as_generator(policy, tokenizer)
+    max_turns = cfg.max_turns or envs[0].max_turns
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for turn in range(max_turns):
+            active = [ep for ep in episodes if not ep.done]
+            if not active:
+                break
+            samples = generator.sample_turns([prompt_ids + ep.ids for ep in active], trie, cfg)
+            for ep, sample in zip(active, samples):
+                offset = len(ep.ids)
+                ep.append(sample.ids, 1, sample.logprobs, sample.sampling_logprobs, sample.allowed)
+                ep.spans.append((offset + sample.call_start, offset + sample.call_end))
+                ep.call_texts.append(sample.call_text)
+                index = len(ep.events)
+                if sample.call is None:
+                    observation = MALFORMED_TEXT
+                    ep.events.append(Event(index=index, kind=CALL, tool=None, raw_arguments=sample.call_text,
+                                           status=MALFORMED, error_text=observation))
+                    finished = False
+                else:
+                    result = ep.env.step(sample.call)
+                    observation = result.text
+                    ep.events.append(Event(
+                        index=index, kind=CALL, tool=sample.call.tool, arguments=dict(sample.call.arguments),
+                        status=OK if result.ok else ERROR,
+                        error_text="" if result.ok else result.text, result=result.text if result.ok else "",
+                        tags=tags.get(sample.call.tool, frozenset()), signals=dict(result.signals),
+                    ))
+                    finished = result.done
+                ep.done = finished or turn + 1 >= max_turns
+                after = chat.after_turn_ids(tokenizer, observation, sample.ended_with_eos, next_turn=not ep.done)
+                ep.append(after, 0)
+
+    rollouts = []
+    for g, ep in enumerate(episodes):
+        outcome = float(ep.env.outcome())
+        episode = Episode(id=f"{task.task_id}#{g}", events=ep.events, outcome=outcome, source=ep.env.name,
+                          meta={"task_id": task.task_id, "seed": seed, "generation": g})
+        rollouts.append(Rollout(
+            task_id=task.task_id, prompt_ids=list(prompt_ids), completion_ids=ep.ids, completion_mask=ep.mask,
+            call_spans=ep.spans, episode=episode, outcome=outcome, old_logprobs=ep.logprobs,
+            info={
+                "call_texts": ep.call_texts,
+                "call_event_indices": [e.index for e in episode.calls],
+                "sampling_logprobs": ep.sampling_logprobs,
+                "allowed_ids": ep.allowed,
+                "num_turns": len(ep.spans),
+                "env": ep.env.name,
+            },
+        ))
+    return rollouts
