@@ -43,7 +43,7 @@ from trainer import checkpoint as ckpt
 from trainer.advantages import compute_advantages
 from trainer.annealing import ProcessWeightSchedule
 from trainer.config import TrainConfig
-from trainer.loss import aggregate, policy_loss
+from trainer.loss import policy_loss
 from trainer.methods import SamplingResult, dynamic_sampling, get_method
 from trainer.metrics import MetricsLogger
 from trainer.types import Rollout
@@ -166,7 +166,8 @@ def _dead_message(it: int, msg: str) -> str:
 # the loop
 # ----------------------------------------------------------------------------
 def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = False,
-          progress: bool | None = None, log: Callable[[str], None] | None = None) -> list[dict]:
+          progress: bool | None = None, log: Callable[[str], None] | None = None,
+          on_batch: Callable[[int, list, list, float], None] | None = None) -> list[dict]:
     """Train ``cfg.iterations`` iterations; returns the metric rows (also in ``out_dir/metrics.jsonl``).
 
     Args:
@@ -175,6 +176,8 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
         resume: continue from ``out_dir/checkpoint.pt`` (same config) up to ``cfg.iterations``.
         progress: show a tqdm bar (default: when stderr is a TTY).
         log: where one-line messages go (default: stderr).
+        on_batch: called as ``on_batch(iteration, groups, credits, weight)`` with the
+            batch about to be trained on (the paired mode uses it).
     """
     say = log or (lambda s: print(s, file=sys.stderr))
     torch.set_num_threads(cfg.threads)
@@ -251,6 +254,9 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
             credits: list[list[CallCredits]] = [[score_calls(be.scorer, r.episode) for r in g] for g in groups]
         else:
             credits = first_credits
+
+        if on_batch is not None:
+            on_batch(it, groups, credits, weight)
 
         # --- advantage ---
         batch = [r for g in groups for r in g]  # B = n_groups * G, group-major
