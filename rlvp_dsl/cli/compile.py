@@ -1,0 +1,131 @@
+"""`rlvp-compile`: check and compile rule files, or derive one from a tool manifest.
+
+    rlvp-compile rules/*.rlvp                        # check + compile; diagnostics; exit 0/1/2
+    rlvp-compile rules/x.rlvp --json                 # diagnostics as JSON
+    rlvp-compile rules/x.rlvp --emit-program -o p.json   # the compiled program (canonical JSON)
+    rlvp-compile --auto-from-tags tools.json -o build/derived.rlvp
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections import Counter
+
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
+from ..diagnostics import MAX_PER_FILE, has_errors, render_json, render_text, sort_and_cap
+from ..pipeline import check_file
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rlvp-compile",
+        description="Check and compile .rlvp rule files, or derive rules from a tool manifest.",
+        epilog="Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error.",
+    )
+    p.add_argument("rules", nargs="*", help="rule files to check and compile")
+    p.add_argument("--auto-from-tags", metavar="MANIFEST",
+                   help="derive a rule file from a tool manifest (rlvp, tau2, MCP tools/list, OpenAI tools)")
+    p.add_argument("-o", "--output", metavar="PATH",
+                   help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
+    p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
+    p.add_argument("--json", action="store_true", help="print diagnostics as JSON")
+    p.add_argument("--max-diagnostics", type=int, default=MAX_PER_FILE, metavar="N",
+                   help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
+    p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
+    return p
+
+
+def _write(path: str, text: str) -> None:
+    directory = os.path.dirname(path)
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _derive(args) -> int:
+    from ..derive import derive_text
+    from ..manifests import ManifestError, load_manifest
+
+    try:
+        manifest = load_manifest(args.auto_from_tags)
+    except FileNotFoundError:
+        print(f"rlvp-compile: error: manifest not found: {args.auto_from_tags}", file=sys.stderr)
+        return EXIT_USAGE
+    except (ManifestError, OSError, ValueError) as exc:
+        print(f"rlvp-compile: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT_ERRORS
+    text = derive_text(manifest)
+    if args.output:
+        try:
+            _write(args.output, text)
+        except OSError as exc:
+            print(f"rlvp-compile: error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"{args.output}: derived {len(manifest.tools)} tools from {args.auto_from_tags}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def _describe(ruleset) -> str:
+    kinds = Counter(r.kind for r in ruleset.rules)
+    parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
+    return f"{len(ruleset.rules)} rules ({parts or 'none'}), {len(ruleset.tools)} tools"
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.auto_from_tags:
+        if args.rules:
+            print("rlvp-compile: error: give either rule files or --auto-from-tags, not both", file=sys.stderr)
+            return EXIT_USAGE
+        return _derive(args)
+    if not args.rules:
+        _parser().print_usage(sys.stderr)
+        print("rlvp-compile: error: no rule files given", file=sys.stderr)
+        return EXIT_USAGE
+    if args.output and len(args.rules) != 1:
+        print("rlvp-compile: error: -o takes one rule file", file=sys.stderr)
+        return EXIT_USAGE
+
+    status = EXIT_OK
+    all_json = []
+    for path in args.rules:
+        if not os.path.isfile(path):
+            print(f"rlvp-compile: error: {'is a directory' if os.path.isdir(path) else 'file not found'}: {path}",
+                  file=sys.stderr)
+            status = max(status, EXIT_USAGE)
+            continue
+        result = check_file(path)
+        kept, dropped = sort_and_cap(result.diagnostics, args.max_diagnostics)
+        if args.json:
+            all_json.append({"file": path, "ok": result.ok, **json.loads(render_json(kept, dropped=dropped))})
+        elif kept:
+            print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
+        failed = has_errors(result.diagnostics) or (args.warnings_as_errors and result.diagnostics)
+        if failed:
+            status = max(status, EXIT_INPUT_ERRORS)
+            continue
+        if not args.json:
+            print(f"{path}: ok: {_describe(result.ruleset)}", file=sys.stderr)
+        if args.emit_program or args.output:
+            program_text = json.dumps(result.ruleset.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            if args.output:
+                try:
+                    _write(args.output, program_text)
+                except OSError as exc:
+                    print(f"rlvp-compile: error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+                    return EXIT_USAGE
+            else:
+                sys.stdout.write(program_text)
+    if args.json:
+        print(json.dumps(all_json if len(all_json) != 1 else all_json[0], indent=2, ensure_ascii=False))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,142 @@
+"""`rlvp-score RULES TRAJECTORY...`: score real trajectories with a rule file.
+
+    rlvp-score rules/tau2_airline.rlvp ../shared/data/tau2_simulations          # summary per rule
+    rlvp-score rules/tau2_airline.rlvp run.json --explain                          # every credit, with why
+    rlvp-score rules/swe.rlvp trajs/ --json > score.json                           # everything as JSON
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
+from ..diagnostics import has_errors, render_text, sort_and_cap
+from ..pipeline import check_file
+from ..compile import compile_ruleset
+from ..report import render_summary, summarise
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rlvp-score",
+        description="Score agent trajectories with an .rlvp rule file: per-call credits, a summary per rule, "
+                    "and each rule's correlation with the outcome reward.",
+        epilog="Formats: tau2 results, tau-bench v1, OpenAI chat (JSON/JSONL, MCP results), SWE-agent .traj. "
+               "Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error.",
+    )
+    p.add_argument("rules", help="the .rlvp rule file")
+    p.add_argument("trajectories", nargs="+", help="trajectory files or folders")
+    p.add_argument("--format", choices=["tau2", "tau_bench_v1", "openai", "swe_agent"],
+                   help="the trajectory format (default: detected per file)")
+    p.add_argument("--explain", action="store_true", help="print every credit with its explanation")
+    p.add_argument("--json", action="store_true", help="print the scores as JSON (per episode, per credit, summary)")
+    p.add_argument("--limit", type=int, default=0, metavar="N", help="with --explain: show at most N episodes")
+    p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT",
+                   help="a tool result starting with TEXT is an error (adds to the format's default)")
+    p.add_argument("--error-flag", action="append", default=[], metavar="FIELD",
+                   help="a tool message with FIELD true is an error (adds to the format's default)")
+    return p
+
+
+def _error_signal(args):
+    if not (args.error_prefix or args.error_flag):
+        return None
+    from ..readers import DEFAULT_ERROR_SIGNALS
+
+    return DEFAULT_ERROR_SIGNALS[args.format].extended(prefixes=args.error_prefix, flags=args.error_flag)
+
+
+def _explain(scored, limit: int) -> str:
+    lines = []
+    for k, (episode, credits) in enumerate(scored):
+        if limit and k >= limit:
+            lines.append(f"... {len(scored) - limit} more episodes (use --limit 0 for all)")
+            break
+        total = sum(c.value for c in credits)
+        outcome = "n/a" if episode.outcome is None else f"{episode.outcome:g}"
+        lines.append(f"== {episode.id}  outcome={outcome}  events={len(episode.events)}  "
+                     f"calls={len(episode.calls)}  process total={total:+.2f}")
+        by_event: dict[int, list] = {}
+        for c in credits:
+            by_event.setdefault(c.event_index, []).append(c)
+        for event in episode.events:
+            if event.kind != "call" and event.index not in by_event:
+                continue
+            label = f"call {event.tool}" if event.kind == "call" else f"{event.kind} turn"
+            status = f" [{event.status}]" if event.kind == "call" and event.status != "ok" else ""
+            lines.append(f"  [{event.index:>3}] {label}{status}")
+            for c in by_event.get(event.index, []):
+                lines.append(f"        {c.value:+.2f} {c.rule} ({c.location}): {c.reason}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not os.path.isfile(args.rules):
+        print(f"rlvp-score: error: rule file not found: {args.rules}", file=sys.stderr)
+        return EXIT_USAGE
+    result = check_file(args.rules)
+    if not result.ok:
+        kept, dropped = sort_and_cap(result.diagnostics)
+        print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
+        return EXIT_INPUT_ERRORS if has_errors(result.diagnostics) else EXIT_USAGE
+    program = compile_ruleset(result.ruleset)
+    if (args.error_prefix or args.error_flag) and not args.format:
+        print("rlvp-score: error: --error-prefix/--error-flag need --format (they extend that format's default)",
+              file=sys.stderr)
+        return EXIT_USAGE
+
+    from ..readers import ReaderError, read_report
+
+    missing = [p for p in args.trajectories if not os.path.exists(p)]
+    if missing:
+        print(f"rlvp-score: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        report = read_report(args.trajectories, format=args.format, error_signal=_error_signal(args))
+    except ReaderError as exc:
+        print(f"rlvp-score: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT_ERRORS
+    if not report.episodes:
+        print("rlvp-score: error: no episodes found in " + ", ".join(args.trajectories), file=sys.stderr)
+        for skipped in report.skipped:
+            print(f"  skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+        return EXIT_INPUT_ERRORS
+
+    scored = [(episode, program.score(episode)) for episode in report.episodes]
+    summary = summarise(program, scored)
+    if args.json:
+        doc = {
+            "rules": args.rules,
+            "program": program.to_json(),
+            "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+            "summary": summary.to_json(),
+            "episodes": [
+                {
+                    "id": episode.id,
+                    "source": episode.source,
+                    "outcome": episode.outcome,
+                    "events": len(episode.events),
+                    "calls": len(episode.calls),
+                    "malformed_calls": sum(e.status == "malformed" for e in episode.calls),
+                    "total": sum(c.value for c in credits),
+                    "credits": [c.to_json() for c in credits],
+                }
+                for episode, credits in scored
+            ],
+        }
+        print(json.dumps(doc, indent=1, ensure_ascii=False))
+        return EXIT_OK
+    if args.explain:
+        print(_explain(scored, args.limit))
+        print()
+    print(f"rules: {args.rules} ({len(program.rules)} rules)   skipped files: {len(report.skipped)}")
+    print(render_summary(summary))
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
