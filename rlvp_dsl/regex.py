@@ -1,0 +1,498 @@
+"""Linear-time regular expressions for rule files (``user says /\\b(yes|confirm)\\b/i``).
+
+Rule files are data and every predicate must run in bounded time, but Python's ``re`` backtracks
+(``(a|a)*b`` on a run of ``a`` takes exponential time).  So rule-file regexes use this matcher:
+a documented subset of ``re`` syntax, compiled to a Thompson NFA.  API::
+
+    rx = compile_regex(r"\\b(yes|confirm)\\b", "i")   # cached; raises RegexSyntaxError
+    rx.search("Yes, please")  -> True                  # like re.search(...) is not None
+
+Supported subset (semantics of Python ``re`` on ``str``):
+
+* literal characters; escapes ``\\\\ \\/ \\. \\* \\+ \\? \\( \\) \\[ \\] \\{ \\} \\| \\^ \\$`` (any other
+  escaped punctuation or non-ASCII character is itself), ``\\n \\t \\r \\f \\v \\xhh \\uhhhh``;
+* ``\\d \\D \\w \\W \\s \\S`` with Unicode semantics: ``\\d`` is ``str.isdecimal``, ``\\w`` is
+  ``str.isalnum`` or ``_``, ``\\s`` is ``str.isspace``; ``.`` (anything but ``\\n``; anything with ``s``);
+* sets ``[abc] [a-z] [^...]`` with escapes and ``\\d \\w \\s`` (and negations) inside; a ``]`` first
+  in the set, or a ``-`` first or last, is literal; ``\\b`` inside a set is rejected;
+* anchors ``^ $ \\b \\B``: ``^`` is the start of the text, ``$`` the end or the position before a
+  final newline; with flag ``m`` they also match after / before every ``\\n``.  ``\\B`` matches the
+  empty text (as in Python >= 3.14).  A bare anchor cannot be quantified (as in re);
+* groups ``(...)``, ``(?:...)``, ``(?P<name>...)``, all only grouping (``search`` answers yes/no);
+  alternation ``|``; quantifiers ``* + ? {m} {m,} {,n} {m,n}`` (m, n <= 1000) and their lazy forms,
+  which have the same truth value.
+
+Flags: ``m`` multi-line anchors, ``s`` dot matches newline, ``i`` ignore case by simple case mapping
+(a literal matches ``c`` when ``c.lower()`` equals its ``lower()``; a set, when it holds ``c``,
+``c.lower()`` or ``c.upper()``; re's extra foldings such as long s ~ s are not applied).
+
+Rejected with :class:`RegexSyntaxError` (``message``, 0-based ``offset``, ``hint``): backreferences,
+lookaround, atomic groups, possessive quantifiers, inline flags, conditionals, comments, ``\\A \\Z``,
+unknown or octal escapes, a ``{`` that is not a repeat, repeat counts over 1000, groups nested over
+100 deep, NFAs over 20,000 states.  Offsets index ``pattern + "/" + flags`` (the literal after its
+opening slash), so a flag error points at the flag letter.
+
+Complexity.  The NFA has S <= 20,000 states: character tests, epsilon splits, and zero-width
+assertions resolved in the epsilon-closure from the previous character's kind (start of text,
+newline, word, other) and the next character.  Search keeps the set of live states, adds the start
+state at every position and stops when a closure reaches the accepting state: O(S) per character,
+O(len(text) * S) time in the worst case, whatever the pattern.  Steps are cached lazily as DFA
+transitions ((live set, previous kind), next char) -> live set in a bounded cache (2,000 DFA
+states, 100,000 transitions, 500,000 member ids, then it starts afresh), so common patterns cost
+one dict lookup per character.  A Regex may be shared between threads (the cache fills under a lock).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Callable, Optional
+
+__all__ = ["Regex", "RegexSyntaxError", "compile_regex", "MAX_REPEAT", "MAX_STATES"]
+
+MAX_REPEAT = 1000  # largest m or n in {m,n}
+MAX_STATES = 20_000  # largest NFA
+MAX_DEPTH = 100  # deepest group nesting
+_CACHE_STATES = 2_000  # DFA states kept per cache generation
+_CACHE_EDGES = 100_000  # DFA transitions kept per cache generation
+_CACHE_MEMBERS = 500_000  # NFA state ids held by the DFA states of one generation
+
+_CHAR, _SPLIT, _ASSERT, _MATCH = range(4)  # NFA state kinds
+_BOL, _BOL_M, _EOL, _EOL_M, _WORDB, _NWORDB = range(6)  # assertions
+_START, _NL, _WORD, _OTHER = range(4)  # kinds of the previous character
+
+_BACKREF_HINT = "backreferences are not supported: rule files must run in bounded time"
+_REJECTED_GROUPS = [  # (?<prefix> ... : message, hint; checked in order
+    ("P=", "backreferences (?P=name) are not supported", _BACKREF_HINT),
+    (("=", "!"), "lookahead (?=...) (?!...) is not supported", "use (?:...) instead of lookahead, or 'unless'"),
+    (("<=", "<!"), "lookbehind (?<=...) (?<!...) is not supported", "use (?:...) instead of lookbehind"),
+    ("<", "named groups are written (?P<name>...)", "or use a plain group (...)"),
+    ("(", "conditional groups (?(...)...) are not supported", _BACKREF_HINT),
+    (">", "atomic groups (?>...) are not supported", "use (?:...): matching is already linear-time"),
+    ("#", "comments (?#...) are not supported", "put comments on their own line starting with #"),
+]
+
+Test = Callable[[str], bool]
+
+
+class RegexSyntaxError(ValueError):
+    """A pattern outside the supported subset; ``offset`` is 0-based in ``pattern + '/' + flags``."""
+
+    def __init__(self, message: str, offset: int, hint: Optional[str] = None) -> None:
+        self.message, self.offset, self.hint = message, offset, hint
+        super().__init__(f"{message} (at offset {offset})" + (f"; hint: {hint}" if hint else ""))
+
+
+def _is_word(c: str) -> bool:
+    return c.isalnum() or c == "_"
+
+
+_CLASS_TESTS: dict[str, Test] = {"d": str.isdecimal, "D": lambda c: not c.isdecimal(),
+                                 "w": _is_word, "W": lambda c: not _is_word(c),
+                                 "s": str.isspace, "S": lambda c: not c.isspace()}
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
+
+
+def _literal_test(ch: str, icase: bool) -> Test:
+    low = ch.lower()
+    return (lambda c: c.lower() == low) if icase and (low != ch or ch.upper() != ch) else ch.__eq__
+
+
+def _set_test(chars: frozenset, ranges: tuple, preds: tuple, negate: bool, icase: bool) -> Test:
+    def raw(c: str) -> bool:
+        return c in chars or any(lo <= c <= hi for lo, hi in ranges) or any(p(c) for p in preds)
+
+    def inner(c: str) -> bool:
+        return raw(c) or (icase and any(len(v) == 1 and raw(v) for v in (c.lower(), c.upper())))
+
+    return (lambda c: not inner(c)) if negate else inner
+
+
+# ---- parser: pattern -> AST; nodes are tuples ("empty",) ("char", test) ("assert", kind) -------------
+# ("cat", [nodes]) ("alt", [nodes]) ("rep", node, m, n_or_None, offset_of_quantifier).
+
+
+class _Parser:
+    def __init__(self, pattern: str, flags: str) -> None:
+        self.p, self.i = pattern, 0
+        self.icase, self.multi, self.dotall = "i" in flags, "m" in flags, "s" in flags
+        self.names: set[str] = set()
+
+    def fail(self, message: str, offset: int, hint: Optional[str] = None) -> None:
+        raise RegexSyntaxError(message, offset, hint)
+
+    def peek(self, k: int = 0) -> str:
+        return self.p[self.i + k : self.i + k + 1]
+
+    def parse(self) -> tuple:
+        node = self.alternation(0)
+        if self.i < len(self.p):
+            self.fail("unbalanced parenthesis: ')' has no matching '('", self.i, r"escape a literal ')' as \)")
+        return node
+
+    def alternation(self, depth: int) -> tuple:
+        branches = [self.concat(depth)]
+        while self.peek() == "|":
+            self.i += 1
+            branches.append(self.concat(depth))
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def concat(self, depth: int) -> tuple:
+        items = []
+        while self.i < len(self.p) and self.p[self.i] not in "|)":
+            items.append(self.quantified(self.atom(depth)))
+        return ("empty",) if not items else items[0] if len(items) == 1 else ("cat", items)
+
+    def brace(self) -> Optional[tuple[int, Optional[int], int]]:
+        """Parse ``{m}``, ``{m,}``, ``{,n}`` or ``{m,n}`` at self.i; None if there is none."""
+        start, end = self.i, self.p.find("}", self.i)
+        if self.peek() != "{" or end < 0:
+            return None
+        lo, comma, hi = self.p[start + 1 : end].partition(",")
+        if not all(x == "" or (x.isascii() and x.isdigit()) for x in (lo, hi)) or not (lo or hi):
+            return None
+        m, text = int(lo or 0), self.p[start : end + 1]
+        n = (int(hi) if hi else None) if comma else m
+        if max(m, n or 0) > MAX_REPEAT:
+            self.fail(f"repeat count in {text} exceeds the maximum {MAX_REPEAT}", start,
+                      "rule files must run in bounded time; use * or + for 'any number'")
+        if n is not None and m > n:
+            self.fail(f"repeat {text} has min {m} greater than max {n}", start)
+        self.i = end + 1
+        return m, n, start
+
+    def quantifier(self) -> Optional[tuple[int, Optional[int], int]]:
+        c, start = self.peek(), self.i
+        if c in ("*", "+", "?"):
+            self.i += 1
+            return {"*": (0, None), "+": (1, None), "?": (0, 1)}[c] + (start,)
+        return self.brace() if c == "{" else None
+
+    def quantified(self, atom: tuple) -> tuple:
+        q = self.quantifier()
+        if q is None:
+            return atom
+        if atom[0] == "assert":
+            self.fail("nothing to repeat", q[2], "an anchor (^ $ \\b \\B) matches a position, not a character")
+        if self.peek() == "?":
+            self.i += 1
+        elif self.peek() == "+":
+            self.fail("possessive quantifiers are not supported", self.i, "drop the '+': matching is linear-time")
+        again = self.i
+        if self.quantifier() is not None:
+            self.fail("multiple repeat", again, "wrap the repeated item in (?:...) to repeat it again")
+        return ("rep", atom, q[0], q[1], q[2])
+
+    def atom(self, depth: int) -> tuple:
+        c, start = self.p[self.i], self.i
+        if c == "(":
+            return self.group(depth)
+        if c == "[":
+            return ("char", self.char_set())
+        if c == "\\":
+            return self.escape(in_set=False)
+        if c in "*+?" or (c == "{" and self.brace() is not None):
+            self.fail("nothing to repeat", start, r"escape a literal quantifier character, e.g. \* or \{")
+        if c == "{":
+            self.fail("'{' does not start a repeat {m}, {m,}, {,n} or {m,n}", start, r"escape a literal brace as \{")
+        self.i += 1
+        if c == ".":
+            return ("char", (lambda ch: True) if self.dotall else (lambda ch: ch != "\n"))
+        if c in "^$":
+            return ("assert", (_BOL_M if self.multi else _BOL) if c == "^" else (_EOL_M if self.multi else _EOL))
+        return ("char", _literal_test(c, self.icase))
+
+    def group(self, depth: int) -> tuple:
+        start = self.i
+        if depth >= MAX_DEPTH:
+            self.fail(f"groups are nested more than {MAX_DEPTH} deep", start)
+        self.i += 1
+        if self.peek() == "?":
+            self.group_extension(start)
+        body = self.alternation(depth + 1)
+        if self.peek() != ")":
+            self.fail("missing ')': unterminated group", start, r"close the group, or escape a literal '(' as \(")
+        self.i += 1
+        return ("cat", [body]) if body[0] == "assert" else body  # (^)* is allowed, as in re
+
+    def group_extension(self, start: int) -> None:
+        rest = self.p[self.i + 1 :]
+        if rest.startswith(":"):
+            self.i += 2
+            return
+        if rest.startswith("P<"):
+            end = self.p.find(">", self.i)
+            name = self.p[self.i + 3 : end] if end >= 0 else ""
+            if not name.isidentifier():
+                self.fail("bad group name in (?P<name>...)", self.i + 3, "a group name is an identifier")
+            if name in self.names:
+                self.fail(f"group name '{name}' is defined twice", self.i + 3)
+            self.names.add(name)
+            self.i = end + 1
+            return
+        for prefix, message, hint in _REJECTED_GROUPS:
+            if rest.startswith(prefix):
+                self.fail(message, start, hint)
+        if rest[:1] and rest[0] in "aiLmsux-":
+            self.fail("inline flags (?...) are not supported", start, "write flags after the closing slash: /yes/i")
+        self.fail(f"unknown group extension '(?{rest[:1]}'", start)
+
+    def escape(self, in_set: bool):
+        """Parse ``\\x`` at self.i: a ("char", test) or ("assert", kind) node; in a set a char or a test."""
+        start, e = self.i, self.peek(1)
+        self.i += 2
+        if e == "":
+            self.fail("pattern ends with a lone backslash", start, r"write a literal backslash as \\")
+        if e in _CLASS_TESTS:
+            return _CLASS_TESTS[e] if in_set else ("char", _CLASS_TESTS[e])
+        if e in "bB":
+            if in_set:
+                self.fail(f"\\{e} is not allowed inside [...]", start, "use \\b as a word boundary outside the set")
+            return ("assert", _WORDB if e == "b" else _NWORDB)
+        if e in _SIMPLE_ESCAPES:
+            ch = _SIMPLE_ESCAPES[e]
+        elif e in "xu":
+            width = 2 if e == "x" else 4
+            digits = self.p[self.i : self.i + width]
+            if len(digits) < width or any(d not in "0123456789abcdefABCDEF" for d in digits):
+                self.fail(f"\\{e} needs exactly {width} hex digits", start)
+            self.i += width
+            ch = chr(int(digits, 16))
+        elif e.isascii() and e.isdigit():
+            if e == "0":
+                self.fail("octal escapes are not supported", start, "write the character as \\xhh")
+            self.fail(f"backreference \\{e} is not supported", start, _BACKREF_HINT)
+        elif e.isascii() and e.isalpha():
+            hint = "use ^ or $ without the m flag" if e in "AZz" else r"escape only punctuation, e.g. \. or \/"
+            self.fail(f"unknown escape \\{e}", start, hint)
+        else:
+            ch = e
+        return ch if in_set else ("char", _literal_test(ch, self.icase))
+
+    def char_set(self) -> Test:
+        start, self.i = self.i, self.i + 1
+        negate = self.peek() == "^"
+        self.i += negate
+        chars, ranges, preds, first = set(), [], [], True
+        while first or self.peek() != "]":
+            if self.i >= len(self.p):
+                self.fail("unterminated character set '['", start, r"close it with ], or escape a literal '[' as \[")
+            first, item_start = False, self.i
+            lo = self.set_item()  # a character, or the test of \d \w \s ...
+            if self.peek() == "-" and self.peek(1) not in ("]", ""):
+                self.i += 1
+                hi = self.set_item()
+                if not isinstance(lo, str) or not isinstance(hi, str) or lo > hi:
+                    self.fail(f"bad character range {self.p[item_start:self.i]}", item_start,
+                              r"write a literal '-' as \-")
+                ranges.append((lo, hi))
+            elif isinstance(lo, str):
+                chars.add(lo)
+            else:
+                preds.append(lo)
+        self.i += 1
+        return _set_test(frozenset(chars), tuple(ranges), tuple(preds), negate, self.icase)
+
+    def set_item(self):
+        if self.p[self.i] == "\\":
+            return self.escape(in_set=True)
+        self.i += 1
+        return self.p[self.i - 1]
+
+
+# ---- NFA: AST -> states -------------------------------------------------------------------------
+
+
+def _size(node: tuple, offset: int = 0) -> int:
+    """The exact number of states `_Builder.build` emits for ``node``, computed without building;
+    raises RegexSyntaxError over MAX_STATES, at the quantifier (or sequence member) that crosses it."""
+    tag = node[0]
+    if tag in ("empty", "char", "assert"):
+        total = 0 if tag == "empty" else 1
+    elif tag in ("cat", "alt"):
+        total = -1 if tag == "alt" else 0  # an alternation of k branches adds k - 1 splits
+        for child in node[1]:
+            total += _size(child, offset) + (tag == "alt")
+            if total > MAX_STATES:
+                offset = child[4] if child[0] == "rep" else offset
+                break
+    else:
+        body, m, n, offset = _size(node[1], offset), node[2], node[3], node[4]
+        total = (m * body + 1 if m else body + 1) if n is None else m * body + (n - m) * (body + 1)
+    if total > MAX_STATES:
+        raise RegexSyntaxError(f"pattern is too large: its automaton would have over {MAX_STATES} states",
+                               offset, "use smaller repeat counts, or * / + instead of {m,n}")
+    return total
+
+
+class _Builder:
+    """Builds states backwards: ``build(node, nxt)`` returns the entry of ``node`` continuing to ``nxt``."""
+
+    def __init__(self) -> None:
+        # Columns indexed by state: kind; test (_CHAR) or assertion (_ASSERT); next; second next (_SPLIT).
+        self.kind, self.arg, self.out, self.out2 = [], [], [], []
+
+    def new(self, kind: int, arg=None, out: int = -1, out2: int = -1) -> int:
+        for column, value in ((self.kind, kind), (self.arg, arg), (self.out, out), (self.out2, out2)):
+            column.append(value)
+        return len(self.kind) - 1
+
+    def build(self, node: tuple, nxt: int) -> int:
+        tag = node[0]
+        if tag == "empty":
+            return nxt
+        if tag in ("char", "assert"):
+            return self.new(_CHAR if tag == "char" else _ASSERT, node[1], nxt)
+        if tag == "cat":
+            for child in reversed(node[1]):
+                nxt = self.build(child, nxt)
+            return nxt
+        if tag == "alt":
+            entry = self.build(node[1][-1], nxt)
+            for child in reversed(node[1][:-1]):
+                entry = self.new(_SPLIT, None, self.build(child, nxt), entry)
+            return entry
+        body, m, n = node[1], node[2], node[3]
+        if n is None:  # loop: split -> body -> split; with m >= 1 it is entered through the body
+            loop = self.new(_SPLIT, None, -1, nxt)
+            self.out[loop] = self.build(body, loop)
+            entry, m = (loop, 0) if m == 0 else (self.out[loop], m - 1)
+        else:  # (x(x(x)?)?)? for the n - m optional copies
+            entry = nxt
+            for _ in range(n - m):
+                entry = self.new(_SPLIT, None, self.build(body, entry), nxt)
+        for _ in range(m):
+            entry = self.build(body, entry)
+        return entry
+
+
+# ---- matcher -------------------------------------------------------------------------------------
+
+_END = object()  # transition key: the end of the text
+_LAST_NL = object()  # transition key: a newline that is the last character
+_HIT: dict = {}  # transition target meaning "the pattern has matched" (compared by identity)
+_MISS_AT_END: dict = {}  # end-of-text target meaning "no match" (compared by identity)
+
+
+class _Cache(dict):
+    """One generation of lazy DFA states, by key; each is a dict char -> next state (its key at None)."""
+
+    edges = members = 0  # counters, set on the instance as they grow
+
+
+class Regex:
+    """A compiled pattern; ``search(text)`` is True when it matches anywhere in ``text``."""
+
+    def __init__(self, pattern: str, flags: str, builder: _Builder, start: int) -> None:
+        self.pattern, self.flags, self.n_states = pattern, flags, len(builder.kind)
+        self._kind, self._arg, self._out, self._out2 = builder.kind, builder.arg, builder.out, builder.out2
+        asserts = {a for k, a in zip(builder.kind, builder.arg) if k == _ASSERT}
+        word, newline = bool(asserts & {_WORDB, _NWORDB}), _BOL_M in asserts
+        # Only the distinctions some assertion needs, so that the DFA stays small.
+        self._kind_of = lambda c: _NL if newline and c == "\n" else _WORD if word and _is_word(c) else _OTHER
+        self._start, self._plain_eol = start, _EOL in asserts
+        self._cache = _Cache()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Regex(/{self.pattern}/{self.flags})"
+
+    def search(self, text: str) -> bool:
+        """True when the pattern matches somewhere in ``text``; TypeError when it is not a str."""
+        if not isinstance(text, str):
+            raise TypeError(f"Regex.search expects str, got {type(text).__name__}")
+        last_nl = self._plain_eol and text.endswith("\n")
+        d = self._intern(frozenset(), _START)
+        for c in text[:-1] if last_nl else text:
+            nd = d.get(c)
+            if nd is None:
+                nd = self._miss(d, c, c)
+            if nd is _HIT:
+                return True
+            d = nd
+        if last_nl:
+            d = d[_LAST_NL] if _LAST_NL in d else self._miss(d, _LAST_NL, "\n")
+            if d is _HIT:
+                return True
+        return (d[_END] if _END in d else self._miss(d, _END, None)) is _HIT
+
+    def _intern(self, live: frozenset, prev: int) -> dict:
+        key = (live, prev)
+        d = self._cache.get(key)
+        if d is None:
+            with self._lock:
+                cache = self._cache
+                if max(len(cache) / _CACHE_STATES, cache.edges / _CACHE_EDGES, cache.members / _CACHE_MEMBERS) >= 1:
+                    cache = self._cache = _Cache()
+                d = cache.get(key)
+                if d is None:
+                    d = cache[key] = {None: key}
+                    cache.members += len(live)
+        return d
+
+    def _miss(self, d: dict, key, c: Optional[str]) -> dict:
+        """Compute, cache and return the transition of DFA state ``d`` on ``c`` (None: end of text)."""
+        live, prev = d[None]
+        reached = self._closure(live, prev, c, key is _LAST_NL)
+        if reached is None:
+            result = _HIT
+        elif c is None:
+            result = _MISS_AT_END
+        else:
+            arg, out = self._arg, self._out
+            result = self._intern(frozenset(out[s] for s in reached if arg[s](c)), self._kind_of(c))
+        with self._lock:
+            d[key] = result
+            self._cache.edges += 1
+        return result
+
+    def _closure(self, live: frozenset, prev: int, c: Optional[str], last_nl: bool) -> Optional[list]:
+        """The character-test states reachable by epsilon moves here; None when the MATCH state is."""
+        kind, arg, out, out2 = self._kind, self._arg, self._out, self._out2
+        stack, seen, tests = [*live, self._start], set(), []
+        while stack:
+            s = stack.pop()
+            if s in seen:
+                continue
+            seen.add(s)
+            k = kind[s]
+            if k == _CHAR:
+                tests.append(s)
+            elif k == _SPLIT:
+                stack += (out2[s], out[s])
+            elif k == _ASSERT:
+                if _holds(arg[s], prev, c, last_nl):
+                    stack.append(out[s])
+            else:
+                return None
+        return tests
+
+
+def _holds(assertion: int, prev: int, c: Optional[str], last_nl: bool) -> bool:
+    """Whether an assertion holds between a previous character of kind ``prev`` and ``c`` (None: end)."""
+    if assertion in (_BOL, _BOL_M):
+        return prev == _START or (assertion == _BOL_M and prev == _NL)
+    if assertion in (_EOL, _EOL_M):
+        return c is None or (last_nl if assertion == _EOL else c == "\n")
+    boundary = (prev == _WORD) != (c is not None and _is_word(c))
+    return boundary if assertion == _WORDB else not boundary
+
+
+@functools.lru_cache(maxsize=1024)
+def compile_regex(pattern: str, flags: str = "") -> Regex:
+    """Compile ``pattern`` (the text between the slashes of a rule-file regex) with ``flags`` ("ims").
+
+    Raises RegexSyntaxError outside the supported subset or on an unknown flag; TypeError on non-str.
+    """
+    if not isinstance(pattern, str) or not isinstance(flags, str):
+        raise TypeError("compile_regex expects (pattern: str, flags: str)")
+    for k, f in enumerate(flags):
+        if f not in "ims":
+            hint = "verbose mode (x) is not supported" if f == "x" else "the flags are i (ignore case), m, s"
+            raise RegexSyntaxError(f"unknown regex flag '{f}'", len(pattern) + 1 + k, hint)
+    canonical = "".join(f for f in "ims" if f in flags)
+    tree = _Parser(pattern, canonical).parse()
+    _size(tree)
+    builder = _Builder()
+    start = builder.build(tree, builder.new(_MATCH))
+    return Regex(pattern, canonical, builder, start)
