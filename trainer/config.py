@@ -1,8 +1,8 @@
 """Training configuration: one dataclass, one docstring per field, loaded from TOML.
 
 A config file may be flat or grouped in tables (``[model]``, ``[env]``, ...); the
-tables are only for readability and are flattened, except ``env_args`` and
-``model_args`` which are passed through as dicts.  Unknown keys are errors that
+tables are only for readability and are flattened, except ``env_args``,
+``model_args`` and ``gen_args``, which are passed through as dicts.  Unknown keys are errors that
 name the file and the key (with a did-you-mean).
 """
 
@@ -72,10 +72,15 @@ class TrainConfig:
     """Rollouts per task (the group size G)."""
     temperature: float = 1.0
     """Sampling temperature."""
-    max_turns: int = 8
-    """Maximum tool calls per episode."""
-    max_new_tokens: int = 24
-    """Maximum generated tokens per turn."""
+    max_turns: int | None = None
+    """Maximum tool calls per episode (None: the environment's own ``max_turns``)."""
+    max_new_tokens: int | None = None
+    """Maximum generated tokens per turn (None: just enough for the longest call)."""
+    gen_args: dict = field(default_factory=dict)
+    """Further `trainer.generation.GenConfig` fields (``call_style``, ``think_max_tokens``, ...)."""
+    constrained_logprobs: bool = True
+    """Train the policy that sampled: log-probs renormalised over the ids the call mask allowed
+    (tokens with a single allowed id then carry no gradient).  False: full-vocabulary softmax."""
 
     # --- advantage ---
     scale_rewards: str = "group"
@@ -155,7 +160,10 @@ class TrainConfig:
             bad("scale_rewards", "one of " + ", ".join(SCALE_REWARDS))
         if self.process_norm not in PROCESS_NORMS:
             bad("process_norm", "one of " + ", ".join(PROCESS_NORMS))
-        for name in ("iterations", "tasks_per_iteration", "num_generations", "max_turns", "max_new_tokens",
+        for name in ("max_turns", "max_new_tokens"):
+            if getattr(self, name) is not None and (not isinstance(getattr(self, name), int) or getattr(self, name) < 1):
+                bad(name, "a positive integer or absent")
+        for name in ("iterations", "tasks_per_iteration", "num_generations",
                      "dapo_max_rounds", "updates_per_batch", "micro_batch", "anneal_patience", "lora_rank",
                      "success_window", "threads"):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
@@ -187,7 +195,7 @@ class TrainConfig:
         return str(cand) if cand.exists() else path
 
 
-_DICT_FIELDS = ("env_args", "model_args")
+_DICT_FIELDS = ("env_args", "model_args", "gen_args")
 
 
 def _flatten(data: dict[str, Any], where: str) -> dict[str, Any]:

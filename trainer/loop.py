@@ -75,22 +75,35 @@ def pad_batch(rollouts: Sequence[Rollout], pad_id: int = 0) -> tuple[torch.Tenso
 
 
 def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad_id: int = 0,
-                        with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-prob of every completion token under ``model`` (full softmax, temperature 1).
+                        with_entropy: bool = False, constrained: bool = True,
+                        temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-prob of every completion token under ``model``.
+
+    Args:
+        constrained: renormalise over the ids the call mask allowed at each token
+            (``rollout.info["allowed_ids"]``, one tuple or None per completion token;
+            None = unconstrained); rollouts without that info use the full softmax.
+        temperature: logits are divided by it, as when sampling.
 
     Returns:
-        logp ``[B, T]`` (0 beyond each completion), entropy ``[B, T]`` (detached) or None.
+        logp ``[B, T]`` (0 beyond each completion), entropy ``[B, T]`` of the (masked)
+        distribution (detached) or None.
     """
     ids, attn, cmask = pad_batch(rollouts, pad_id)  # (B, L), (B, L), (B, T)
     B, T = cmask.shape
     logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
+    V = logits.shape[-1]
     P = torch.tensor([len(r.prompt_ids) for r in rollouts])  # (B,)
     C = torch.tensor([len(r.completion_ids) for r in rollouts])  # (B,)
     t = torch.arange(T)[None, :]  # (1, T)
     valid = t < C[:, None]  # (B, T)
     pos = torch.clamp(P[:, None] + t - 1, max=logits.shape[1] - 1)  # logits at pos predict token pos+1
     pos = torch.where(valid, pos, torch.zeros_like(pos))
-    sel = logits.gather(1, pos[:, :, None].expand(B, T, logits.shape[-1])).float()  # (B, T, V)
+    sel = logits.gather(1, pos[:, :, None].expand(B, T, V)).float() / temperature  # (B, T, V)
+    if constrained:
+        allow = _allowed_mask(rollouts, T, V)  # (B, T, V) bool or None
+        if allow is not None:
+            sel = sel.masked_fill(~allow, float("-inf"))
     logsm = torch.log_softmax(sel, dim=-1)  # (B, T, V)
     target = ids.gather(1, torch.clamp(pos + 1, max=ids.shape[1] - 1))  # (B, T)
     logp = logsm.gather(2, target[:, :, None]).squeeze(2)  # (B, T)
@@ -98,8 +111,23 @@ def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad
     ent = None
     if with_entropy:
         with torch.no_grad():
-            ent = -(logsm.exp() * logsm).sum(-1) * valid  # (B, T)
+            p = logsm.exp()
+            ent = -(p * torch.where(p > 0, logsm, torch.zeros_like(logsm))).sum(-1) * valid  # (B, T)
     return logp, ent
+
+
+def _allowed_mask(rollouts: Sequence[Rollout], T: int, V: int) -> torch.Tensor | None:
+    """``[B, T, V]`` bool: the ids the sampler allowed per completion token (all True where unconstrained)."""
+    if not any(r.info.get("allowed_ids") for r in rollouts):
+        return None
+    allow = torch.ones(len(rollouts), T, V, dtype=torch.bool)
+    for i, r in enumerate(rollouts):
+        allowed = r.info.get("allowed_ids") or []
+        for t, ids in enumerate(allowed):
+            if ids is not None and r.completion_mask[t]:
+                allow[i, t] = False
+                allow[i, t, list(ids)] = True
+    return allow
 
 
 # ----------------------------------------------------------------------------
@@ -130,13 +158,26 @@ def build_backend(cfg: TrainConfig) -> Backend:
     """The default backend: `trainer.model` policy, `trainer.rollout.collect_group`, rules from the config."""
     from rlvp_dsl import load_program
     from trainer import envs, model as model_mod, rollout
+    from trainer.generation import GenConfig
 
     method = get_method(cfg.method)
     rules_path = cfg.resolve(getattr(cfg, method.rules_field))
     program = load_program(rules_path)
     factory = envs.env_factory(cfg.env, **cfg.env_args)
-    policy, tokenizer = model_mod.build_policy(cfg, factory)
-    gen_cfg = rollout.GenerationConfig(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens)
+    try:
+        gen_cfg = GenConfig(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns,
+                            **cfg.gen_args)
+    except TypeError as exc:
+        raise ValueError(f"'gen_args': {exc}") from None
+    words = rollout.prompt_words(factory(), (gen_cfg.call_style,))
+    tiny = model_mod.TinyModelConfig(**{"seed": cfg.seed, **cfg.model_args}) if cfg.model == "tiny" else None
+    base, tokenizer = model_mod.load_policy(cfg.resolve(cfg.model), words, tiny)
+    for p in base.parameters():
+        p.requires_grad_(False)
+    torch.manual_seed(cfg.seed)  # LoRA init
+    policy = model_mod.apply_lora(base, model_mod.LoraSettings(r=cfg.lora_rank, alpha=cfg.lora_alpha,
+                                                               dropout=cfg.lora_dropout))
+    policy.eval()
 
     def collect(task, n, seed):
         return rollout.collect_group(policy, tokenizer, factory, task, n, gen_cfg, seed)
@@ -337,12 +378,14 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
         for k, idx in enumerate(mbs):
             rs = [batch[i] for i in idx]
             if cfg.updates_per_batch > 1:
-                old[k], _ = completion_logprobs(model, rs, be.pad_id)
+                old[k], _ = completion_logprobs(model, rs, be.pad_id, constrained=cfg.constrained_logprobs,
+                                                temperature=cfg.temperature)
             if cfg.beta > 0:
                 if be.ref_context is None:
                     raise ValueError("beta > 0 needs a reference model (the backend has no ref_context)")
                 with be.ref_context():
-                    ref[k], _ = completion_logprobs(model, rs, be.pad_id)
+                    ref[k], _ = completion_logprobs(model, rs, be.pad_id, constrained=cfg.constrained_logprobs,
+                                                    temperature=cfg.temperature)
     stats = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0}
     ent_sum = 0.0
     for epoch in range(cfg.updates_per_batch):
@@ -351,7 +394,9 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
             rs = [batch[i] for i in idx]
             grad_ctx = torch.enable_grad() if step else torch.no_grad()
             with grad_ctx:
-                logp, ent = completion_logprobs(model, rs, be.pad_id, with_entropy=epoch == 0)  # (b, t)
+                logp, ent = completion_logprobs(model, rs, be.pad_id, with_entropy=epoch == 0,
+                                                constrained=cfg.constrained_logprobs,
+                                                temperature=cfg.temperature)  # (b, t)
                 t = logp.shape[1]
                 m, A = cmask[idx, :t], advantages[idx, :t]  # (b, t)
                 old_lp = old[k] if k in old else logp.detach()
