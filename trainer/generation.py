@@ -16,14 +16,14 @@ A turn of the policy is sampled under a mask of valid calls:
    ids (up to and including EOS), the parsed call, where the call's tokens are,
    and two log-probabilities per token:
 
-   * ``logprobs``: log softmax(raw logits / temperature) of the sampled token --
-     the *unmasked* policy, what a plain forward pass of the trainer recomputes
-     (the GRPO ratio is 1 at the first update).  This is `Rollout.old_logprobs`.
-   * ``sampling_logprobs``: the same after the call mask (the distribution the
-     token was actually drawn from; forced tokens have 0).  `masked_logprobs`
-     recomputes it from logits and the recorded ``allowed`` id sets.
+   * ``logprobs``: log softmax(masked logits / temperature) of the sampled token --
+     the distribution it was actually drawn from (forced tokens get 0).  This is
+     `Rollout.old_logprobs`; a trainer recomputes it from its own logits and the
+     recorded ``allowed`` id sets (`masked_logprobs`).
+   * ``policy_logprobs``: the same without the mask (the unconstrained policy, what
+     a plain full-softmax forward pass recomputes).
 
-Greedy decoding is used when the temperature is 0 (then ``logprobs`` use T = 1).
+Greedy decoding is used when the temperature is 0 (log-probs then use T = 1).
 """
 
 from __future__ import annotations
@@ -264,8 +264,8 @@ class TurnSample:
 
     Attributes:
         ids: generated token ids, up to and including EOS (`[n]`).
-        logprobs: unmasked policy log-probs of `ids` (`[n]`, nats).
-        sampling_logprobs: log-probs under the call mask (`[n]`, nats).
+        logprobs: log-probs of `ids` under the call mask, i.e. as sampled (`[n]`, nats).
+        policy_logprobs: the same without the mask (`[n]`, nats).
         allowed: per token, the allowed ids (None: free reasoning vocabulary).
         call: the parsed call, or None when the turn was cut off (malformed).
         call_text: the call's text (the decoded call tokens when malformed).
@@ -275,7 +275,7 @@ class TurnSample:
 
     ids: list[int]
     logprobs: list[float]
-    sampling_logprobs: list[float]
+    policy_logprobs: list[float]
     allowed: list[tuple[int, ...] | None]
     call: ToolCall | None
     call_text: str
@@ -345,7 +345,7 @@ class HFGenerator:
                 call = None
                 text = tok.decode(ids[state.call_start:call_end]) if state.phase >= _CALL else ""
             samples.append(TurnSample(
-                ids=ids, logprobs=lp_raw[row, :n].tolist(), sampling_logprobs=lp_mask[row, :n].tolist(),
+                ids=ids, logprobs=lp_mask[row, :n].tolist(), policy_logprobs=lp_raw[row, :n].tolist(),
                 allowed=constraint.allowed[row][:n], call=call, call_text=text,
                 call_start=min(state.call_start, call_end), call_end=call_end, ended_with_eos=ended,
             ))

@@ -196,3 +196,37 @@ def apply_lora(model, settings: LoraSettings | None = None):
         task_type="CAUSAL_LM",
     )
     return get_peft_model(model, config)
+
+
+def build_policy(cfg, env_factory=None):
+    """`(policy, tokenizer)` for a training config: the model of `cfg.model` with a LoRA adapter.
+
+    Reads ``cfg.model`` (``tiny`` / ``smollm2`` / path), ``cfg.model_args`` (for tiny:
+    `TinyModelConfig` fields; ``seed`` defaults to ``cfg.seed``), ``cfg.lora_rank``,
+    ``cfg.lora_alpha``, ``cfg.lora_dropout`` and, if present, ``cfg.lora_target_modules``.
+    The tiny tokenizer's vocabulary is every word an episode of `env_factory()` can
+    show (`trainer.rollout.prompt_words`).  Raises ValueError for an unknown model arg.
+    """
+    words: set[str] = set()
+    if cfg.model == "tiny":
+        if env_factory is None:
+            raise ValueError("model 'tiny' needs the environment factory to build its vocabulary")
+        from trainer.rollout import prompt_words
+
+        words = prompt_words(env_factory(), ("plain", "json"))
+    args = dict(getattr(cfg, "model_args", None) or {})
+    tiny = None
+    if cfg.model == "tiny":
+        args.setdefault("seed", int(getattr(cfg, "seed", 0)))
+        known = {f.name for f in attrs.fields(TinyModelConfig)}
+        unknown = sorted(set(args) - known)
+        if unknown:
+            raise ValueError(f"model_args: unknown keys {unknown} for the tiny model; known: {sorted(known)}")
+        tiny = TinyModelConfig(**args)
+    elif args:
+        raise ValueError(f"model_args {sorted(args)} are only used by the tiny model (model = {cfg.model!r})")
+    model, tokenizer = load_policy(cfg.model, words, tiny)
+    targets = tuple(getattr(cfg, "lora_target_modules", None) or LoraSettings().target_modules)
+    settings = LoraSettings(r=int(cfg.lora_rank), alpha=float(cfg.lora_alpha), dropout=float(cfg.lora_dropout),
+                            target_modules=targets)
+    return apply_lora(model, settings), tokenizer

@@ -9,7 +9,8 @@ How the training sequence is built (never by re-tokenising text):
 * ``prompt_ids``: the chat template rendered for [system, user(task text)] plus the
   generation prompt, tokenised once.
 * per turn: the ids the policy generated, exactly as sampled (mask 1, with their
-  log-probs), then the turn's close, the tool message and the next generation
+  log-probs under the call mask, and the allowed ids per token in
+  ``info["allowed_ids"]``), then the turn's close, the tool message and the next generation
   prompt, tokenised *on their own* and appended (mask 0, log-prob 0).
 * ``call_spans[k]``: the positions of call k's own tokens among the generated ids
   (reasoning text and the EOS excluded), so the span decodes to exactly the call.
@@ -31,6 +32,7 @@ from trainer.tokenizer import ChatFormat
 from trainer.types import Rollout
 
 MALFORMED_TEXT = "error malformed call"
+GenerationConfig = GenConfig  # the name the training loop uses
 _TRIES: dict[tuple, CallTrie] = {}
 _CHATS: dict[int, ChatFormat] = {}
 
@@ -71,18 +73,18 @@ class _Episode:
         self.ids: list[int] = []
         self.mask: list[int] = []
         self.logprobs: list[float] = []
-        self.sampling_logprobs: list[float] = []
+        self.policy_logprobs: list[float] = []
         self.allowed: list[tuple[int, ...] | None] = []
         self.spans: list[tuple[int, int]] = []
         self.call_texts: list[str] = []
         self.events: list[Event] = [Event(index=0, kind=USER, text=observation)]
         self.done = False
 
-    def append(self, ids, mask_value, logprobs=None, sampling=None, allowed=None) -> None:
+    def append(self, ids, mask_value, logprobs=None, policy=None, allowed=None) -> None:
         self.ids.extend(ids)
         self.mask.extend([mask_value] * len(ids))
         self.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(ids))
-        self.sampling_logprobs.extend(sampling if sampling is not None else [0.0] * len(ids))
+        self.policy_logprobs.extend(policy if policy is not None else [0.0] * len(ids))
         self.allowed.extend(allowed if allowed is not None else [None] * len(ids))
 
 
@@ -129,7 +131,7 @@ def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: T
             samples = generator.sample_turns([prompt_ids + ep.ids for ep in active], trie, cfg)
             for ep, sample in zip(active, samples):
                 offset = len(ep.ids)
-                ep.append(sample.ids, 1, sample.logprobs, sample.sampling_logprobs, sample.allowed)
+                ep.append(sample.ids, 1, sample.logprobs, sample.policy_logprobs, sample.allowed)
                 ep.spans.append((offset + sample.call_start, offset + sample.call_end))
                 ep.call_texts.append(sample.call_text)
                 index = len(ep.events)
@@ -163,7 +165,7 @@ def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: T
             info={
                 "call_texts": ep.call_texts,
                 "call_event_indices": [e.index for e in episode.calls],
-                "sampling_logprobs": ep.sampling_logprobs,
+                "policy_logprobs": ep.policy_logprobs,  # unmasked (full softmax) log-probs
                 "allowed_ids": ep.allowed,
                 "num_turns": len(ep.spans),
                 "env": ep.env.name,
