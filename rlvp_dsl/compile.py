@@ -98,9 +98,11 @@ class Program:
         """Batch scoring: every credit of one episode (same result as streaming it)."""
         scorer = Scorer(self)
         out: list[Credit] = []
-        events = episode.events if isinstance(episode, Episode) else episode
+        events = episode.events if isinstance(episode, Episode) else tuple(episode)
+        step = scorer._step
         for event in events:
-            out.extend(scorer.step(event))
+            step(event, out)
+        scorer.next_index = len(events)
         out.extend(scorer.finish())
         return out
 
@@ -114,12 +116,13 @@ class Program:
 
     # ---- planning --------------------------------------------------------
     def plan(self, event: Event) -> _Plan:
-        tool = event.tool if event.kind == CALL else None
-        info = self.tools.get(tool) if tool is not None else None
-        tags = event.tags | info.tags if info is not None else event.tags
-        key = (event.kind, tool, tags)
+        """The plan for the event's class (kind, tool, tags), made once and cached."""
+        key = (event.kind, event.tool, event.tags)
         plan = self._plans.get(key)
         if plan is None:
+            tool = event.tool if event.kind == CALL else None
+            info = self.tools.get(tool) if tool is not None else None
+            tags = event.tags | info.tags if info is not None else event.tags
             plan = self._plans[key] = self._make_plan(event.kind, tool, tags)
         return plan
 
@@ -136,7 +139,9 @@ class Program:
                 if pred is not None:
                     steps.append(self._violation_step(i, rule, pred))
             elif isinstance(rule, ObligationRule):
-                steps.append(self._obligation_step(i, rule, kind, tool, tags, creditable))
+                step = self._obligation_step(i, rule, kind, tool, tags, creditable)
+                if step is not None:
+                    steps.append(step)
             elif kind == CALL:
                 steps.append(self._progress_step(i, rule))
         updates = []
@@ -164,12 +169,16 @@ class Program:
         before_pred = self._pred(rule.before, kind, tool, tags) if rule.before is not None else None
         same, tools, within = rule.same, self.tools, rule.within
         is_call = kind == CALL
+        if open_pred is None and discharge_pred is None and before_pred is None and not (within and is_call):
+            return None
 
         def step(event, states, out, scorer):
             state = states[slot]  # (open: dict key -> (open index, window end), queue)
             if state is None:
                 state = states[slot] = ({}, deque())
             instances, queue = state
+            if not instances and open_pred is None:
+                return
             if within and is_call:
                 while queue and queue[0][2] <= scorer.calls_before:
                     key, opened, end = queue.popleft()
@@ -246,7 +255,6 @@ class Scorer:
             self.states[program.slots[id(node)]] = {} if node.same is not None else -1
         self.calls_before = 0
         self.next_index = 0
-        self.last_creditable: int | None = None
         self.finished = False
 
     def step(self, event: Event) -> list[Credit]:
@@ -256,9 +264,13 @@ class Scorer:
         if event.index != self.next_index:
             raise ValueError(f"events must arrive in order: expected index {self.next_index}, got {event.index}")
         self.next_index += 1
+        out: list[Credit] = []
+        self._step(event, out)
+        return out
+
+    def _step(self, event: Event, out: list[Credit]) -> None:
         plan = self.program.plan(event)
         states = self.states
-        out: list[Credit] = []
         for step in plan.steps:
             step(event, states, out, self)
         if plan.updates:
@@ -280,7 +292,6 @@ class Scorer:
                             states[slot][key] = event.index
         if event.kind == CALL:
             self.calls_before += 1
-        return out
 
     def finish(self) -> list[Credit]:
         """End of episode: every obligation instance still open expires."""

@@ -1,0 +1,167 @@
+"""The reference interpreter: the semantics of docs/language.md, written plainly.
+
+Used only by the tests (compiled == reference) and the speed benchmark.  It keeps
+no state between events: every ``seen`` scans the history, every obligation is
+simulated with a plain list of instances, so each event costs O(history) -- slow
+on purpose, and short enough to check by reading.
+"""
+
+from __future__ import annotations
+
+from . import ast, explain
+from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, Credit, Episode, Event
+from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
+from .predicates import arg_matches, binding_key, text_matches
+
+_STATUS = {"ok": {OK}, "error": {ERROR, MALFORMED}, "malformed": {MALFORMED}, "no_result": {NO_RESULT}}
+_CMP = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__,
+        "==": float.__eq__, "!=": float.__ne__}
+
+
+class _Episode:
+    def __init__(self, ruleset: RuleSet, events: tuple[Event, ...]):
+        self.tools = ruleset.tools
+        self.events = events
+
+    def tags(self, e: Event) -> frozenset[str]:
+        info = self.tools.get(e.tool or "")
+        return e.tags | (info.tags if info else frozenset())
+
+    def key(self, binding: ast.Binding, e: Event):
+        return binding_key(binding, e, self.tools)
+
+    def holds(self, expr: ast.Expr, i: int) -> bool:
+        e = self.events[i]
+        call = e.kind == CALL
+        if isinstance(expr, ast.And):
+            return all(self.holds(x, i) for x in expr.items)
+        if isinstance(expr, ast.Or):
+            return any(self.holds(x, i) for x in expr.items)
+        if isinstance(expr, ast.Not):
+            return not self.holds(expr.item, i)
+        if isinstance(expr, ast.Const):
+            return expr.value
+        if isinstance(expr, ast.CallAtom):
+            return call and (not expr.tools or e.tool in {t.text for t in expr.tools})
+        if isinstance(expr, ast.KindAtom):
+            return e.kind == expr.kind
+        if isinstance(expr, ast.TagAtom):
+            return call and expr.tag.text in self.tags(e)
+        if isinstance(expr, ast.StatusAtom):
+            return call and e.status in _STATUS[expr.status]
+        if isinstance(expr, ast.TextTest):
+            if (expr.field == "text") == call:
+                return False
+            text = {"text": e.text, "error_text": e.error_text, "result": e.result}[expr.field]
+            return text_matches(expr.op, expr.value, expr.flags, text)
+        if isinstance(expr, ast.ArgTest):
+            return call and arg_matches(expr, e.arguments)
+        if isinstance(expr, ast.SignalTest):
+            v = e.signals.get(expr.signal.text)
+            ok = call and isinstance(v, (int, float)) and not isinstance(v, bool)
+            return ok and _CMP[expr.op](float(v), float(expr.value))
+        if isinstance(expr, ast.HasBinding):
+            return call and self.key(expr.binding, e) is not None
+        if isinstance(expr, ast.Seen):
+            return self.seen_at(expr, i) is not None
+        raise TypeError(f"not a condition: {expr!r}")
+
+    def seen_at(self, seen: ast.Seen, i: int) -> int | None:
+        """The latest j < i with cond(j), the same binding value, and no `since` event after j."""
+        want = self.key(seen.same, self.events[i]) if seen.same is not None else None
+        if seen.same is not None and want is None:
+            return None
+        for j in range(i - 1, -1, -1):
+            if seen.since is not None and j + 1 < i and self.holds(seen.since, j + 1):
+                return None
+            if self.holds(seen.cond, j) and (seen.same is None or self.key(seen.same, self.events[j]) == want):
+                return j
+        return None
+
+
+def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
+    """Every credit of one episode under `ruleset` (the same credits `Program.score` gives)."""
+    ep = _Episode(ruleset, episode.events)
+    events = episode.events
+    out: list[Credit] = []
+    open_: dict[int, list] = {k: [] for k, r in enumerate(ruleset.rules) if isinstance(r, ObligationRule)}
+    best: dict[int, float | None] = {k: None for k, r in enumerate(ruleset.rules) if isinstance(r, ProgressRule)}
+    for i, e in enumerate(events):
+        calls_before = sum(1 for x in events[:i] if x.kind == CALL)
+        creditable = e.kind in (CALL, ASSISTANT)
+        for k, rule in enumerate(ruleset.rules):
+            where = rule.span.location
+            if isinstance(rule, ViolationRule):
+                if creditable and ep.holds(rule.cond, i):
+                    out.append(Credit(i, rule.name, rule.weight, where, _violation_reason(ep, rule, i), rule.kind))
+            elif isinstance(rule, ObligationRule):
+                _obligation(ep, rule, k, i, calls_before, creditable, open_[k], out)
+            elif e.kind == CALL:
+                _progress(rule, k, e, best, out)
+    for k, instances in open_.items():
+        rule = ruleset.rules[k]
+        for opened in sorted(inst[1] for inst in instances):
+            out.append(Credit(opened, rule.name, rule.expire, rule.span.location, explain.expired_end(),
+                              "obligation", "expire"))
+    return out
+
+
+def _violation_reason(ep: _Episode, rule: ViolationRule, i: int) -> str:
+    e = ep.events[i]
+    if rule.kind == "repeat_error":
+        j = ep.seen_at(rule.cond.items[1], i)
+        return explain.repeat_reason(e, -1 if j is None else j)
+    if rule.kind == "blind_destructive":
+        info = ep.tools.get(e.tool or "")
+        return explain.blind_reason(e, info.target if info else None, ep.key(ast.Binding("target"), e))
+    return explain.violation_text(e)
+
+
+def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instances: list, out) -> None:
+    """instances: [key, opened_index, window_end] in opening order."""
+    e = ep.events[i]
+    where = rule.span.location
+    if rule.deadline == "within" and e.kind == CALL:
+        for inst in [x for x in instances if x[2] <= calls_before]:
+            instances.remove(inst)
+            out.append(Credit(inst[1], rule.name, rule.expire, where, explain.expired_within(rule.within, i),
+                              "obligation", "expire"))
+    if instances and creditable and e.status not in (MALFORMED, NO_RESULT) and ep.holds(rule.discharge, i):
+        key = ep.key(rule.same, e) if rule.same is not None else ""
+        for inst in instances:
+            if key is not None and inst[0] == key:
+                instances.remove(inst)
+                out.append(Credit(i, rule.name, rule.credit, where, explain.discharged(inst[1]),
+                                  "obligation", "discharge"))
+                break
+    if instances and rule.before is not None and ep.holds(rule.before, i):
+        for inst in sorted(instances, key=lambda x: x[1]):
+            out.append(Credit(inst[1], rule.name, rule.expire, where, explain.expired_before(i),
+                              "obligation", "expire"))
+        instances.clear()
+    if creditable and ep.holds(rule.open, i):
+        key = ep.key(rule.same, e) if rule.same is not None else ""
+        if key is not None and all(inst[0] != key for inst in instances):
+            end = calls_before + (1 if e.kind == CALL else 0) + rule.within
+            instances.append([key, i, end])
+
+
+def _progress(rule: ProgressRule, k, e: Event, best: dict, out) -> None:
+    value = e.signals.get(rule.signal)
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    value = float(value)
+    previous = best[k]
+    if previous is None:
+        if rule.start is None:
+            best[k] = value
+            return
+        previous = best[k] = rule.start
+    gain = (previous - value) if rule.direction == "decreasing" else (value - previous)
+    if gain > 0:
+        credit = rule.weight * gain if rule.per_unit else rule.weight
+        if rule.max is not None:
+            credit = min(credit, rule.max)
+        best[k] = value
+        out.append(Credit(e.index, rule.name, credit, rule.span.location,
+                          explain.new_best(rule.signal, value, previous), "progress"))
