@@ -1,0 +1,201 @@
+"""Derive a rule file from a tool manifest's category tags (``rlvp-compile --auto-from-tags``).
+
+`derive_rules(manifest)` builds the syntax tree (`ast.RuleFile`); `derive_text(manifest)`
+prints it as a commented `.rlvp` file that parses back to the same tree.  What is derived,
+from the tags alone (`rlvp_dsl.manifests` explains where tags and targets come from):
+
+1. ``tool`` declarations for every tool, with its tags (sorted) and target.
+2. ``repeat_error`` -- always: a call identical to an earlier errored call, with no
+   state-changing call between, repeats a known failure.
+3. ``violation errored_call { on call error }`` -- always: the environment's error signal
+   is the one verifiable process signal every manifest has.
+4. ``blind_destructive`` -- when some write/destructive tool has a target and some read
+   tool has one too: such a write must follow a successful read-tagged call with the same
+   target value.  The rule lists exactly the write/destructive tools that have a target.
+5. An obligation to verify writes -- only when a ``verify`` or ``test`` tag exists (and a
+   write tool): opened by each write-tagged call, discharged by a successful verify/test
+   call, due before the next ``submit``-tagged call (``verify_before_submit``) or, without
+   a submit tag, at episode end (``verify_after_write``).  It is bound with ``same target``
+   when every write-tagged and every verify-tagged tool has a target.  In particular, an
+   obligation to *read back* a target after writing it is NOT derived unless a verify tag
+   exists: a read tool is not evidence that the write did what was intended.
+
+Tools on a non-agent side (tau2 telecom's user phone tools, tagged ``user_side``) are
+left out of the rules' triggers: their calls are made by the user simulator, and credit
+must land on the agent's own actions.
+
+All weights are process weights, kept small next to an outcome reward of 1 (the
+defaults of `DeriveWeights`); the trainer anneals them further.
+"""
+
+from __future__ import annotations
+
+import os
+
+import attrs
+
+from . import ast
+from .manifests import Manifest, ToolSpec
+from .printer import print_item
+
+_WRITE = ("write", "destructive")
+_VERIFY = ("verify", "test")
+_SUBMIT = "submit"
+
+
+def _negative(_instance, attribute, value) -> None:
+    if not value < 0:
+        raise ValueError(f"'{attribute.name}' must be negative (got {value})")
+
+
+def _positive(_instance, attribute, value) -> None:
+    if not value > 0:
+        raise ValueError(f"'{attribute.name}' must be positive (got {value})")
+
+
+@attrs.frozen
+class DeriveWeights:
+    """Weights of the derived rules, in units of the outcome reward (success = 1)."""
+
+    repeat_error: float = attrs.field(default=-0.1, validator=_negative)
+    """Per call that repeats an errored call unchanged (no state change between)."""
+
+    errored_call: float = attrs.field(default=-0.05, validator=_negative)
+    """Per call whose result is an error; small, since exploring can legitimately fail."""
+
+    blind_destructive: float = attrs.field(default=-0.2, validator=_negative)
+    """Per write/destructive call whose target was not read successfully first: the
+    largest penalty, as acting on an unseen object is the costliest process mistake."""
+
+    verify_credit: float = attrs.field(default=0.1, validator=_positive)
+    """Credit on the call that verifies (discharges) a write."""
+
+    verify_expire: float = attrs.field(default=-0.1, validator=_negative)
+    """Penalty where a write is left unverified at its deadline."""
+
+
+@attrs.frozen
+class _Derived:
+    """One derived item with the one-line comment printed above it ('' for none)."""
+
+    item: ast.Item
+    comment: str = ""
+
+
+def _n(text: str) -> ast.Name:
+    return ast.Name(text)
+
+
+def _w(value: float) -> ast.Weight:
+    return ast.Weight(float(value))
+
+
+def _and(*items: ast.Expr) -> ast.Expr:
+    flat = tuple(i for i in items if i is not None)
+    return flat[0] if len(flat) == 1 else ast.And(flat)
+
+
+def _any_tag(tags: list[str]) -> ast.Expr:
+    atoms = tuple(ast.TagAtom(_n(t)) for t in tags)
+    return atoms[0] if len(atoms) == 1 else ast.Or(atoms)
+
+
+def _side_tags(tools: tuple[ToolSpec, ...]) -> list[str]:
+    """Tags that mark a non-agent side (``user_side``)."""
+    return sorted({t for spec in tools for t in spec.tags if t.endswith("_side")})
+
+
+def _is_write(spec: ToolSpec) -> bool:
+    return any(t in spec.tags for t in _WRITE)
+
+
+def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived], list[str]]:
+    """The items (with comments) and the header notes about what was not derived."""
+    tools = manifest.tools
+    items: list[_Derived] = []
+    skipped: list[str] = []
+    for spec in tools:
+        items.append(_Derived(ast.ToolDecl(
+            _n(spec.name), tuple(_n(t) for t in sorted(spec.tags)),
+            _n(spec.target) if spec.target is not None else None, None)))
+
+    sides = _side_tags(tools)
+    agent = [s for s in tools if not any(t in s.tags for t in sides)]
+    not_side = [ast.Not(ast.TagAtom(_n(t))) for t in sides]
+    present = {t for s in agent for t in s.tags}
+
+    items.append(_Derived(
+        ast.RepeatError(_n("repeat_error"), _w(weights.repeat_error)),
+        "repeating a call that just failed, unchanged, repeats a known failure"))
+
+    items.append(_Derived(
+        ast.Violation(_n("errored_call"), _w(weights.errored_call), _and(ast.CallAtom(), ast.StatusAtom("error"), *not_side)),
+        "the environment's error signal: every failed tool call costs a little"))
+
+    writes = [s for s in agent if _is_write(s) and s.target is not None]
+    reads = [s for s in agent if "read" in s.tags and not _is_write(s) and s.target is not None]
+    if writes and reads:
+        items.append(_Derived(
+            ast.BlindDestructive(
+                _n("blind_destructive"), _w(weights.blind_destructive),
+                ast.CallAtom(tuple(_n(s.name) for s in writes)),
+                _and(ast.CallAtom(), ast.TagAtom(_n("read")), ast.StatusAtom("ok"))),
+            "changing an object the agent has not looked at: each write with a target needs a successful read of it first"))
+    elif writes:
+        skipped.append("no blind_destructive rule: no read tool has a target")
+    else:
+        skipped.append("no blind_destructive rule: no write/destructive tool has a target")
+
+    verify_tags = [t for t in _VERIFY if t in present]
+    write_tools = [s for s in agent if "write" in s.tags]
+    if verify_tags and write_tools:
+        verifiers = [s for s in agent if any(t in s.tags for t in verify_tags)]
+        bound = all(s.target is not None for s in write_tools + verifiers)
+        submit = _SUBMIT in present
+        name = "verify_before_submit" if submit else "verify_after_write"
+        deadline = (ast.Deadline("before", _and(ast.CallAtom(), ast.TagAtom(_n(_SUBMIT)))) if submit
+                    else ast.Deadline("end"))
+        items.append(_Derived(
+            ast.Obligation(
+                _n(name), _w(weights.verify_credit), _w(weights.verify_expire),
+                _and(ast.CallAtom(), ast.TagAtom(_n("write")), *not_side),
+                _and(ast.CallAtom(), _any_tag(verify_tags), ast.StatusAtom("ok")),
+                ast.Binding("target") if bound else None,
+                deadline),
+            "every write must be verified (" + " or ".join(f"tag {t}" for t in verify_tags) + ") "
+            + ("before the next submit" if submit else "by the end of the episode")
+            + (", on the same target" if bound else "")))
+    elif write_tools:
+        skipped.append("no verify obligation: no tool is tagged verify or test "
+                       "(reading back after a write is not derived without one)")
+    return items, skipped
+
+
+def _default_path(manifest: Manifest) -> str:
+    return os.path.splitext(os.path.basename(manifest.path))[0] + ".rlvp"
+
+
+def derive_rules(manifest: Manifest, *, weights: DeriveWeights = DeriveWeights(), path: str | None = None) -> ast.RuleFile:
+    """The derived rule file as a syntax tree (`path` defaults to ``<manifest stem>.rlvp``)."""
+    items, _ = _derive(manifest, weights)
+    return ast.RuleFile(path or _default_path(manifest), tuple(d.item for d in items))
+
+
+def derive_text(manifest: Manifest, *, weights: DeriveWeights = DeriveWeights()) -> str:
+    """The derived rule file as commented `.rlvp` text (parses back to `derive_rules(manifest)`)."""
+    items, skipped = _derive(manifest, weights)
+    lines = [f"# generated by rlvp-compile --auto-from-tags from {manifest.path}",
+             f"# manifest format: {manifest.format}, {len(manifest.tools)} tools"]
+    lines += [f"# {note}" for note in manifest.notes]
+    lines += [f"# {note}" for note in skipped]
+    lines.append("")
+    previous_rule = False
+    for derived in items:
+        is_rule = isinstance(derived.item, ast.RULE_TYPES)
+        if is_rule or previous_rule:
+            lines.append("")
+        if derived.comment:
+            lines.append(f"# {derived.comment}")
+        lines.append(print_item(derived.item))
+        previous_rule = is_rule
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,432 @@
+"""Tool manifests: the tools an agent can call, their category tags and target argument.
+
+`load_manifest(path)` reads a JSON file, detects its format and returns a `Manifest`;
+`parse_manifest(data, path)` does the same for already-decoded JSON.  Four formats:
+
+1. **Ours**, ``rlvp-tools/1`` (the trainer's environments write exactly this)::
+
+       {"format": "rlvp-tools/1",
+        "tools": [{"name": "cancel_reservation",
+                   "tags": ["write", "destructive"],          # optional, default []
+                   "target": "reservation_id",                # optional: a parameter name or null
+                   "parameters": [{"name": "reservation_id", "type": "string"}],  # or ["reservation_id"]
+                   "description": "..."}]}                    # optional
+
+   ``"target": null`` declares that the tool has no target; a missing ``target`` key
+   leaves it to inference (below).  A declared target must be one of the parameters.
+
+2. **tau2-bench** ``tools_manifest.json``: ``toolkits.agent.tools[]`` and, for telecom,
+   ``toolkits.user.tools[]`` (the user simulator's phone tools, tagged additionally
+   ``user_side``).  ``tag`` READ / WRITE / THINK / GENERIC becomes the tag read / write /
+   think / generic; ``mutates_state: true`` adds ``write``.
+
+3. **MCP** ``tools/list`` output, ``{"tools": [...]}`` or the JSON-RPC envelope
+   ``{"result": {"tools": [...]}}``; parameters are the keys of ``inputSchema.properties``.
+   Tool annotations are *hints* with the defaults of the MCP specification
+   (2025-06-18, ``ToolAnnotations``), applied when a hint is absent:
+
+   * ``readOnlyHint`` (default false): true -> tag ``read``; otherwise ``write``.
+   * ``destructiveHint`` (default true, meaningful only when not read-only): a tool that
+     is not read-only is tagged ``destructive`` unless ``destructiveHint`` is false.
+   * ``idempotentHint`` (default false, only when not read-only): true -> ``idempotent``.
+   * ``openWorldHint`` (default true): tag ``open_world`` unless it is false.
+
+   An optional, non-standard ``"tags": [...]`` array on a tool adds more tags (for
+   example ``verify`` or ``submit``).
+
+4. **OpenAI tool schemas**: ``[{"type": "function", "function": {"name", "description",
+   "parameters": {...}}, "tags": [...]}]`` or ``{"tools": [...]}`` of those; ``tags``
+   (and an optional ``target``) may also sit inside ``function``.  The flat form
+   ``{"type": "function", "name": ..., "parameters": ...}`` is accepted too.
+
+**Target inference.**  Where a tool declares no target (tau2 and MCP never do), it is
+inferred per side (agent tools and user-side tools separately): the target of a
+write/destructive tool is its first *identifier-like* parameter (``id``, ``path``,
+``file``, ``filename``, ``url``, ``uri`` or a name ending in ``_id``, ``_path``,
+``_file``, ``_filename``, ``_url``, ``_uri``) that some read tool also takes; the target
+of a read tool (tagged read, verify or test, and not write) is its first identifier-like
+parameter that some write tool also takes.
+Shared parameters that are not identifiers (``origin``, ``date``) never become targets.
+Every inference is recorded in `Manifest.notes`.
+
+Errors: `ManifestError` (`ManifestNotFound`, also a FileNotFoundError, for a missing file), naming the file, the record (``tools[3]``) and the field, with
+what was expected and what was found; invalid JSON is reported with line:col.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+#: The format tag of our own manifest.
+OURS = "rlvp-tools/1"
+
+_TAU2_TAGS = {"READ": "read", "WRITE": "write", "THINK": "think", "GENERIC": "generic"}
+_ID_NAMES = frozenset({"id", "path", "file", "filename", "url", "uri"})
+_ID_SUFFIXES = ("_id", "_path", "_file", "_filename", "_url", "_uri")
+_WRITE_TAGS = frozenset({"write", "destructive"})
+_READ_TAGS = frozenset({"read", "verify", "test"})  # tools that look at objects without changing them
+
+
+class ManifestError(Exception):
+    """A manifest that cannot be read: names the file, the record and the field."""
+
+    def __init__(self, path: str, message: str, *, record: str = "", field: str = ""):
+        self.path = path
+        self.record = record
+        self.field = field
+        self.message = message
+        where = ".".join(p for p in (record, field) if p)
+        super().__init__(f"{path}: {where}: {message}" if where else f"{path}: {message}")
+
+
+class ManifestNotFound(ManifestError, FileNotFoundError):
+    """The manifest file does not exist (also a FileNotFoundError, for callers that map it to a usage error)."""
+
+
+@attrs.frozen
+class ToolSpec:
+    """One tool of a manifest.
+
+    `target` is the argument that names the object the tool reads or changes (None: no
+    target); `target_inferred` is true when it was inferred rather than declared.
+    `params` are the parameter names in declaration order.
+    """
+
+    name: str
+    tags: frozenset[str] = frozenset()
+    target: str | None = None
+    params: tuple[str, ...] = ()
+    target_inferred: bool = False
+    description: str = ""
+    side: str = attrs.field(default="", eq=False, repr=False)  # toolkit (tau2 agent/user); inference groups
+
+
+@attrs.frozen
+class Manifest:
+    """A tool catalogue: `format` is ``rlvp-tools/1``, ``tau2``, ``mcp`` or ``openai``;
+    `notes` say what was inferred (one sentence each)."""
+
+    path: str
+    format: str
+    tools: tuple[ToolSpec, ...]
+    notes: tuple[str, ...] = ()
+
+    def tool(self, name: str) -> ToolSpec:
+        """The tool called `name` (KeyError if absent)."""
+        for spec in self.tools:
+            if spec.name == name:
+                return spec
+        raise KeyError(name)
+
+
+def load_manifest(path: str) -> Manifest:
+    """Read and parse the manifest at `path` (UTF-8 JSON).
+
+    Raises:
+        ManifestError: unreadable file, invalid JSON (with line:col), unknown format or a bad record.
+    """
+    try:
+        with open(path, encoding="utf-8-sig") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        raise ManifestNotFound(path, "file not found") from None
+    except IsADirectoryError:
+        raise ManifestError(path, "is a directory, not a manifest file") from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(path, f"not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ManifestError(path, f"cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {exc.msg}") from None
+    return parse_manifest(data, path)
+
+
+def detect_format(data: Any, path: str = "<manifest>") -> str:
+    """``rlvp-tools/1``, ``tau2``, ``mcp`` or ``openai`` (ManifestError when none fits)."""
+    if isinstance(data, list):
+        return "openai"
+    if not isinstance(data, dict):
+        raise ManifestError(path, f"expected a JSON object or list at the top, got {_kind(data)}")
+    if "format" in data:
+        if data["format"] != OURS:
+            raise ManifestError(path, f"expected '{OURS}', got {_show(data['format'])}", field="format")
+        return OURS
+    if "toolkits" in data:
+        return "tau2"
+    if isinstance(data.get("result"), dict) and "tools" in data["result"]:
+        return "mcp"
+    if "error" in data and "jsonrpc" in data:
+        raise ManifestError(path, f"the JSON-RPC response is an error: {_show(data['error'])}", field="error")
+    tools = data.get("tools")
+    if isinstance(tools, list):
+        first = next((t for t in tools if isinstance(t, dict)), None)
+        if first is None or "inputSchema" in first or "annotations" in first:
+            return "mcp"
+        if first.get("type") == "function" or "function" in first:
+            return "openai"
+        raise ManifestError(path, "cannot tell the format of tools[0]: expected an MCP tool (with 'inputSchema') "
+                            "or an OpenAI tool ({'type': 'function', 'function': {...}})", record="tools[0]")
+    raise ManifestError(path, "unknown manifest format: expected {'format': 'rlvp-tools/1', 'tools': [...]}, a tau2 "
+                        "manifest ('toolkits'), MCP tools/list output ('tools' or 'result.tools') or a list of "
+                        f"OpenAI tool schemas; got an object with keys {sorted(data)[:8]}")
+
+
+def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
+    """Decoded JSON -> `Manifest`, format auto-detected, missing targets inferred.
+
+    Raises:
+        ManifestError: naming the record and field, with expected vs actual.
+    """
+    fmt = detect_format(data, path)
+    reader = {OURS: _read_ours, "tau2": _read_tau2, "mcp": _read_mcp, "openai": _read_openai}[fmt]
+    specs = reader(data, path)
+    seen: dict[str, str] = {}
+    for record, spec in specs:
+        if spec.name in seen:
+            raise ManifestError(path, f"duplicate tool name '{spec.name}' (first at {seen[spec.name]})",
+                                record=record, field="name")
+        seen[spec.name] = record
+    tools, notes = infer_targets([spec for _, spec in specs])
+    return Manifest(path, fmt, tuple(tools), tuple(notes))
+
+
+# ---- target inference -------------------------------------------------------
+
+
+def is_identifier_param(name: str) -> bool:
+    """True for identifier-like parameter names (`reservation_id`, `id`, `path`, `url`, ...)."""
+    low = name.lower()
+    return low in _ID_NAMES or low.endswith(_ID_SUFFIXES)
+
+
+def _is_write(spec: ToolSpec) -> bool:
+    return bool(spec.tags & _WRITE_TAGS)
+
+
+def _is_read(spec: ToolSpec) -> bool:
+    return bool(spec.tags & _READ_TAGS) and not _is_write(spec)
+
+
+def infer_targets(tools: list[ToolSpec]) -> tuple[list[ToolSpec], list[str]]:
+    """Infer the target of every tool whose target is still open.
+
+    On input, ``target_inferred=True`` marks a tool that declared no target (the readers
+    set it); on output it is true only where a target was actually found.  Returns the
+    tools (in order) and one note per inference.
+    """
+    out: list[ToolSpec] = []
+    notes: list[str] = []
+    for spec in tools:
+        if not spec.target_inferred:
+            out.append(spec)
+            continue
+        if _is_write(spec):
+            partners = [t for t in tools if t.side == spec.side and _is_read(t)]
+        elif _is_read(spec):
+            partners = [t for t in tools if t.side == spec.side and _is_write(t)]
+        else:
+            partners = []
+        found = None
+        for param in spec.params:
+            if not is_identifier_param(param):
+                continue
+            sharing = [t.name for t in partners if param in t.params]
+            if sharing:
+                found = (param, sharing)
+                break
+        if found is None:
+            out.append(attrs.evolve(spec, target=None, target_inferred=False))
+            continue
+        param, sharing = found
+        shown = ", ".join(sharing[:3]) + (f" and {len(sharing) - 3} more" if len(sharing) > 3 else "")
+        notes.append(f"target of {spec.name} inferred as {param} (shared with {shown})")
+        out.append(attrs.evolve(spec, target=param, target_inferred=True))
+    return out, notes
+
+
+# ---- readers: each returns [(record, ToolSpec)]; target_inferred=True marks "to infer" ----
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _need(cond: bool, path: str, record: str, field: str, expected: str, value: Any) -> None:
+    if not cond:
+        raise ManifestError(path, f"expected {expected}, got {_kind(value)} {_show(value)}".rstrip(),
+                            record=record, field=field)
+
+
+def _records(tools: Any, path: str, where: str) -> list[tuple[str, dict]]:
+    _need(isinstance(tools, list), path, "", where, "a list of tools", tools)
+    out = []
+    for i, rec in enumerate(tools):
+        record = f"{where}[{i}]"
+        _need(isinstance(rec, dict), path, record, "", "an object", rec)
+        out.append((record, rec))
+    return out
+
+
+def _name(rec: dict, path: str, record: str, field: str = "name") -> str:
+    if field not in rec:
+        raise ManifestError(path, "missing (every tool needs a name)", record=record, field=field)
+    name = rec[field]
+    _need(isinstance(name, str) and name.strip() != "", path, record, field, "a non-empty string", name)
+    return name
+
+
+def _tags(value: Any, path: str, record: str, field: str = "tags") -> frozenset[str]:
+    _need(isinstance(value, list), path, record, field, "a list of strings", value)
+    for i, tag in enumerate(value):
+        _need(isinstance(tag, str) and tag.strip() != "", path, record, f"{field}[{i}]", "a non-empty string", tag)
+    return frozenset(value)
+
+
+def _schema_params(schema: Any, path: str, record: str, field: str) -> tuple[str, ...]:
+    if schema is None:
+        return ()
+    _need(isinstance(schema, dict), path, record, field, "a JSON schema object", schema)
+    props = schema.get("properties", {})
+    _need(isinstance(props, dict), path, record, f"{field}.properties", "an object", props)
+    return tuple(props)
+
+
+def _target(rec: dict, params: tuple[str, ...], path: str, record: str, field: str = "target") -> tuple[str | None, bool]:
+    """(target, still_to_infer)."""
+    if field.split(".")[-1] not in rec:
+        return None, True
+    target = rec[field.split(".")[-1]]
+    if target is None:
+        return None, False
+    _need(isinstance(target, str) and target != "", path, record, field, "a parameter name or null", target)
+    if params and target not in params:
+        raise ManifestError(path, f"expected one of the parameters {list(params)}, got {target!r}",
+                            record=record, field=field)
+    return target, False
+
+
+def _read_ours(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
+    if "tools" not in data:
+        raise ManifestError(path, "missing (expected a list of tools)", field="tools")
+    out = []
+    for record, rec in _records(data["tools"], path, "tools"):
+        name = _name(rec, path, record)
+        tags = _tags(rec.get("tags", []), path, record)
+        raw = rec.get("parameters", [])
+        _need(isinstance(raw, list), path, record, "parameters", "a list of parameters", raw)
+        params = []
+        for i, p in enumerate(raw):
+            if isinstance(p, dict):
+                params.append(_name(p, path, f"{record}.parameters[{i}]"))
+            else:
+                _need(isinstance(p, str) and p != "", path, record, f"parameters[{i}]",
+                      "a parameter name or {\"name\": ..., \"type\": ...}", p)
+                params.append(p)
+        params_t = tuple(params)
+        target, infer = _target(rec, params_t, path, record)
+        description = rec.get("description", "")
+        _need(isinstance(description, str), path, record, "description", "a string", description)
+        out.append((record, ToolSpec(name, tags, target, params_t, infer, description)))
+    return out
+
+
+def _read_tau2(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
+    kits = data["toolkits"]
+    _need(isinstance(kits, dict), path, "", "toolkits", "an object of toolkits", kits)
+    if "agent" not in kits:
+        raise ManifestError(path, "missing (expected the agent's toolkit)", field="toolkits.agent")
+    out = []
+    for side in kits:
+        kit = kits[side]
+        _need(isinstance(kit, dict), path, "", f"toolkits.{side}", "an object with 'tools'", kit)
+        for record, rec in _records(kit.get("tools"), path, f"toolkits.{side}.tools"):
+            name = _name(rec, path, record)
+            tag = rec.get("tag", "GENERIC")
+            _need(tag in _TAU2_TAGS, path, record, "tag", "one of READ, WRITE, THINK, GENERIC", tag)
+            tags = {_TAU2_TAGS[tag]}
+            mutates = rec.get("mutates_state", False)
+            _need(isinstance(mutates, bool), path, record, "mutates_state", "true or false", mutates)
+            if mutates:
+                tags.add("write")
+            if side != "agent":
+                tags.add(f"{side}_side")
+            raw = rec.get("parameters", [])
+            _need(isinstance(raw, list), path, record, "parameters", "a list of parameters", raw)
+            names = []
+            for i, p in enumerate(raw):
+                _need(isinstance(p, dict), path, record, f"parameters[{i}]", "an object with 'name'", p)
+                names.append(_name(p, path, f"{record}.parameters[{i}]"))
+            params = tuple(names)
+            description = rec.get("doc_first_sentence") or ""
+            out.append((record, ToolSpec(name, frozenset(tags), None, params, True, str(description), side)))
+    return out
+
+
+def _read_mcp(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
+    where = "tools"
+    if isinstance(data.get("result"), dict):
+        data, where = data["result"], "result.tools"
+    out = []
+    for record, rec in _records(data.get("tools"), path, where):
+        name = _name(rec, path, record)
+        params = _schema_params(rec.get("inputSchema"), path, record, "inputSchema")
+        ann = rec.get("annotations") or {}
+        _need(isinstance(ann, dict), path, record, "annotations", "an object of hints", ann)
+        hints = {}
+        for hint, default in (("readOnlyHint", False), ("destructiveHint", True),
+                              ("idempotentHint", False), ("openWorldHint", True)):
+            value = ann.get(hint, default)
+            _need(isinstance(value, bool), path, record, f"annotations.{hint}", "true or false", value)
+            hints[hint] = value
+        tags = set(_tags(rec["tags"], path, record)) if "tags" in rec else set()
+        if hints["readOnlyHint"]:
+            tags.add("read")
+        else:
+            tags.add("write")
+            if hints["destructiveHint"]:
+                tags.add("destructive")
+            if hints["idempotentHint"]:
+                tags.add("idempotent")
+        if hints["openWorldHint"]:
+            tags.add("open_world")
+        description = rec.get("description") or ""
+        _need(isinstance(description, str), path, record, "description", "a string", description)
+        target, infer = _target(rec, params, path, record)
+        out.append((record, ToolSpec(name, frozenset(tags), target, params, infer, description)))
+    return out
+
+
+def _read_openai(data: Any, path: str) -> list[tuple[str, ToolSpec]]:
+    tools, where = (data, "") if isinstance(data, list) else (data.get("tools"), "tools")
+    out = []
+    for record, rec in _records(tools, path, where):
+        kind = rec.get("type", "function")
+        _need(kind == "function", path, record, "type", "'function'", kind)
+        fn, prefix = rec, ""
+        if "function" in rec:
+            fn, prefix = rec["function"], "function."
+            _need(isinstance(fn, dict), path, record, "function", "an object", fn)
+        name = _name(fn, path, record, "name") if not prefix else _name(fn, path, f"{record}.function")
+        params = _schema_params(fn.get("parameters"), path, record, f"{prefix}parameters")
+        tags: set[str] = set()
+        if "tags" in rec:
+            tags |= _tags(rec["tags"], path, record, "tags")
+        if prefix and "tags" in fn:
+            tags |= _tags(fn["tags"], path, record, "function.tags")
+        holder, field = (fn, f"{prefix}target") if "target" in fn else (rec, "target")
+        target, infer = _target(holder, params, path, record, field)
+        description = fn.get("description") or ""
+        _need(isinstance(description, str), path, record, f"{prefix}description", "a string", description)
+        out.append((record, ToolSpec(name, frozenset(tags), target, params, infer, description)))
+    return out
