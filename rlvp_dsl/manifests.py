@@ -163,7 +163,8 @@ def detect_format(data: Any, path: str = "<manifest>") -> str:
     if "error" in data and "jsonrpc" in data:
         raise ManifestError(path, f"the JSON-RPC response is an error: {_show(data['error'])}", field="error")
     tools = data.get("tools")
-    if isinstance(tools, list):
+    if "tools" in data:
+        _need(isinstance(tools, list), path, "", "tools", "a list of tools", tools)
         first = next((t for t in tools if isinstance(t, dict)), None)
         if first is None or "inputSchema" in first or "annotations" in first:
             return "mcp"

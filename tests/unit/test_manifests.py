@@ -232,6 +232,7 @@ def test_error_names_record_and_field():
     ([{"type": "retrieval"}], ["[0].type", "'function'"]),
     ({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601}}, ["error", "-32601"]),
     ({"things": []}, ["unknown manifest format", "things"]),
+    ({"tools": 3}, ["bad.json: tools: expected a list of tools, got a number 3"]),
     ("tools", ["expected a JSON object or list"]),
 ])
 def test_errors(data, needles):
