@@ -29,10 +29,10 @@ Flags: ``m`` multi-line anchors, ``s`` dot matches newline, ``i`` ignore case by
 Rejected with :class:`RegexSyntaxError` (``message``, 0-based ``offset``, ``hint``): backreferences,
 lookaround, atomic groups, possessive quantifiers, inline flags, conditionals, comments, ``\\A \\Z``,
 unknown or octal escapes, a ``{`` that is not a repeat, repeat counts over 1000, groups nested over
-100 deep, NFAs over 20,000 states.  Offsets index ``pattern + "/" + flags`` (the literal after its
+100 deep, NFAs over 2,000 states.  Offsets index ``pattern + "/" + flags`` (the literal after its
 opening slash), so a flag error points at the flag letter.
 
-Complexity.  The NFA has S <= 20,000 states: character tests, epsilon splits, and zero-width
+Complexity.  The NFA has S <= 2,000 states: character tests, epsilon splits, and zero-width
 assertions resolved in the epsilon-closure from the previous character's kind (start of text,
 newline, word, other) and the next character.  Search keeps the set of live states, adds the start
 state at every position and stops when a closure reaches the accepting state: O(S) per character,
@@ -51,7 +51,7 @@ from typing import Callable, Optional
 __all__ = ["Regex", "RegexSyntaxError", "compile_regex", "MAX_REPEAT", "MAX_STATES"]
 
 MAX_REPEAT = 1000  # largest m or n in {m,n}
-MAX_STATES = 20_000  # largest NFA
+MAX_STATES = 2_000  # largest NFA
 MAX_DEPTH = 100  # deepest group nesting
 _CACHE_STATES = 2_000  # DFA states kept per cache generation
 _CACHE_EDGES = 100_000  # DFA transitions kept per cache generation
