@@ -1,0 +1,127 @@
+"""Properties of the compiled program on generated rule files and episodes."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import strategies as S  # noqa: E402
+
+from rlvp_dsl import check_text, loads  # noqa: E402
+from rlvp_dsl.events import Episode  # noqa: E402
+
+_OPENED = re.compile(r"opened at event (\d+)")
+
+
+def key(credit):
+    return (credit.event_index, credit.rule, credit.value, credit.outcome, credit.reason)
+
+
+def multiset(credits):
+    return sorted(key(c) for c in credits)
+
+
+@given(S.programs_and_episodes())
+def test_compiled_equals_reference(case):
+    """The compiled program gives the same multiset of credits as the reference interpreter."""
+    reference = pytest.importorskip("rlvp_dsl.reference")
+    text, episode = case
+    result = check_text(text)
+    assert result.ok, text
+    expected = reference.score_reference(result.ruleset, episode)
+    actual = loads(text).score(episode)
+    assert multiset(actual) == multiset(expected)
+
+
+@given(S.programs_and_episodes())
+def test_streaming_equals_batch(case):
+    """Feeding events one by one, then finish(), gives exactly what score() gives."""
+    text, episode = case
+    program = loads(text)
+    scorer = program.stream()
+    streamed = []
+    for event in episode.events:
+        streamed.extend(scorer.step(event))
+    streamed.extend(scorer.finish())
+    assert streamed == program.score(episode)
+
+
+@given(st.data())
+def test_interleaved_scorers_are_independent(data):
+    """Two scorers of one program, stepped alternately, each give its own episode's batch result."""
+    table = data.draw(S.tool_tables())
+    program = loads(data.draw(S.rule_files(table)))
+    a, b = data.draw(S.episodes(table)), data.draw(S.episodes(table))
+    sa, sb = program.stream(), program.stream()
+    out_a, out_b = [], []
+    for i in range(max(len(a.events), len(b.events))):
+        if i < len(a.events):
+            out_a.extend(sa.step(a.events[i]))
+        if i < len(b.events):
+            out_b.extend(sb.step(b.events[i]))
+    out_a.extend(sa.finish())
+    out_b.extend(sb.finish())
+    assert multiset(out_a) == multiset(program.score(a))
+    assert multiset(out_b) == multiset(program.score(b))
+
+
+@given(S.programs_and_episodes())
+def test_obligation_instance_paid_at_most_once(case):
+    """Each (rule, opening event) gets at most one discharge-or-expire credit, opened before it lands."""
+    text, episode = case
+    paid = Counter()
+    for credit in loads(text).score(episode):
+        if credit.kind != "obligation":
+            continue
+        if credit.outcome == "discharge":
+            opened = int(_OPENED.search(credit.reason).group(1))
+            assert opened < credit.event_index
+        else:
+            assert credit.outcome == "expire"
+            opened = credit.event_index
+        paid[(credit.rule, opened)] += 1
+    assert all(n == 1 for n in paid.values()), paid
+
+
+@given(st.data())
+def test_repeating_a_discharging_call_never_raises_the_total(data):
+    """A copy of a discharging call inserted right after it never raises the episode's total."""
+    table = data.draw(S.tool_tables())
+    program = loads(data.draw(S.monotone_rule_files(table)))
+    episode = data.draw(S.episodes(table))
+    credits = program.score(episode)
+    total = sum(c.value for c in credits)
+    discharging = sorted({c.event_index for c in credits
+                          if c.outcome == "discharge" and episode.events[c.event_index].kind == "call"})
+    for d in discharging:
+        events = list(episode.events)
+        events.insert(d + 1, events[d])
+        longer = Episode(episode.id, S.reindexed(events))
+        assert sum(c.value for c in program.score(longer)) <= total + 1e-9
+
+
+@given(S.programs_and_episodes(max_events=20))
+def test_credit_of_one_event_is_bounded(case):
+    """The absolute credits landing on one event sum to at most program.event_bound()."""
+    text, episode = case
+    program = loads(text)
+    per_event = Counter()
+    for credit in program.score(episode):
+        per_event[credit.event_index] += abs(credit.value)
+    bound = program.event_bound()
+    assert all(v <= bound + 1e-9 for v in per_event.values()), (per_event, bound)
+
+
+@given(S.programs_and_episodes())
+def test_credit_lands_on_calls_and_assistant_turns(case):
+    """No credit ever lands on a user turn, and every credit names a real event."""
+    text, episode = case
+    for credit in loads(text).score(episode):
+        assert 0 <= credit.event_index < len(episode.events)
+        assert episode.events[credit.event_index].kind in ("call", "assistant")
