@@ -48,6 +48,8 @@ import functools
 import threading
 from typing import Callable, Optional
 
+from .regex_prefilter import required_strings
+
 __all__ = ["Regex", "RegexSyntaxError", "compile_regex", "MAX_REPEAT", "MAX_STATES"]
 
 MAX_REPEAT = 1000  # largest m or n in {m,n}
@@ -200,7 +202,7 @@ class _Parser:
             return ("char", (lambda ch: True) if self.dotall else (lambda ch: ch != "\n"))
         if c in "^$":
             return ("assert", (_BOL_M if self.multi else _BOL) if c == "^" else (_EOL_M if self.multi else _EOL))
-        return ("char", _literal_test(c, self.icase))
+        return ("char", _literal_test(c, self.icase), c)
 
     def group(self, depth: int) -> tuple:
         start = self.i
@@ -393,6 +395,8 @@ class Regex:
         self._start, self._plain_eol = start, _EOL in asserts
         self._cache = _Cache()
         self._lock = threading.Lock()
+        self._factors: Optional[tuple[str, ...]] = None
+        self._icase = "i" in flags
 
     def __repr__(self) -> str:
         return f"Regex(/{self.pattern}/{self.flags})"
@@ -401,6 +405,15 @@ class Regex:
         """True when the pattern matches somewhere in ``text``; TypeError when it is not a str."""
         if not isinstance(text, str):
             raise TypeError(f"Regex.search expects str, got {type(text).__name__}")
+        factors = self._factors
+        if factors is not None:  # a match must contain one of these strings: skip texts without any
+            if not self._icase:
+                if not any(f in text for f in factors):
+                    return False
+            elif text.isascii():
+                lowered = text.lower()
+                if not any(f in lowered for f in factors):
+                    return False
         last_nl = self._plain_eol and text.endswith("\n")
         d = self._intern(frozenset(), _START)
         for c in text[:-1] if last_nl else text:
@@ -495,4 +508,6 @@ def compile_regex(pattern: str, flags: str = "") -> Regex:
     _size(tree)
     builder = _Builder()
     start = builder.build(tree, builder.new(_MATCH))
-    return Regex(pattern, canonical, builder, start)
+    regex = Regex(pattern, canonical, builder, start)
+    regex._factors = required_strings(tree, "i" in canonical)
+    return regex
