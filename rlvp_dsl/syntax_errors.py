@@ -1,0 +1,182 @@
+"""Syntax errors in the language's own words.
+
+A lark `UnexpectedInput` becomes one `Diagnostic`: the unexpected token described as a
+user sees it (`keyword 'violation'`, `a name`, `end of file` -- never `__ANON_0`,
+`$END` or `LPAR`), what was expected, the unclosed block when the file ends inside
+one, and a hint from a table of known mistakes (lark's `match_examples`).
+"""
+
+from __future__ import annotations
+
+from lark import Token
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+
+from .diagnostics import Diagnostic
+from .parser import get_parser, keywords
+from .source import SourceFile
+
+# ---- describing terminals in the language's words -------------------------
+
+_NAMED_TERMINALS = {
+    "NAME": "a name",
+    "QUOTED_NAME": "a name",
+    "STRING": 'a string ("...")',
+    "SIGNED_NUMBER": "a number",
+    "REGEX": "a regular expression (/.../)",
+    "COMPARE": "a comparison (==, !=, <, <=, >, >=)",
+    "$END": "end of file",
+}
+
+
+def describe_terminal(name: str) -> str:
+    """'violation', a name, a number, ... -- never `__ANON_0` or `$END`."""
+    if name in _NAMED_TERMINALS:
+        return _NAMED_TERMINALS[name]
+    for term in get_parser().terminals:
+        if term.name == name:
+            if term.pattern.type == "str":
+                return f"'{term.pattern.value}'"
+            break
+    return name.lower().replace("_", " ")
+
+
+_CONDITION_START = frozenset({
+    "CALL", "USER", "ASSISTANT", "TAG", "OK", "ERROR", "MALFORMED", "NO_RESULT",
+    "ERROR_TEXT", "RESULT", "TEXT", "ARG", "SIGNAL", "SEEN", "NOT", "LPAR",
+})
+
+
+def _describe_expected(expected: set[str]) -> str:
+    words = set()
+    if len(expected & _CONDITION_START) >= len(_CONDITION_START) // 2:
+        expected = expected - _CONDITION_START
+        words.add("a condition")
+    words = sorted(words | {describe_terminal(t) for t in expected})
+    if len(words) > 10:
+        words = words[:10] + ["..."]
+    if len(words) == 1:
+        return words[0]
+    return ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def _describe_token(token: Token) -> str:
+    if token.type == "$END":
+        return "end of file"
+    if token.type in ("NAME", "QUOTED_NAME"):
+        return f"name '{token.value}'"
+    if token.type == "STRING":
+        return f"string {token.value}"
+    if token.type == "SIGNED_NUMBER":
+        return f"number {token.value}"
+    if token.type == "REGEX":
+        return f"regular expression {token.value}"
+    if token.value in keywords():
+        return f"keyword '{token.value}'"
+    return f"'{token.value}'"
+
+
+# Known mistakes, recognised by the parser state they leave (lark's match_examples).
+_EXAMPLES: dict[str, list[str]] = {
+    "a weight is written in parentheses after the rule name: `violation NAME (-0.5) { ... }`": [
+        "violation x -1 { on call }",
+        "violation x { on call }",
+        "obligation x 1 { }",
+    ],
+    "an obligation takes a credit and an expiry penalty: `obligation NAME (+0.5, expire -0.5) { ... }`": [
+        "obligation x (1) { }",
+        "obligation x (1, -1) { }",
+    ],
+    "a rule's body is written in braces: `violation NAME (-0.5) { on CONDITION }`": [
+        "violation x (-1) on call",
+    ],
+    "a violation's body starts with `on CONDITION`": [
+        "violation x (-1) { call }",
+        "violation x (-1) { }",
+    ],
+    "an obligation's body is `open on COND`, `discharge on COND [same ARG]`, then optionally `deadline ...`": [
+        "obligation x (1, expire -1) { discharge on call }",
+        "obligation x (1, expire -1) { open on call }",
+        "obligation x (1, expire -1) { open call }",
+    ],
+    "a deadline is `before CONDITION`, `within N calls` or `at end`": [
+        "obligation x (1, expire -1) { open on call discharge on call deadline call }",
+        "obligation x (1, expire -1) { open on call discharge on call deadline within 3 }",
+    ],
+    "`seen` takes a parenthesised condition: `seen (call tag read ok same target)`": [
+        "violation x (-1) { on call unless seen call }",
+    ],
+    "strings use double quotes: \"text\"": [
+        "violation x (-1) { on call error_text contains 'x' }",
+    ],
+}
+
+
+def _unclosed_opener(text: str, upto: int) -> tuple[int, str] | None:
+    """Offset and char of the innermost bracket still open at offset `upto` (strings,
+    regexes, backtick names and comments skipped)."""
+    stack: list[tuple[int, str]] = []
+    i, n = 0, min(upto, len(text))
+    pairs = {"}": "{", ")": "(", "]": "["}
+    while i < n:
+        ch = text[i]
+        if ch == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch in "\"/`":
+            j = i + 1
+            while j < len(text) and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" and ch != "`" else 1
+            i = j + 1
+            continue
+        if ch in "{([":
+            stack.append((i, ch))
+        elif ch in pairs and stack and stack[-1][1] == pairs[ch]:
+            stack.pop()
+        i += 1
+    return stack[-1] if stack else None
+
+
+def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnostic]:
+    parser = get_parser()
+    text = source.text
+    if isinstance(exc, UnexpectedCharacters):
+        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
+        span = source.span(exc.pos_in_stream, exc.pos_in_stream + 1)
+        hint = "strings use double quotes" if ch == "'" else "remove it, or put it inside a string or a comment (#)"
+        if ch == "/":
+            hint = "a regular expression is written /.../ on one line"
+        elif ch == '"':
+            hint = "a string must be closed on the same line"
+        return [Diagnostic("RV101", f"unexpected character '{ch}'", span, help=hint)]
+
+    token: Token = getattr(exc, "token", None)
+    expected = set(getattr(exc, "accepts", None) or getattr(exc, "expected", None) or ())
+    at_end = isinstance(exc, UnexpectedEOF) or (token is not None and token.type == "$END")
+    offset = len(text) if at_end or token is None or token.start_pos is None else token.start_pos
+
+    opener = _unclosed_opener(text, offset)
+    if at_end:
+        if opener is not None:
+            pos, ch = opener
+            closer = {"{": "}", "(": ")", "[": "]"}[ch]
+            return [Diagnostic("RV103", f"this '{ch}' is never closed", source.span(pos, pos + 1),
+                               help=f"add '{closer}' to close it; the file ends before it is closed")]
+        return [Diagnostic("RV101", f"unexpected end of file; expected {_describe_expected(expected)}",
+                           source.end_span, help="the last rule is incomplete")]
+
+    span = source.span(offset, offset + len(str(token.value)))
+    if token.value in keywords() and ("NAME" in expected or "QUOTED_NAME" in expected):
+        return [Diagnostic("RV102", f"'{token.value}' is a reserved word and cannot be used as a name", span,
+                           help=f"write it in backticks to use it as a name: `{token.value}`")]
+    message = f"unexpected {_describe_token(token)}; expected {_describe_expected(expected)}"
+    label = None
+    try:
+        label = exc.match_examples(parser.parse, _EXAMPLES, use_accepts=True)
+    except Exception:  # the example table must never turn a syntax error into a crash
+        label = None
+    hint = label or ""
+    if opener is not None and opener[1] == "{" and "RBRACE" in expected:
+        line, col = source.position(opener[0])
+        hint = f"the block opened at {line}:{col} is not closed before this" + (f"; {label}" if label else "")
+    return [Diagnostic("RV101", message, span, help=hint)]
