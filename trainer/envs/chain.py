@@ -19,7 +19,7 @@ succeeds (the calibration target is a few percent; docs/calibration.md):
   with probability 1 / (N + num_distractors).
 * ``num_values``: candidate argument values (``k0`` .. ``k{V-1}``); a random call
   has the right token with probability 1 / V.
-* ``max_turns``: calls allowed per episode; errors do not reset progress, so the
+* ``max_turns``: calls allowed per episode (default 3 N); errors do not reset progress, so the
   random-success rate is about P[Binomial(max_turns, p) >= N] with
   p = 1 / ((N + num_distractors) * V).
 * ``vary_tokens``: True draws each task's tokens from its seed (the policy must read
@@ -49,8 +49,8 @@ STAGE_TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 SUBMIT_TOOL = ("submit", ("submit",))
 DISTRACTOR_TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("lookup", ("read",)),
     ("delete", ("write", "destructive")),
+    ("lookup", ("read",)),
     ("ping", ("read",)),
     ("reset", ("write", "destructive")),
     ("echo", ("read",)),
@@ -72,18 +72,23 @@ def _positive(name: str, minimum: int = 1):
 class ChainConfig:
     """Knobs of chain-N (see the module docstring for their effect on difficulty).
 
-    Raises ValueError naming the field when a knob is out of range.
+    Defaults (chain-4: 1 distractor, 2 token values, 12 turns) give an untrained
+    tiny policy about 3 % success (docs/calibration.md).  Raises ValueError naming
+    the field when a knob is out of range.
     """
 
     num_stages: int = attrs.field(default=4, validator=_positive("num_stages"))
-    num_distractors: int = attrs.field(default=2, validator=_positive("num_distractors", 0))
-    num_values: int = attrs.field(default=3, validator=_positive("num_values"))
-    max_turns: int = attrs.field(default=10, validator=_positive("max_turns"))
+    num_distractors: int = attrs.field(default=1, validator=_positive("num_distractors", 0))
+    num_values: int = attrs.field(default=2, validator=_positive("num_values"))
+    max_turns: int = attrs.field(default=None, converter=attrs.converters.optional(int))
     vary_tokens: bool = True
     show_progress: bool = True
     seed: int = 0
 
     def __attrs_post_init__(self) -> None:
+        if self.max_turns is None:
+            object.__setattr__(self, "max_turns", 3 * self.num_stages)
+        _positive("max_turns")(self, None, self.max_turns)
         if self.num_stages > len(STAGE_TOOLS) + 1:
             raise ValueError(f"'num_stages' must be <= {len(STAGE_TOOLS) + 1} (got {self.num_stages})")
         if self.num_distractors > len(DISTRACTOR_TOOLS):
