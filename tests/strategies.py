@@ -300,8 +300,17 @@ def episodes(draw, table: ToolTable, max_events: int = 14) -> Episode:
     n = draw(st.integers(0, max_events))
     events = []
     for i in range(n):
-        kind = draw(st.sampled_from(("call", "call", "call", "user", "assistant")))
-        if kind == "call":
+        kind = draw(st.sampled_from(("call", "call", "call", "repeat", "user", "assistant")))
+        earlier = [e for e in events if e.kind == "call"]
+        if kind == "repeat" and earlier:
+            # the same call again (same tool and arguments), with a fresh status: repeats
+            # are what repeat_error and "spamming the discharge" are about
+            again = draw(st.sampled_from(earlier))
+            status = draw(st.sampled_from(("ok", "error", "error")))
+            events.append(attrs.evolve(again, index=i, status=status, call_id=f"c{i}",
+                                       error_text="Error: again" if status == "error" else "",
+                                       result="found A" if status == "ok" else ""))
+        elif kind in ("call", "repeat"):
             events.append(draw(call_events(table, i)))
         else:
             texts = USER_TEXTS if kind == "user" else ASSISTANT_TEXTS
