@@ -64,6 +64,8 @@ class TrainConfig:
     """LoRA scaling alpha (update scaled by alpha / r)."""
     lora_dropout: float = 0.0
     """LoRA dropout (0 keeps the update deterministic)."""
+    lora_target_modules: list = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
+    """Linear layers that get an adapter (Llama names; add gate_proj, up_proj, down_proj for the MLP)."""
 
     # --- rollout ---
     tasks_per_iteration: int = 4

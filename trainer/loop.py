@@ -169,14 +169,8 @@ def build_backend(cfg: TrainConfig) -> Backend:
                             **cfg.gen_args)
     except TypeError as exc:
         raise ValueError(f"'gen_args': {exc}") from None
-    words = rollout.prompt_words(factory(), (gen_cfg.call_style,))
-    tiny = model_mod.TinyModelConfig(**{"seed": cfg.seed, **cfg.model_args}) if cfg.model == "tiny" else None
-    base, tokenizer = model_mod.load_policy(cfg.resolve(cfg.model), words, tiny)
-    for p in base.parameters():
-        p.requires_grad_(False)
     torch.manual_seed(cfg.seed)  # LoRA init
-    policy = model_mod.apply_lora(base, model_mod.LoraSettings(r=cfg.lora_rank, alpha=cfg.lora_alpha,
-                                                               dropout=cfg.lora_dropout))
+    policy, tokenizer = model_mod.build_policy(cfg, factory)
     policy.eval()
 
     def collect(task, n, seed):
