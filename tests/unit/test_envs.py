@@ -1,0 +1,209 @@
+"""chain-N and gated environments: semantics, hidden precondition, manifests, knobs."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from trainer.envs import (
+    MANIFEST_FORMAT,
+    SIGNAL,
+    ChainEnv,
+    GatedEnv,
+    Task,
+    ToolCall,
+    ToolEnv,
+    make_env,
+    make_tasks,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def solve(env, task):
+    """Play the expected calls; returns the results."""
+    env.reset(task)
+    results = []
+    while (call := env.expected_call()) is not None:
+        results.append(env.step(call))
+    return results
+
+
+def test_expected_calls_complete_the_chain():
+    """Following the chain gives outcome 1, stages_remaining counting down to 0, done on the last call."""
+    env = make_env("chain4")
+    results = solve(env, Task("t", 7))
+    assert [r.signals[SIGNAL] for r in results] == [3.0, 2.0, 1.0, 0.0]
+    assert all(r.ok for r in results) and [r.done for r in results] == [False, False, False, True]
+    assert env.outcome() == 1.0
+
+
+def test_outcome_is_zero_until_the_last_stage():
+    """Outcome stays 0 after every stage but the last."""
+    env = make_env("chain4")
+    env.reset(Task("t", 3))
+    for _ in range(3):
+        assert env.step(env.expected_call()).ok
+        assert env.outcome() == 0.0
+    env.step(env.expected_call())
+    assert env.outcome() == 1.0
+
+
+def test_wrong_tool_and_wrong_token_are_errors_without_progress():
+    """A tool of another stage, a distractor or a wrong token errors and changes nothing."""
+    env = make_env("chain4", num_distractors=2)
+    env.reset(Task("t", 11))
+    good = env.expected_call()
+    wrong_token = next(v for v in env.values if v != good.arguments["token"])
+    for call in (ToolCall("parse", good.arguments), ToolCall("delete", good.arguments),
+                 ToolCall("lookup", good.arguments), ToolCall(good.tool, {"token": wrong_token})):
+        result = env.step(call)
+        assert not result.ok and result.text.startswith("error") and not result.done
+        assert result.signals[SIGNAL] == 4.0
+    assert env.expected_call() == good and env.step(good).ok
+
+
+def test_errors_do_not_end_the_episode_before_max_turns():
+    """The environment keeps answering after errors (the rollout enforces max_turns)."""
+    env = make_env("chain4")
+    env.reset(Task("t", 1))
+    for _ in range(env.max_turns + 3):
+        assert not env.step(ToolCall("delete", {"token": "k0"})).ok
+    assert env.outcome() == 0.0
+
+
+def test_step_before_reset_and_after_completion_raise():
+    env = make_env("chain4")
+    with pytest.raises(RuntimeError, match="before reset"):
+        env.step(ToolCall("fetch", {"token": "k0"}))
+    solve(env, Task("t", 2))
+    with pytest.raises(RuntimeError, match="after the chain completed"):
+        env.step(ToolCall("fetch", {"token": "k0"}))
+
+
+def test_reset_starts_over():
+    """A second reset clears progress."""
+    env = make_env("chain4")
+    solve(env, Task("t", 2))
+    env.reset(Task("u", 5))
+    assert env.outcome() == 0.0 and env.stages_remaining == 4
+
+
+def test_tokens_vary_by_task_unless_fixed():
+    """vary_tokens draws tokens from the task seed; vary_tokens=False gives every task the same chain."""
+    def chain(env, task):
+        env.reset(task)
+        seen = []
+        while (call := env.expected_call()) is not None:
+            seen.append(call.arguments["token"])
+            env.step(call)
+        return seen
+
+    tasks = make_tasks(12, seed=0)
+    varied = {tuple(chain(make_env("chain4", num_values=4), t)) for t in tasks}
+    fixed = {tuple(chain(make_env("chain4", num_values=4, vary_tokens=False), t)) for t in tasks}
+    assert len(varied) > 1 and len(fixed) == 1
+
+
+def test_gated_stage_needs_unlock_and_hides_it():
+    """The gated stage errors without unlock, with exactly the text a wrong token gets."""
+    env = make_env("gated")
+    env.reset(Task("t", 4))
+    assert env.step(env.expected_call()).ok  # stage 1
+    gate = ToolCall("parse", {"token": env._tokens[1]})  # the right call, gate closed
+    locked = env.step(gate)
+    wrong_token = next(v for v in env.values if v != env._tokens[1])
+    wrong = env.step(ToolCall("parse", {"token": wrong_token}))
+    assert not locked.ok and locked.text == f"error bad token {env._tokens[1]}"
+    assert wrong.text == f"error bad token {wrong_token}"
+    assert "unlock" not in locked.text and locked.signals == wrong.signals
+    assert not env.step(ToolCall("unlock", {"token": wrong_token})).ok
+    unlocked = env.step(ToolCall("unlock", {"token": env._tokens[1]}))
+    assert unlocked.ok and unlocked.text == "ok" and unlocked.signals[SIGNAL] == 3.0
+    assert env.step(gate).ok
+
+
+def test_gated_solves_with_unlock_and_resets_the_gate():
+    env = make_env("gated")
+    results = solve(env, Task("t", 9))
+    assert env.outcome() == 1.0 and len(results) == 5
+    env.reset(Task("t", 9))
+    env.step(env.expected_call())
+    assert env.expected_call().tool == "unlock"
+
+
+def test_random_policy_succeeds_rarely_but_not_never():
+    """The calibrated chain4 defaults: a uniform random valid-call policy wins a few percent."""
+    env = make_env("chain4")
+    rng = random.Random(0)
+    calls = [c for spec in env.schema() for c in spec.calls()]
+    wins = 0
+    for task in make_tasks(2000, seed=1):
+        env.reset(task)
+        for _ in range(env.max_turns):
+            if env.step(rng.choice(calls)).done:
+                break
+        wins += env.outcome() == 1.0
+    assert 0.01 < wins / 2000 < 0.06
+
+
+@pytest.mark.parametrize("name,cls", [("chain4", ChainEnv), ("chain6", ChainEnv), ("gated", GatedEnv)])
+def test_protocol_schema_and_manifest(name, cls):
+    """Each env satisfies ToolEnv; its manifest lists the schema's tools with tags and the target."""
+    env = make_env(name)
+    assert isinstance(env, cls) and isinstance(env, ToolEnv)
+    manifest = env.manifest()
+    assert manifest["format"] == MANIFEST_FORMAT
+    assert [t["name"] for t in manifest["tools"]] == [s.name for s in env.schema()]
+    for tool in manifest["tools"]:
+        assert tool["tags"] and tool["target"] == "token"
+        assert tool["parameters"] == [{"name": "token", "type": "string"}]
+
+
+@pytest.mark.parametrize("name,file", [("chain4", "chain4_tools.json"), ("chain6", "chain6_tools.json"),
+                                       ("gated", "gated_tools.json")])
+def test_shipped_manifests_are_current(name, file):
+    """examples/manifests/*.json equal what the default environments write."""
+    shipped = json.loads((ROOT / "examples" / "manifests" / file).read_text())
+    assert shipped == make_env(name).manifest()
+
+
+def test_vocabulary_covers_every_text():
+    """Every word the env shows during random play is in env.vocabulary()."""
+    for name in ("chain4", "gated"):
+        env = make_env(name)
+        vocab = env.vocabulary()
+        rng = random.Random(2)
+        calls = [c for spec in env.schema() for c in spec.calls()]
+        for task in make_tasks(30, seed=3):
+            assert set(env.reset(task).split()) <= vocab
+            for _ in range(env.max_turns):
+                result = env.step(rng.choice(calls))
+                assert set(result.text.split()) <= vocab
+                if result.done:
+                    break
+
+
+@pytest.mark.parametrize("knobs,field", [({"num_stages": 0}, "num_stages"), ({"num_values": 0}, "num_values"),
+                                         ({"max_turns": 0}, "max_turns"), ({"num_distractors": 9}, "num_distractors"),
+                                         ({"num_stages": 11}, "num_stages")])
+def test_bad_knobs_name_the_field(knobs, field):
+    with pytest.raises(ValueError, match=field):
+        make_env("chain4", **knobs)
+
+
+def test_make_env_errors():
+    with pytest.raises(ValueError, match="unknown environment"):
+        make_env("maze")
+    with pytest.raises(ValueError, match="known knobs"):
+        make_env("chain4", colour="red")
+    with pytest.raises(ValueError, match="gate_stage"):
+        make_env("gated", gate_stage=9)
+
+
+def test_make_tasks_reproducible_and_distinct():
+    a, b = make_tasks(50, seed=4), make_tasks(50, seed=4)
+    assert a == b and len({t.task_id for t in a}) == 50 and make_tasks(50, seed=5) != a
