@@ -47,7 +47,11 @@ def prompt_words(env: ToolEnv, call_styles: Sequence[str] = ("plain",)) -> set[s
     """Every word an episode of `env` can contain (for building the tiny tokenizer's vocabulary)."""
     words = set(env.vocabulary()) | set(MALFORMED_TEXT.split())
     for style in call_styles:
-        words.update(system_prompt(env, CallFormat(style)).split())
+        fmt = CallFormat(style)
+        words.update(system_prompt(env, fmt).split())
+        for spec in env.schema():
+            for call in spec.calls():
+                words.update(fmt.render(call).split())
     return words
 
 
