@@ -1,0 +1,154 @@
+"""End-to-end runs of `rlvp-compile` and `rlvp-score` as subprocesses, on the repo's rule files,
+the golden error cases and the real trajectories in ../shared/data (skipped when missing)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO.parent / "shared" / "data"
+GOLDEN_ERRORS = REPO / "tests" / "golden" / "diagnostics"
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA}")
+
+
+def run(tool: str, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)], cwd=REPO,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def no_traceback(done: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in done.stderr and "Traceback" not in done.stdout, done.stderr
+
+
+# ---- rlvp-compile ----------------------------------------------------------------
+
+
+def test_compile_stock_rules():
+    """Every stock rule file compiles clean: exit 0, one ok line each."""
+    files = sorted(str(p.relative_to(REPO)) for p in (REPO / "rules").glob("*.rlvp"))
+    assert "rules/tau2_airline.rlvp" in files
+    done = run("compile", *files)
+    assert done.returncode == 0, done.stderr
+    for f in files:
+        assert f"{f}: ok:" in done.stderr
+
+
+@pytest.mark.parametrize("case", ["unknown_tool", "syntax_unclosed_block", "wrong_sign"])
+def test_compile_golden_error_file(case):
+    """A golden error file: exit 1, file:line:col, a caret line and a help line, no traceback."""
+    path = f"tests/golden/diagnostics/{case}.rlvp"
+    done = run("compile", path)
+    assert done.returncode == 1
+    no_traceback(done)
+    assert re.search(rf"^{re.escape(path)}:\d+:\d+: error\[RV\d{{3}}\]: ", done.stderr, re.M), done.stderr
+    assert re.search(r"^ +\| +\^+$", done.stderr, re.M)
+    assert "= help: " in done.stderr
+
+
+def test_compile_json_diagnostics():
+    """--json prints diagnostics as JSON with code, location and help."""
+    done = run("compile", "--json", "tests/golden/diagnostics/unknown_tag.rlvp")
+    assert done.returncode == 1
+    doc = json.loads(done.stdout)
+    assert doc["ok"] is False
+    (diag,) = doc["diagnostics"]
+    assert diag["code"] == "RV202"
+    assert diag["location"] == "tests/golden/diagnostics/unknown_tag.rlvp:4:40"
+    assert diag["help"] == "did you mean 'destructive'?"
+
+
+def test_compile_json_ok_and_emit_program():
+    """--json on a clean file says ok; --emit-program prints the canonical program."""
+    done = run("compile", "--json", "rules/tau2_airline.rlvp")
+    assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True
+    done = run("compile", "--emit-program", "rules/tau2_airline.rlvp")
+    assert done.returncode == 0
+    program = json.loads(done.stdout)
+    assert program["format"] == "rlvp-program/1"
+    assert "write_unconfirmed" in {r["name"] for r in program["rules"]}
+
+
+def test_compile_missing_file_is_usage_error():
+    """A missing rule file: exit 2 and a one-line error."""
+    done = run("compile", "does/not/exist.rlvp")
+    assert done.returncode == 2
+    assert "file not found: does/not/exist.rlvp" in done.stderr
+    no_traceback(done)
+
+
+def test_compile_no_arguments_is_usage_error():
+    """No rule files at all: exit 2."""
+    done = run("compile")
+    assert done.returncode == 2
+    no_traceback(done)
+
+
+# ---- rlvp-score --------------------------------------------------------------------
+
+
+@needs_data
+def test_score_tau2_json_every_episode():
+    """All 316 shared tau2 episodes are scored and the JSON parses."""
+    done = run("score", "rules/tau2_airline.rlvp", DATA / "tau2_simulations", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert len(doc["episodes"]) == 316
+    assert doc["skipped"] == []
+    credits = [c for e in doc["episodes"] for c in e["credits"]]
+    assert credits and {"write_unconfirmed", "report_change"} <= {c["rule"] for c in credits}
+    for episode in doc["episodes"]:
+        assert episode["total"] == pytest.approx(sum(c["value"] for c in episode["credits"]))
+        assert all(0 <= c["event_index"] < episode["events"] for c in episode["credits"])
+
+
+@needs_data
+def test_score_tau_bench_v1_explain():
+    """--explain on tau-bench v1 lists episodes, calls and credits with rule locations and reasons."""
+    done = run("score", "rules/tau2_airline.rlvp", DATA / "tau_bench_v1", "--explain")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("== gpt-4o-airline.json#[") == 133
+    assert re.search(r"^ +[+-]\d\.\d\d \w+ \(rules/tau2_airline\.rlvp:\d+:\d+\): .+", done.stdout, re.M)
+    assert "errored_call" in done.stdout
+
+
+@needs_data
+def test_score_swe_agent_explain():
+    """--explain on the SWE-agent trajectories with rules/swe.rlvp."""
+    if not (REPO / "rules" / "swe.rlvp").exists():
+        pytest.skip("rules/swe.rlvp not written yet")
+    done = run("score", "rules/swe.rlvp", DATA / "swe_agent", "--explain")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n== ") + done.stdout.startswith("== ") >= 10
+    no_traceback(done)
+
+
+def test_score_truncated_trajectory_file(tmp_path):
+    """A trajectory file cut mid-JSON: exit 1, the file named, no traceback."""
+    bad = tmp_path / "run.json"
+    bad.write_text('{"messages": [{"role": "user", "content": "hi"}, {"role": "assi', encoding="utf-8")
+    done = run("score", "rules/tau2_airline.rlvp", bad)
+    assert done.returncode == 1
+    assert str(bad) in done.stderr and "invalid JSON" in done.stderr
+    no_traceback(done)
+
+
+def test_score_example_episodes_explain():
+    """The repo's own example episodes score without the shared data."""
+    done = run("score", "rules/tau2_airline.rlvp", "examples/episodes/airline_chat.jsonl", "--explain")
+    assert done.returncode == 0, done.stderr
+    assert "== " in done.stdout and "process total=" in done.stdout
+
+
+def test_score_bad_rules_and_missing_trajectory(tmp_path):
+    """Rules with errors exit 1 with diagnostics; a missing trajectory path exits 2."""
+    done = run("score", "tests/golden/diagnostics/unknown_tool.rlvp", "examples/episodes/airline_chat.jsonl")
+    assert done.returncode == 1 and "error[RV201]" in done.stderr
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "nothing_here.json")
+    assert done.returncode == 2 and "no such file or folder" in done.stderr
+    no_traceback(done)
