@@ -335,7 +335,7 @@ class HFGenerator:
             ids = ids[:n]
             # The final EOS is sampled after the processor's last call: parse the call here.
             index = trie.parse(ids[state.call_start:n - 1]) if ids and ids[-1] == trie.eos_id else None
-            ended = state.phase == _CALL and index is not None
+            ended = state.phase in (_CALL, _DONE) and index is not None
             if ended:
                 call_end = n - 1
                 call = trie.calls[index]
