@@ -1,0 +1,115 @@
+"""Checker: tool table, constants, names, signs, bindings, meaning, lowering."""
+
+from __future__ import annotations
+
+import json
+
+from rlvp_dsl import check_text
+from rlvp_dsl.ir import ViolationRule
+
+TOOLS = "tool get_item : read target item_id\ntool delete_item : write, destructive target item_id\n"
+
+
+def errors(diagnostics):
+    return [d for d in diagnostics if d.severity == "error"]
+
+
+def codes(text, path="c.rlvp"):
+    return [(d.code, d.severity) for d in check_text(text, path).diagnostics]
+
+
+def test_clean_file_has_no_diagnostics():
+    """A correct file checks with no diagnostics and a full rule set."""
+    result = check_text(TOOLS + "repeat_error (-0.3)\nblind_destructive (-1)\n")
+    assert result.ok and not result.diagnostics
+    assert [r.kind for r in result.ruleset.rules] == ["repeat_error", "blind_destructive"]
+    assert all(isinstance(r, ViolationRule) for r in result.ruleset.rules)
+
+
+def test_unknown_tool_suggests_the_closest():
+    """RV201 with a did-you-mean."""
+    (d,) = errors(check_text(TOOLS + "violation v (-1) { on call delete_itme }").diagnostics)
+    assert d.code == "RV201" and d.help == "did you mean 'delete_item'?"
+
+
+def test_unknown_tag_lists_known_tags_when_nothing_is_close():
+    """RV202 without a close match lists the known tags."""
+    (d,) = check_text(TOOLS + "violation v (-1) { on call tag zzz }").diagnostics
+    assert d.code == "RV202" and "destructive, read, write" in d.help
+
+
+def test_duplicate_constant_and_conflicting_targets():
+    """A constant defined twice and a tool with two targets are RV203."""
+    text = TOOLS + "tool get_item : read target other\nconst A = -1\nconst A = -2\n"
+    assert [c for c, _ in codes(text)] == ["RV203", "RV203"]
+
+
+def test_tool_declarations_merge_tags():
+    """Two declarations of one tool merge their tags."""
+    result = check_text(TOOLS + "tool get_item : verify\n")
+    assert result.ruleset.tools["get_item"].tags == frozenset({"read", "verify"})
+
+
+def test_signs_of_each_rule_kind():
+    """Violations negative, obligation credit >= 0 and expiry <= 0, progress positive."""
+    assert codes(TOOLS + "violation v (0) { on call }") == [("RV204", "error")]
+    assert codes(TOOLS + "repeat_error (0.3)") == [("RV204", "error")]
+    assert codes(TOOLS + "progress p (-1) { signal g increasing }") == [("RV204", "error")]
+    assert codes(TOOLS + "obligation o (0, expire 0) { open on call discharge on call }") == []
+
+
+def test_constants_resolve_into_weights():
+    """A named constant is the weight's value."""
+    result = check_text(TOOLS + "const W = -0.25\nviolation v (W) { on call error }")
+    assert result.ruleset.rules[0].weight == -0.25
+
+
+def test_never_firing_rule_is_a_warning():
+    """A violation no event can satisfy is RV210, a warning: the file still compiles."""
+    result = check_text(TOOLS + "violation v (-1) { on call get_item and call delete_item }")
+    assert [(d.code, d.severity) for d in result.diagnostics] == [("RV210", "warning")]
+    assert result.ok
+
+
+def test_credit_on_user_turn_from_an_obligation():
+    """An obligation opened or discharged by user turns is RV208."""
+    text = TOOLS + "obligation o (1, expire -1) { open on call discharge on user says \"thanks\" }"
+    assert ("RV208", "error") in codes(text)
+
+
+def test_same_target_needs_a_target():
+    """`same target` where no matched tool declares one is RV205."""
+    text = "tool a : read\ntool b : write\nobligation o (1, expire -1) { open on call b discharge on call a same target }"
+    assert ("RV205", "error") in codes(text)
+
+
+def test_argument_test_checked_against_manifest_params(tmp_path):
+    """With parameters known from a manifest, `arg` on a parameter no tool takes is RV205."""
+    (tmp_path / "tools.json").write_text(json.dumps({"format": "rlvp-tools/1", "tools": [
+        {"name": "get_item", "tags": ["read"], "target": "item_id", "parameters": ["item_id"]}]}))
+    rules = tmp_path / "r.rlvp"
+    rules.write_text('tools from "tools.json"\nviolation v (-1) { on call get_item arg itemid == "A" }\n')
+    from rlvp_dsl import check_file
+
+    (d,) = errors(check_file(str(rules)).diagnostics)
+    assert d.code == "RV205" and d.help == "did you mean 'item_id'?"
+
+
+def test_missing_manifest_is_rv001(tmp_path):
+    """`tools from` a missing file is RV001 at the statement."""
+    (d,) = check_text('tools from "nope.json"\n', str(tmp_path / "r.rlvp")).diagnostics
+    assert d.code == "RV001" and d.span.line == 1
+
+
+def test_invalid_regex_is_rv105():
+    """A regex the matcher cannot compile is RV105, not an exception."""
+    assert ("RV105", "error") in codes(TOOLS + "violation v (-1) { on call result matches /a{2,1}/ }")
+
+
+def test_ruleset_json_is_sorted_and_complete():
+    """The canonical JSON lists tools by name and every rule in source order."""
+    result = check_text("tool b : write target x\ntool a : read target x\nrepeat_error (-1)\n"
+                        "violation z (-1) { on call a }\n")
+    doc = result.ruleset.to_json()
+    assert [t["name"] for t in doc["tools"]] == ["a", "b"]
+    assert [r["name"] for r in doc["rules"]] == ["repeat_error", "z"]

@@ -1,0 +1,140 @@
+"""Parser: syntax tree shapes, literals, and syntax errors in the language's own words."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvp_dsl import ast
+from rlvp_dsl.parser import get_parser, parse
+from rlvp_dsl.syntax_errors import describe_terminal
+from rlvp_dsl.source import SourceFile
+
+INTERNAL = ("__ANON", "$END", "LPAR", "RPAR", "LBRACE", "RBRACE", "LSQB", "SIGNED_NUMBER", "QUOTED_NAME")
+
+
+def tree(text):
+    result, diagnostics = parse(SourceFile("t.rlvp", text))
+    assert result is not None and not diagnostics, diagnostics
+    return result.items
+
+
+def diags(text):
+    _, diagnostics = parse(SourceFile("t.rlvp", text))
+    return diagnostics
+
+
+def on_of(text):
+    (rule,) = [i for i in tree(text) if isinstance(i, ast.Violation)]
+    return rule.on
+
+
+def test_tool_declaration():
+    """`tool NAME : TAGS target ARG` gives a ToolDecl with its tags and target."""
+    (decl,) = tree("tool cancel : write, destructive target reservation_id")
+    assert decl.name.text == "cancel"
+    assert [t.text for t in decl.tags] == ["write", "destructive"]
+    assert decl.target.text == "reservation_id"
+
+
+def test_juxtaposition_means_and():
+    """`a b` parses exactly like `a and b`."""
+    assert on_of("violation v (-1) { on call x ok }") == on_of("violation v (-1) { on call x and ok }")
+
+
+def test_precedence_not_and_or():
+    """`not` binds tighter than `and`, which binds tighter than `or`."""
+    on = on_of("violation v (-1) { on not ok and error or malformed }")
+    assert isinstance(on, ast.Or)
+    left, right = on.items
+    assert isinstance(left, ast.And) and isinstance(left.items[0], ast.Not)
+    assert right == ast.StatusAtom("malformed")
+
+
+def test_long_and_chain_is_flat():
+    """A chain of `and` is one node with every clause, not a nested tree."""
+    on = on_of("violation v (-1) { on " + " and ".join(["ok"] * 50) + " }")
+    assert isinstance(on, ast.And) and len(on.items) == 50
+
+
+def test_string_escapes_and_regex_flags():
+    """String escapes are decoded; a regex keeps its body and flags, with `\\/` unescaped."""
+    on = on_of('violation v (-1) { on call error_text contains "a\\"b\\n" and result matches /x\\/y/im }')
+    texts = [i for i in on.items if isinstance(i, ast.TextTest)]
+    assert texts[0].value == 'a"b\n'
+    assert (texts[1].value, texts[1].flags) == ("x/y", "im")
+
+
+def test_bad_escape_is_rv104():
+    """An unknown escape in a string is RV104 at the string."""
+    (d,) = diags('violation v (-1) { on call error_text contains "a\\qb" }')
+    assert d.code == "RV104" and d.span.column == 48
+
+
+@pytest.mark.parametrize("text,code", [
+    ("obligation o (1, expire -1) { open on call discharge on call deadline within 0 calls }", "RV209"),
+    ("obligation o (1, expire -1) { open on call discharge on call deadline within 1.5 calls }", "RV209"),
+    ('violation v (-1) { on call result < "x" }', "RV209"),
+    ('violation v (-1) { on call arg x > "x" }', "RV209"),
+])
+def test_invalid_values(text, code):
+    """Counts and comparisons that make no sense are diagnosed while parsing."""
+    assert code in {d.code for d in diags(text)}
+
+
+def test_optional_names_default_to_the_kind():
+    """`repeat_error (-0.3)` and `blind_destructive (-1)` are named after their kind."""
+    items = tree("repeat_error (-0.3)\nblind_destructive (-1)")
+    assert [i.name.text for i in items] == ["repeat_error", "blind_destructive"]
+
+
+def test_obligation_default_deadline_is_end():
+    """An obligation without `deadline` expires at the end of the episode."""
+    (o,) = tree("obligation o (1, expire -1) { open on call discharge on call }")
+    assert o.deadline.kind == "end"
+
+
+@pytest.mark.parametrize("text", [
+    "violation v (-1) { on call",
+    "violation v (-1) { on call and }",
+    "violation v -1 { on call }",
+    "violation v (-1) on call",
+    "obligation o (1) { }",
+    "obligation o (1, expire -1) { open on call discharge on call deadline within 3 }",
+    "tool x : read,",
+    "tool x : read target",
+    "const X = ",
+    "violation v (-1) { on call arg x in [1, ] }",
+    "progress p (+1) { signal g sideways }",
+    "include",
+    "violation v (-1) { on seen call }",
+    "violation v (-1) { on (call }",
+    "}",
+])
+def test_syntax_errors_use_the_languages_words(text):
+    """A syntax error is one RV1xx diagnostic that never names a parser-internal terminal."""
+    ds = diags(text)
+    assert ds and all(d.code.startswith("RV1") for d in ds)
+    for d in ds:
+        for name in INTERNAL:
+            assert name not in d.message and name not in d.help, (d.message, d.help)
+        assert d.span.line >= 1 and d.span.column >= 1
+
+
+def test_file_ending_inside_a_block_points_at_the_opener():
+    """When the file ends inside `{`, the error is RV103 at the `{`, not at end of file."""
+    (d,) = diags("tool x : read\nviolation v (-1) {\n  on call x\n")
+    assert (d.code, d.span.line, d.span.column) == ("RV103", 2, 18)
+
+
+def test_known_mistake_gets_a_hint():
+    """A missing deadline unit is explained by the table of known mistakes."""
+    (d,) = diags("obligation x (1, expire -1) { open on call discharge on call deadline within 3 }")
+    assert "within N calls" in d.help
+
+
+def test_every_terminal_is_described_in_words():
+    """describe_terminal never returns a parser-internal name."""
+    for term in get_parser().terminals:
+        words = describe_terminal(term.name)
+        assert not any(name in words for name in INTERNAL), (term.name, words)
+    assert describe_terminal("$END") == "end of file"
