@@ -1,0 +1,136 @@
+"""Compiler: the exact order of effects within one event, streaming contract, bounds."""
+
+from __future__ import annotations
+
+import pytest
+
+from rlvp_dsl import loads
+from rlvp_dsl.events import Episode, Event
+
+TOOLS = ("tool get : read target id\ntool put : write target id\ntool submit : submit\n"
+         "tool test : verify\n")
+
+
+def C(i, tool, status="ok", **kw):
+    return Event(i, "call", tool=tool, status=status, **kw)
+
+
+def score(rules, *events):
+    return sorted((c.event_index, c.rule, c.value, c.outcome) for c in loads(TOOLS + rules).score(Episode("e", events)))
+
+
+def test_discharging_event_opens_no_new_instance():
+    """An event matching both discharge and open only discharges; a later opener opens the next instance."""
+    rules = "obligation o (+1, expire -0.5) { open on call test discharge on call test ok }"
+    got = score(rules, C(0, "test"), C(1, "test"), C(2, "test", "error"))
+    assert got == [(1, "o", 1.0, "discharge"), (2, "o", -0.5, "expire")]
+
+
+def test_before_deadline_spares_the_discharged_instance():
+    """A deadline event that also discharges pays the discharge and expires only the others."""
+    rules = ("obligation o (+1, expire -0.5) { open on call put discharge on call submit ok same id "
+             "deadline before call submit }")
+    got = score(rules, C(0, "put", arguments={"id": "A"}), C(1, "put", arguments={"id": "B"}),
+                C(2, "submit", arguments={"id": "B"}))
+    assert got == [(0, "o", -0.5, "expire"), (2, "o", 1.0, "discharge")]
+
+
+def test_within_counts_calls_not_messages():
+    """`within N calls` counts tool calls only: messages in between do not use up the window."""
+    rules = "obligation o (+1, expire -0.5) { open on call put discharge on call test ok deadline within 1 calls }"
+    ok = score(rules, C(0, "put"), Event(1, "user", text="hi"), Event(2, "assistant", text="x"), C(3, "test"))
+    assert ok == [(3, "o", 1.0, "discharge")]
+    late = score(rules, C(0, "put"), C(1, "get"), C(2, "test"))
+    assert late == [(0, "o", -0.5, "expire")]
+
+
+def test_instances_are_keyed_by_binding():
+    """With `same id`, one instance per id value; reopening an open id does nothing."""
+    rules = "obligation o (+1, expire -0.5) { open on call put discharge on call get ok same id }"
+    got = score(rules, C(0, "put", arguments={"id": "A"}), C(1, "put", arguments={"id": "A"}),
+                C(2, "put", arguments={"id": 1}), C(3, "get", arguments={"id": "1"}), C(4, "get", arguments={"id": "A"}),
+                C(5, "get", arguments={"id": "A"}))
+    # 1 and "1" are the same target text (normalise_value)
+    assert got == [(3, "o", 1.0, "discharge"), (4, "o", 1.0, "discharge")]
+
+
+def test_open_without_binding_value_is_ignored():
+    """A call lacking the bound argument neither opens nor discharges."""
+    rules = "obligation o (+1, expire -0.5) { open on call put discharge on call get ok same id }"
+    assert score(rules, C(0, "put"), C(1, "get", arguments={"id": "A"})) == []
+
+
+def test_assistant_turn_discharges():
+    """An obligation can be discharged by an assistant turn (credit lands on that turn)."""
+    rules = 'obligation o (+1, expire -1) { open on call put ok discharge on assistant says "done" }'
+    got = score(rules, C(0, "put"), Event(1, "user", text="done"), Event(2, "assistant", text="all done"))
+    assert got == [(2, "o", 1.0, "discharge")]
+
+
+def test_no_result_and_malformed_never_discharge():
+    """Even a discharge condition without `ok` is not met by malformed or no_result calls."""
+    rules = "obligation o (+1, expire -1) { open on call put discharge on call test }"
+    got = score(rules, C(0, "put"), C(1, "test", "malformed"), C(2, "test", "no_result"))
+    assert got == [(0, "o", -1.0, "expire")]
+
+
+def test_error_matches_malformed_but_not_no_result():
+    """`error` matches error and malformed calls; `no_result` only unanswered ones; `ok` only ok ones."""
+    rules = ("violation e (-1) { on call error }\nviolation n (-1) { on call no_result }\n"
+             "violation k (-1) { on call ok }\nviolation m (-1) { on call malformed }")
+    got = score(rules, C(0, "get"), C(1, "get", "error"), C(2, "get", "malformed"), C(3, "get", "no_result"))
+    assert [(i, r) for i, r, _, _ in got] == [(0, "k"), (1, "e"), (2, "e"), (2, "m"), (3, "n")]
+
+
+def test_seen_same_binding_and_since():
+    """`seen (... same id since ...)` remembers values per id and forgets them at `since`."""
+    rules = "violation v (-1) { on call put unless seen (call get ok same id since call submit) }"
+    got = score(rules, C(0, "get", arguments={"id": "A"}), C(1, "put", arguments={"id": "A"}),
+                C(2, "put", arguments={"id": "B"}), C(3, "submit"), C(4, "put", arguments={"id": "A"}))
+    assert [i for i, *_ in got] == [2, 4]
+
+
+def test_seen_is_strictly_earlier():
+    """A `seen` condition looks at earlier events only, not the current one."""
+    got = score("violation v (-1) { on call get unless seen (call get) }", C(0, "get"), C(1, "get"))
+    assert [i for i, *_ in got] == [0]
+
+
+def test_progress_increasing_from_start_and_ignores_non_numbers():
+    """Progress pays only new bests; booleans and missing signals are ignored."""
+    rules = "progress p (+1) { signal s increasing from 0 }"
+    got = score(rules, C(0, "get", signals={"s": 1}), C(1, "get", signals={"s": True}), C(2, "get"),
+                C(3, "get", signals={"s": 0.5}), C(4, "get", signals={"s": 2}))
+    assert [(i, v) for i, _, v, _ in got] == [(0, 1.0), (4, 1.0)]
+
+
+def test_undeclared_tool_uses_event_tags():
+    """A tool the rules do not declare is matched by the tags the source gave its event."""
+    got = score("violation v (-1) { on call tag write }", Event(0, "call", tool="other", tags={"write"}))
+    assert got == [(0, "v", -1.0, "fire")]
+
+
+def test_event_bound_sums_rule_bounds():
+    """event_bound is |violation| + |credit|+|expire| + the progress cap."""
+    program = loads(TOOLS + "violation v (-0.5) { on call }\n"
+                    "obligation o (+1, expire -0.25) { open on call discharge on call }\n"
+                    "progress p (+0.2 per unit, max 0.7) { signal s decreasing }")
+    assert program.event_bound() == pytest.approx(0.5 + 1.25 + 0.7)
+
+
+def test_scorer_rejects_out_of_order_and_after_finish():
+    """A scorer needs events in index order and cannot be reused after finish()."""
+    scorer = loads(TOOLS + "repeat_error (-1)").stream()
+    with pytest.raises(ValueError, match="expected index 0"):
+        scorer.step(C(1, "get"))
+    scorer.step(C(0, "get"))
+    scorer.finish()
+    with pytest.raises(ValueError, match="finished"):
+        scorer.step(C(1, "get"))
+
+
+def test_credits_carry_location_and_kind():
+    """Each credit names its rule's file:line:col and its kind."""
+    program = loads(TOOLS + "\nviolation v (-1) { on call }", "x.rlvp")
+    (credit,) = program.score(Episode("e", (C(0, "get"),)))
+    assert (credit.location, credit.kind, credit.outcome) == ("x.rlvp:6:1", "violation", "fire")
