@@ -33,8 +33,9 @@ from trainer.types import Rollout
 
 MALFORMED_TEXT = "error malformed call"
 GenerationConfig = GenConfig  # the name the training loop uses
-_TRIES: dict[tuple, CallTrie] = {}
-_CHATS: dict[int, ChatFormat] = {}
+# Caches keyed by the tokenizer's id; each entry keeps the tokenizer alive, so an id is never reused.
+_TRIES: dict[tuple, tuple[object, CallTrie]] = {}
+_CHATS: dict[int, tuple[object, ChatFormat]] = {}
 
 
 def system_prompt(env: ToolEnv, call_format: CallFormat) -> str:
@@ -59,14 +60,14 @@ def _trie(env: ToolEnv, tokenizer, call_format: CallFormat) -> CallTrie:
     schema = tuple(env.schema())
     key = (id(tokenizer), call_format.style, tuple((s.name, s.parameters) for s in schema))
     if key not in _TRIES:
-        _TRIES[key] = CallTrie.build(schema, tokenizer, call_format)
-    return _TRIES[key]
+        _TRIES[key] = (tokenizer, CallTrie.build(schema, tokenizer, call_format))
+    return _TRIES[key][1]
 
 
 def _chat(tokenizer) -> ChatFormat:
     if id(tokenizer) not in _CHATS:
-        _CHATS[id(tokenizer)] = ChatFormat.from_tokenizer(tokenizer)
-    return _CHATS[id(tokenizer)]
+        _CHATS[id(tokenizer)] = (tokenizer, ChatFormat.from_tokenizer(tokenizer))
+    return _CHATS[id(tokenizer)][1]
 
 
 class _Episode:
