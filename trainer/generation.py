@@ -336,18 +336,16 @@ class HFGenerator:
             # The final EOS is sampled after the processor's last call: parse the call here.
             index = trie.parse(ids[state.call_start:n - 1]) if ids and ids[-1] == trie.eos_id else None
             ended = state.phase in (_CALL, _DONE) and index is not None
+            # A turn cut off before its call began is a malformed call spanning the whole turn.
+            call_start = state.call_start if state.phase in (_CALL, _DONE) else 0
             if ended:
-                call_end = n - 1
-                call = trie.calls[index]
-                text = trie.texts[index]
+                call_end, call, text = n - 1, trie.calls[index], trie.texts[index]
             else:
-                call_end = n
-                call = None
-                text = tok.decode(ids[state.call_start:call_end]) if state.phase >= _CALL else ""
+                call_end, call, text = n, None, tok.decode(ids[call_start:n])
             samples.append(TurnSample(
                 ids=ids, logprobs=lp_mask[row, :n].tolist(), policy_logprobs=lp_raw[row, :n].tolist(),
                 allowed=constraint.allowed[row][:n], call=call, call_text=text,
-                call_start=min(state.call_start, call_end), call_end=call_end, ended_with_eos=ended,
+                call_start=call_start, call_end=call_end, ended_with_eos=ended,
             ))
         return samples
 

@@ -145,3 +145,15 @@ def test_reasoning_is_bounded_and_in_the_sequence(bpe, rollouts):
             assert r.completion_ids[start - len(close):start] == close
             position = next(i for i in range(end + 1, len(r.completion_ids) + 1)
                             if i == len(r.completion_ids) or r.completion_mask[i] == 1)
+
+
+def test_turn_cut_inside_reasoning_is_one_malformed_call(bpe):
+    """A turn that runs out of tokens inside the reasoning is a malformed call spanning the whole turn."""
+    model = build_tiny_model(bpe, TinyModelConfig(seed=1))
+    think_ids = tuple(sorted({i for word in FILLER for i in encode(bpe, word)}))
+    cfg = GenConfig(think_max_tokens=3, think_token_ids=think_ids, max_new_tokens=2)
+    (r,) = collect_group(model, bpe, env_factory("chain4", max_turns=2), make_tasks(1)[0], 1, cfg, seed=0)
+    assert [e.status for e in r.episode.calls] == ["malformed", "malformed"]
+    for (start, end), text in zip(r.call_spans, r.info["call_texts"]):
+        assert end - start == 2 and bpe.decode(r.completion_ids[start:end]) == text
+        assert text.startswith(THINK_OPEN)
