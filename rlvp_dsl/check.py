@@ -119,7 +119,7 @@ class _Checker:
                 "progress": "progress pays credit for a new best value; penalise with a violation instead",
             }
             self.error("RV204", f"'{field}' must be {want} for {rule_kind} (got {value:g})", span,
-                       helps.get(rule_kind, helps["violation"]))
+                       helps.get(rule_kind.removeprefix("an ").removeprefix("a "), helps["violation"]))
         return value
 
     # ---- 3. names inside conditions -----------------------------------
@@ -248,8 +248,8 @@ class _Checker:
                        "`discharge` condition", r.discharge.span,
                        "check the tool names, tags and statuses it combines with `and`")
         elif r.same is not None:
-            self.check_binding(r.same, open_classes, "`open`", "RV205")
-            self.check_binding(r.same, discharge_classes, "`discharge`", "RV206")
+            if self.check_binding(r.same, open_classes, "`open`", "RV205"):
+                self.check_binding(r.same, discharge_classes, "`discharge`", "RV206")
         d = r.deadline
         return ObligationRule(r.name.text, credit, expire, r.open, r.discharge, r.same, d.kind, d.cond, d.calls, r.span)
 

@@ -16,8 +16,8 @@ Order within one event (this is the semantics, docs/language.md):
 1. rules in source order; for an obligation: (a) instances whose ``within``
    window has passed expire, (b) the event discharges the instance with its
    binding value, (c) a ``before`` deadline expires every other open instance,
-   (d) unless it discharged one, the event opens a new instance, if none with its
-   binding value is open;
+   (d) an event that does not satisfy the discharge condition opens a new instance,
+   if none with its binding value is open;
 2. then every ``seen`` slot is updated with the event (all conditions first
    evaluated on the state before the event, then applied: ``since`` resets first).
 """
@@ -187,13 +187,12 @@ class Program:
                         del instances[key]
                         out.append(Credit(opened, name, rule.expire, location,
                                           explain.expired_within(within, event.index), "obligation", "expire"))
-            discharged = False
-            if instances and discharge_pred is not None and event.status not in (MALFORMED, NO_RESULT) \
-                    and discharge_pred(event, states):
+            discharging = (discharge_pred is not None and event.status not in (MALFORMED, NO_RESULT)
+                           and (instances or open_pred is not None) and discharge_pred(event, states))
+            if discharging and instances:
                 key = binding_key(same, event, tools) if same is not None else ""
                 if key is not None and key in instances:
                     opened = instances.pop(key)[0]
-                    discharged = True
                     out.append(Credit(event.index, name, rule.credit, location,
                                       explain.discharged(opened), "obligation", "discharge"))
             if instances and before_pred is not None and before_pred(event, states):
@@ -202,7 +201,7 @@ class Program:
                                       explain.expired_before(event.index), "obligation", "expire"))
                 instances.clear()
                 queue.clear()
-            if not discharged and open_pred is not None and open_pred(event, states):
+            if not discharging and open_pred is not None and open_pred(event, states):
                 key = binding_key(same, event, tools) if same is not None else ""
                 if key is not None and key not in instances:
                     end = scorer.calls_before + (1 if is_call else 0) + within

@@ -126,13 +126,12 @@ def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instan
             instances.remove(inst)
             out.append(Credit(inst[1], rule.name, rule.expire, where, explain.expired_within(rule.within, i),
                               "obligation", "expire"))
-    discharged = False
-    if instances and creditable and e.status not in (MALFORMED, NO_RESULT) and ep.holds(rule.discharge, i):
+    discharging = creditable and e.status not in (MALFORMED, NO_RESULT) and ep.holds(rule.discharge, i)
+    if instances and discharging:
         key = ep.key(rule.same, e) if rule.same is not None else ""
         for inst in instances:
             if key is not None and inst[0] == key:
                 instances.remove(inst)
-                discharged = True
                 out.append(Credit(i, rule.name, rule.credit, where, explain.discharged(inst[1]),
                                   "obligation", "discharge"))
                 break
@@ -141,7 +140,7 @@ def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instan
             out.append(Credit(inst[1], rule.name, rule.expire, where, explain.expired_before(i),
                               "obligation", "expire"))
         instances.clear()
-    if not discharged and creditable and ep.holds(rule.open, i):
+    if not discharging and creditable and ep.holds(rule.open, i):
         key = ep.key(rule.same, e) if rule.same is not None else ""
         if key is not None and all(inst[0] != key for inst in instances):
             end = calls_before + (1 if e.kind == CALL else 0) + rule.within

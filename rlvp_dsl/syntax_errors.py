@@ -137,6 +137,20 @@ def _unclosed_opener(text: str, upto: int) -> tuple[int, str] | None:
     return stack[-1] if stack else None
 
 
+_TOP_LEVEL = frozenset({"VIOLATION", "OBLIGATION", "TOOL", "CONST"})
+
+
+def _generic_hint(expected: set[str]) -> str:
+    """A help line for an unexpected token when no known mistake matched."""
+    if len(expected & _CONDITION_START) >= len(_CONDITION_START) // 2:
+        return ("a condition starts with e.g. `call NAME`, `tag NAME`, `ok`, `error`, `arg NAME ...`, "
+                "`user says /.../`, `seen (...)`, `not` or `(`")
+    if _TOP_LEVEL <= expected:
+        return ("a file holds declarations (`tool`, `tools from`, `const`, `include`) and rules "
+                "(`violation`, `obligation`, `repeat_error`, `blind_destructive`, `progress`)")
+    return "see docs/language.md for the syntax"
+
+
 def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnostic]:
     parser = get_parser()
     text = source.text
@@ -175,7 +189,7 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
         label = exc.match_examples(parser.parse, _EXAMPLES, use_accepts=True)
     except Exception:  # the example table must never turn a syntax error into a crash
         label = None
-    hint = label or ""
+    hint = label or _generic_hint(expected)
     if opener is not None and opener[1] == "{" and "RBRACE" in expected:
         line, col = source.position(opener[0])
         hint = f"the block opened at {line}:{col} is not closed before this" + (f"; {label}" if label else "")

@@ -32,10 +32,7 @@ DIAGNOSTIC_CASES = sorted(p.stem for p in (GOLDEN / "diagnostics").glob("*.rlvp"
 CREDIT_CASES = sorted(p.stem for p in (GOLDEN / "credits").glob("*.rlvp"))
 
 #: Cases whose checked-in expectation is right and the library is wrong (reported; strict xfail).
-KNOWN_BUGS = {
-    "wrong_sign": "check.sign looks up the help by 'an obligation' instead of 'obligation', so an "
-                  "obligation's wrong-sign help talks about violations",
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def _cases(cases):

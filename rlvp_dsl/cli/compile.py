@@ -127,5 +127,18 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
+def run() -> None:
+    """Console-script entry: `main`, with a closed pipe (`| head`) ending quietly."""
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

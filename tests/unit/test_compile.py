@@ -19,11 +19,13 @@ def score(rules, *events):
     return sorted((c.event_index, c.rule, c.value, c.outcome) for c in loads(TOOLS + rules).score(Episode("e", events)))
 
 
-def test_discharging_event_opens_no_new_instance():
-    """An event matching both discharge and open only discharges; a later opener opens the next instance."""
+def test_discharging_event_never_opens():
+    """An event satisfying the discharge condition never opens; only a non-discharging opener does."""
     rules = "obligation o (+1, expire -0.5) { open on call test discharge on call test ok }"
     got = score(rules, C(0, "test"), C(1, "test"), C(2, "test", "error"))
-    assert got == [(1, "o", 1.0, "discharge"), (2, "o", -0.5, "expire")]
+    assert got == [(2, "o", -0.5, "expire")]
+    got = score(rules, C(0, "test", "error"), C(1, "test"), C(2, "test"))
+    assert got == [(1, "o", 1.0, "discharge")]
 
 
 def test_before_deadline_spares_the_discharged_instance():
