@@ -23,7 +23,6 @@ no policy gradient.  A dead iteration is one where every group is dead.
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import attrs
@@ -218,7 +217,3 @@ def compute_advantages(
     live_tok = (adv != 0) & (mask > 0)  # (B, T)
     dead = ~live_tok.reshape(n_groups, G * T).any(dim=1) if B else torch.ones(0, dtype=torch.bool)
     return Advantages(adv.float(), A_out.float(), process.float(), dead, R_used.reshape(B).float())
-
-
-def is_finite_number(x: float) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

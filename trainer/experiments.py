@@ -28,7 +28,7 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from trainer.config import TrainConfig, load_config
+from trainer.config import TrainConfig
 from trainer.metrics import mean_std, summarise_run
 
 

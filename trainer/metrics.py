@@ -97,8 +97,8 @@ def episodes_to_success(rows: Sequence[dict], threshold: float = 0.5, window: in
     """Episodes generated (cumulative, resampling included) when the trailing-``window``
     mean success rate first reaches ``threshold``; None if never."""
     succ = trailing_mean([float(r["rollout/success_rate"]) for r in rows], window)
-    for row, s in zip(rows, succ):
-        if s >= threshold:
+    for i, (row, s) in enumerate(zip(rows, succ)):
+        if i >= window - 1 and s >= threshold:  # full windows only: one lucky early batch does not count
             return float(row["rollout/episodes_generated"])
     return None
 
