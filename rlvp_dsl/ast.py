@@ -276,8 +276,49 @@ class Progress:
     kind = "progress"
 
 
+# ---- tests inside rule files ------------------------------------------------
+
+
+@attrs.frozen
+class EpisodeEvent:
+    """One event of an inline test episode (``user "..."``, ``call NAME {...} error "..."``)."""
+
+    kind: str  # "call" | "user" | "assistant"
+    tool: Name | None = None
+    arguments: tuple[tuple[str, object], ...] = ()  # JSON object as (key, value) pairs, in order
+    status: str = "ok"
+    error_text: str = ""
+    result: str = ""
+    text: str = ""
+    signals: tuple[tuple[str, float], ...] = ()
+    span: Span = _span()
+
+
+@attrs.frozen
+class Expect:
+    """``expect RULE|total [at call N | at event N] == VALUE``."""
+
+    rule: Name | None  # None: the total of all rules
+    value: float
+    at: str | None = None  # None | "call" | "event"
+    index: int = 0
+    span: Span = _span()
+
+
+@attrs.frozen
+class TestBlock:
+    """``test "NAME" { episode ... expect ... }``: an episode and the credits it must get."""
+
+    name: str
+    expects: tuple[Expect, ...]
+    events: tuple[EpisodeEvent, ...] | None = None  # inline episode
+    episode_file: str | None = None  # or a file any reader accepts
+    span: Span = _span()
+
+
 Rule = Union[Violation, Obligation, RepeatError, BlindDestructive, Progress]
-Item = Union[Include, ToolsFrom, ToolDecl, ConstDecl, Violation, Obligation, RepeatError, BlindDestructive, Progress]
+Item = Union[Include, ToolsFrom, ToolDecl, ConstDecl, Violation, Obligation, RepeatError, BlindDestructive, Progress,
+             TestBlock]
 RULE_TYPES = (Violation, Obligation, RepeatError, BlindDestructive, Progress)
 
 

@@ -20,7 +20,7 @@ from . import ast
 from .analysis import Universe, has_unknown, tools_of, walk
 from .diagnostics import WARNING, Diagnostic, did_you_mean
 from .events import USER
-from .ir import ObligationRule, ProgressRule, RuleSet, ToolInfo, ViolationRule
+from .ir import ObligationRule, ProgressRule, RuleSet, RuleTest, ToolInfo, ViolationRule
 from .source import NO_SPAN, Span
 
 # Defaults of the structural rules (docs/language.md, "repeat_error" and "blind_destructive").
@@ -219,7 +219,28 @@ class _Checker:
             rule = getattr(self, "rule_" + item.kind)(item)
             if rule is not None:
                 rules.append(rule)
-        return RuleSet(dict(sorted(self.tools.items())), tuple(rules))
+        return RuleSet(dict(sorted(self.tools.items())), tuple(rules), self.collect_tests(seen_names))
+
+    # ---- tests inside rule files -------------------------------------------
+    def collect_tests(self, rule_names: dict[str, Span]) -> tuple[RuleTest, ...]:
+        tests = []
+        names: dict[str, Span] = {}
+        for f, block in self.items(ast.TestBlock):
+            if block.name in names:
+                self.error("RV203", f"duplicate test name {block.name!r} (first at {names[block.name].location})",
+                           block.span, "test names must be unique: the test runner reports by name")
+            names.setdefault(block.name, block.span)
+            for expect in block.expects:
+                if expect.rule is not None and expect.rule.text not in rule_names:
+                    self.error("RV211", f"unknown rule '{expect.rule.text}' in an expectation", expect.rule.span,
+                               did_you_mean(expect.rule.text, rule_names) or "name a rule of this file, or `total`")
+            for event in block.events or ():
+                if event.tool is not None and event.tool.text not in self.tools:
+                    self.warn("RV201", f"the test episode calls tool '{event.tool.text}', which is not declared",
+                              event.tool.span, did_you_mean(event.tool.text, self.tools)
+                              or "undeclared tools carry no tags; declare it if the rules should see its tags")
+            tests.append(RuleTest(f.path, block))
+        return tuple(tests)
 
     def rule_violation(self, r: ast.Violation) -> ViolationRule:
         w = self.sign("a violation", "weight", self.weight(r.weight), "negative", r.weight.span)

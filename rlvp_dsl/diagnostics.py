@@ -49,6 +49,7 @@ CODES: Mapping[str, str] = {
     "RV208": "credit would land on a user message",
     "RV209": "an invalid value (count, cap, comparison)",
     "RV210": "a rule that can never fire",
+    "RV211": "an expectation names an unknown rule",
 }
 
 

@@ -87,11 +87,23 @@ CheckedRule = Union[ViolationRule, ObligationRule, ProgressRule]
 
 
 @attrs.frozen
+class RuleTest:
+    """A ``test`` block and the file it came from (episode paths are relative to it)."""
+
+    file: str
+    block: ast.TestBlock
+
+
+@attrs.frozen
 class RuleSet:
-    """Everything the compiler needs: the tool table and the rules, in source order."""
+    """Everything the compiler needs: the tool table and the rules, in source order.
+
+    `tests` (the files' ``test`` blocks) are not part of the program and not in `to_json`.
+    """
 
     tools: Mapping[str, ToolInfo]
     rules: tuple[CheckedRule, ...]
+    tests: tuple[RuleTest, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -45,15 +45,34 @@ def get_parser() -> Lark:
     )
 
 
+#: Words of the `test` blocks that never stand where a name could: they stay usable as names
+#: (a tool called `test` is common).
+SOFT_KEYWORDS = frozenset({"test", "episode", "expect", "event"})
+
+
 @functools.lru_cache(maxsize=1)
 def keywords() -> frozenset[str]:
-    """Reserved words: every literal word of the grammar (`violation`, `call`, `open`, ...)."""
+    """Reserved words: every literal word of the grammar (`violation`, `call`, `open`, ...)
+    except the `SOFT_KEYWORDS`."""
     words = set()
     for term in get_parser().terminals:
         pattern = term.pattern
         if pattern.type == "str" and pattern.value.replace("_", "").isalpha():
             words.add(pattern.value)
-    return frozenset(words)
+    return frozenset(words - SOFT_KEYWORDS)
+
+
+class _JsonObject(list):
+    """A JSON object literal while it is being built: its (key, value) pairs."""
+
+
+def _json(value):
+    """A JSON literal of a test episode as Python data (integral numbers as int, like json.loads)."""
+    if isinstance(value, _JsonObject):
+        return {k: v for k, v in value}
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 def _strip_backticks(text: str) -> str:
@@ -392,6 +411,99 @@ class _ToAst(Transformer_NonRecursive):
     def seen_atom(self, meta, children):
         cond, same, since = children
         return self._nest(ast.Seen(cond, same, since, self._span(meta)), cond, since)
+
+    # -- tests inside rule files
+    @v_args(meta=True)
+    def test_block(self, meta, children):
+        name, (events, path), *expects = children
+        return ast.TestBlock(self._string(name), tuple(expects), events, path, self._span(meta))
+
+    def episode_file(self, children):
+        return None, self._string(children[0])
+
+    def episode_inline(self, children):
+        return tuple(children), None
+
+    @v_args(meta=True)
+    def user_event(self, meta, children):
+        return ast.EpisodeEvent("user", text=self._string(children[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def assistant_event(self, meta, children):
+        return ast.EpisodeEvent("assistant", text=self._string(children[0]), span=self._span(meta))
+
+    @v_args(meta=True)
+    def call_event(self, meta, children):
+        name, arguments, status, result, *signals = children
+        status, error_text = status or ("ok", "")
+        return ast.EpisodeEvent("call", name, tuple(arguments) if arguments else (), status, error_text, result or "",
+                                "", tuple(signals), self._span(meta))
+
+    def status_ok(self, children):
+        return "ok", ""
+
+    def status_error(self, children):
+        return "error", self._string(children[0]) if children[0] is not None else ""
+
+    def status_malformed(self, children):
+        return "malformed", self._string(children[0]) if children[0] is not None else ""
+
+    def status_no_result(self, children):
+        return "no_result", ""
+
+    def result_clause(self, children):
+        return self._string(children[0])
+
+    def signal_value(self, children):
+        return children[0].text, children[1]
+
+    @v_args(meta=True)
+    def expect_clause(self, meta, children):
+        target, at, op, value = children
+        kind, index = at if at is not None else (None, 0)
+        span = self._span(meta)
+        if str(op) != "==":
+            self.diagnostics.append(Diagnostic("RV209", f"an expectation compares with == (got {op})", span,
+                                               help="write e.g. `expect total == -0.5`"))
+        return ast.Expect(target, value, kind, index, span)
+
+    def expect_target(self, children):
+        return children[0]
+
+    def expect_total(self, children):
+        return None
+
+    @v_args(meta=True)
+    def expect_repeat_error(self, meta, children):
+        """`expect repeat_error ...`: the default name of an unnamed `repeat_error` rule."""
+        return ast.Name("repeat_error", self._span(meta))
+
+    @v_args(meta=True)
+    def expect_blind_destructive(self, meta, children):
+        return ast.Name("blind_destructive", self._span(meta))
+
+    @v_args(meta=True)
+    def at_call(self, meta, children):
+        return "call", self._index(children[0], meta)
+
+    @v_args(meta=True)
+    def at_event(self, meta, children):
+        return "event", self._index(children[0], meta)
+
+    def _index(self, value: float, meta) -> int:
+        if value != int(value) or value < 0:
+            self.diagnostics.append(Diagnostic("RV209", f"an index is a whole number from 0 (got {value:g})",
+                                               self._span(meta), help="calls and events are counted from 0"))
+        return max(0, int(value))
+
+    def json_object(self, children):
+        return _JsonObject(children)
+
+    def json_pair(self, children):
+        return self._string(children[0]), _json(children[1])
+
+    def json_array(self, children):
+        return [_json(c) for c in children]
 
     @v_args(meta=True)
     def start(self, meta, children):

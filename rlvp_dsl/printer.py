@@ -313,7 +313,46 @@ def print_item(item: ast.Item) -> str:
         if item.start is not None:
             body += " from " + print_number(item.start)
         return _block(f"progress {print_name(item.name)} ({inside})", [body])
+    if isinstance(item, ast.TestBlock):
+        return _test_block(item)
     raise ValueError(f"not a rule-file item: {type(item).__name__}")
+
+
+def _json_text(value: object) -> str:
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{print_string(k)}: {_json_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_json_text(v) for v in value) + "]"
+    return _literal(value)
+
+
+def _episode_event(event: ast.EpisodeEvent) -> str:
+    if event.kind != "call":
+        return f"{event.kind} {print_string(event.text)}"
+    text = "call " + print_name(event.tool)
+    if event.arguments:
+        text += " " + _json_text(dict(event.arguments))
+    if event.status in ("error", "malformed") and event.error_text:
+        text += f" {event.status} {print_string(event.error_text)}"
+    else:
+        text += " " + event.status
+    if event.result:
+        text += " result " + print_string(event.result)
+    for name, value in event.signals:
+        text += f" signal {print_name(name)} = {print_number(value)}"
+    return text
+
+
+def _test_block(item: ast.TestBlock) -> str:
+    if item.episode_file is not None:
+        lines = ["episode " + print_string(item.episode_file)]
+    else:
+        lines = ["episode {"] + ["  " + _episode_event(e) for e in item.events or ()] + ["}"]
+    for expect in item.expects:
+        target = "total" if expect.rule is None else print_name(expect.rule)
+        where = "" if expect.at is None else f" at {expect.at} {expect.index}"
+        lines.append(f"expect {target}{where} == {print_number(expect.value)}")
+    return _block(f"test {print_string(item.name)}", lines)
 
 
 def print_rule_file(tree: ast.RuleFile) -> str:
@@ -321,7 +360,7 @@ def print_rule_file(tree: ast.RuleFile) -> str:
     chunks: list[str] = []
     previous_rule = False
     for item in tree.items:
-        is_rule = isinstance(item, ast.RULE_TYPES)
+        is_rule = isinstance(item, (*ast.RULE_TYPES, ast.TestBlock))
         if chunks and (is_rule or previous_rule):
             chunks.append("")
         chunks.append(print_item(item))

@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--max-diagnostics", type=int, default=MAX_PER_FILE, metavar="N",
                    help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
     p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
+    p.add_argument("--test", action="store_true",
+                   help="run the `test` blocks of the rule files; exit 1 when one fails")
     return p
 
 
@@ -94,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     status = EXIT_OK
     all_json = []
+    totals = {"passed": 0, "failed": 0}
     for path in args.rules:
         if not os.path.isfile(path):
             print(f"rlvp-compile: error: {'is a directory' if os.path.isdir(path) else 'file not found'}: {path}",
@@ -110,6 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             status = max(status, EXIT_INPUT_ERRORS)
             continue
+        if args.test:
+            failed_tests = _run_tests(path, result.ruleset, totals)
+            status = max(status, EXIT_INPUT_ERRORS if failed_tests else EXIT_OK)
+            continue
         if not args.json:
             print(f"{path}: ok: {_describe(result.ruleset)}", file=sys.stderr)
         if args.emit_program or args.output:
@@ -124,7 +131,31 @@ def main(argv: list[str] | None = None) -> int:
                 sys.stdout.write(program_text)
     if args.json:
         print(json.dumps(all_json if len(all_json) != 1 else all_json[0], indent=2, ensure_ascii=False))
+    if args.test:
+        print(f"{totals['passed']} passed, {totals['failed']} failed")
     return status
+
+
+def _run_tests(path: str, ruleset, totals: dict) -> int:
+    """Run one file's test blocks, print PASS/FAIL lines; returns the number failed."""
+    from ..compile import compile_ruleset
+    from ..rule_tests import run_tests
+
+    outcomes = run_tests(compile_ruleset(ruleset))
+    if not outcomes:
+        print(f"{path}: no tests")
+    failed = 0
+    for outcome in outcomes:
+        if outcome.passed:
+            totals["passed"] += 1
+            print(f"PASS {path}: {outcome.name}")
+            continue
+        failed += 1
+        totals["failed"] += 1
+        print(f"FAIL {path}: {outcome.name} ({outcome.location})")
+        for failure in outcome.failures:
+            print(f"     {failure}")
+    return failed
 
 
 def run() -> None:
