@@ -50,6 +50,12 @@ CODES: Mapping[str, str] = {
     "RV209": "an invalid value (count, cap, comparison)",
     "RV210": "a rule that can never fire",
     "RV211": "an expectation names an unknown rule",
+    # lints (rlvp_dsl/lints.py): warnings about rules that compile but shape the gradient badly
+    "RV301": "warning: credit that nothing can penalise (farmable-looking)",
+    "RV302": "warning: two rules credit the same event for the same reason (double counting)",
+    "RV303": "warning: an obligation whose discharge is implied by its open (it can never open)",
+    "RV304": "warning: weights that dwarf the outcome reward",
+    "RV305": "warning: a deadline that can never pass",
 }
 
 

@@ -12,6 +12,7 @@ from .check import check
 from .compile import Program, compile_ruleset
 from .diagnostics import Diagnostic, RuleError, has_errors
 from .ir import RuleSet
+from .lints import lint
 from .loader import load_files
 from .source import SourceFile
 
@@ -29,22 +30,27 @@ class CheckResult:
         return self.ruleset is not None and not has_errors(self.diagnostics)
 
 
-def _check(path: str, text: str | None) -> CheckResult:
+def _check(path: str, text: str | None, lints: bool) -> CheckResult:
     files, sources, diagnostics = load_files(path, text=text)
     if has_errors(diagnostics):
         return CheckResult(None, diagnostics, sources)
     ruleset, problems = check(files)
+    if lints and not has_errors(problems):
+        problems = problems + lint(ruleset)  # warnings RV3xx (rlvp_dsl/lints.py)
     return CheckResult(ruleset, diagnostics + problems, sources)
 
 
-def check_file(path: str) -> CheckResult:
-    """Parse and check a rule file and its includes; never raises for bad input."""
-    return _check(path, None)
+def check_file(path: str, *, lints: bool = False) -> CheckResult:
+    """Parse and check a rule file and its includes; never raises for bad input.
+
+    With `lints`, a file without errors is also linted (`rlvp_dsl.lints`: RV3xx warnings,
+    as `rlvp-compile` shows them)."""
+    return _check(path, None, lints)
 
 
-def check_text(text: str, path: str = "<string>") -> CheckResult:
+def check_text(text: str, path: str = "<string>", *, lints: bool = False) -> CheckResult:
     """Like `check_file` for text in memory (includes resolve relative to `path`)."""
-    return _check(path, text)
+    return _check(path, text, lints)
 
 
 def _program(result: CheckResult) -> Program:

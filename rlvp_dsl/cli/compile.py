@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             status = max(status, EXIT_USAGE)
             continue
-        result = check_file(path)
+        result = check_file(path, lints=True)
         kept, dropped = sort_and_cap(result.diagnostics, args.max_diagnostics)
         if args.json:
             all_json.append({"file": path, "ok": result.ok, **json.loads(render_json(kept, dropped=dropped))})

@@ -1,0 +1,357 @@
+"""Lints: warnings about rule sets that compile but shape the gradient badly.
+
+Each lint is a function of the checked `RuleSet`; `lint` runs them all and returns
+`Diagnostic`s with severity ``warning`` and a stable code (docs/language.md,
+"Diagnostics").  They reason only with `analysis.Universe.possible` (which event
+classes a condition may match) and with conditions normalised to a canonical form,
+so each criterion below is exact about what it claims and errs towards silence:
+
+RV301  credit with no penalty path.  A paying rule that nothing in the rule set can
+       ever penalise.  The *penalised classes* are the event classes any violation
+       (``repeat_error`` and ``blind_destructive`` included) may match, plus the
+       opening classes of every obligation whose ``expire`` is negative (its penalty
+       lands on the opening event).  An obligation with credit > 0 is reported when
+       neither its ``open`` nor its ``discharge`` classes meet the penalised classes
+       (so ``expire`` is 0 too): opening it is free, and a policy is paid for every
+       open-then-discharge pair it produces.  A progress rule is reported when no
+       call can ever be penalised at all (the rule set only pays).
+RV302  double counting: two rules that credit the same event for the same reason.
+       Two violations (after lowering) whose conditions are equal in canonical form,
+       or where one's conjuncts are all among the other's and the other adds only
+       *scope* (tool, tag, status, kind atoms): every event of the narrower rule also
+       fires the broader one.  A broader condition that tests only the event's kind
+       (bare ``call``, a step cost) never counts.  Also two obligations with equal
+       ``open``, ``discharge`` and ``same``, and two progress rules on one signal in
+       one direction.  ``repeat_error`` beside an ``errored_call`` violation is not
+       double counting: their conditions differ (a repeat of a failure, a failure).
+RV303  an obligation whose discharge is implied by its open: every event satisfying
+       ``open`` also satisfies ``discharge``.  A discharging event never opens, so the
+       obligation can never open (or opens only on malformed / unanswered calls, which
+       never discharge).  Implication is shown conjunct by conjunct: each conjunct of
+       the discharge appears among the open's conjuncts, or is an ``or`` with such a
+       branch, or is a scope test every class the open may match surely passes.
+RV304  weights that dwarf the outcome reward.  A rule whose per-event bound
+       (`ir.rule_bound`) exceeds ``rule_ratio * outcome_scale`` (defaults 1.0 and 1.0:
+       one call of one rule outweighs solving the task), or a rule set whose
+       `Program.event_bound` (the sum of the bounds) exceeds ``total_ratio *
+       outcome_scale`` (default 5.0; the stock rule sets lie between 2 and 4.05).
+       The research measured that process credit swamping the outcome hurts it (tau2).
+RV305  an unreachable deadline: ``deadline before C`` where no event can satisfy C;
+       instances then expire only at the end of the episode (write ``at end``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import attrs
+
+from . import ast
+from .analysis import Universe
+from .diagnostics import WARNING, Diagnostic
+from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, USER
+from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, binding_to_json, expr_to_json, rule_bound
+from .source import Span
+
+#: The codes of this module (registered, with their summaries, in `diagnostics.CODES`).
+LINT_CODES = ("RV301", "RV302", "RV303", "RV304", "RV305")
+
+
+@attrs.frozen
+class LintOptions:
+    """Thresholds of RV304.
+
+    Attributes:
+        outcome_scale: the magnitude of the outcome reward the process credit is added to
+            (reward units; 1.0 for a pass/fail task).
+        rule_ratio: a rule whose per-event bound exceeds ``rule_ratio * outcome_scale`` is reported.
+        total_ratio: a rule set whose `Program.event_bound()` exceeds ``total_ratio * outcome_scale``
+            is reported.
+    """
+
+    outcome_scale: float = 1.0
+    rule_ratio: float = 1.0
+    total_ratio: float = 5.0
+
+
+def lint(ruleset: RuleSet, options: LintOptions = LintOptions()) -> list[Diagnostic]:
+    """Every lint warning of a checked rule set (one without errors), in source order of the rules.
+
+    Raises:
+        ValueError: an option is not a positive number.
+    """
+    for field in ("outcome_scale", "rule_ratio", "total_ratio"):
+        value = getattr(options, field)
+        if not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"lint option '{field}' must be a positive number (got {value!r})")
+    linter = _Linter(ruleset)
+    out = linter.no_penalty_path() + linter.double_counting() + linter.self_discharging()
+    out += linter.magnitudes(options) + linter.unreachable_deadlines()
+    return out
+
+
+def _warn(code: str, message: str, span: Span, help: str) -> Diagnostic:
+    return Diagnostic(code, message, span, help, WARNING)
+
+
+def _key(j: Any) -> str:
+    return json.dumps(j, sort_keys=True, ensure_ascii=False)
+
+
+def _flat(node: ast.Expr, kind: type) -> list[ast.Expr]:
+    """The operands of a chain of `kind` (And or Or), nested chains flattened, iteratively."""
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, kind):
+            stack.extend(reversed(n.items))
+        else:
+            out.append(n)
+    return out
+
+
+_SCOPE = (ast.CallAtom, ast.KindAtom, ast.TagAtom, ast.StatusAtom)
+
+
+class _Linter:
+    def __init__(self, ruleset: RuleSet):
+        self.ruleset = ruleset
+        self.universe = Universe(ruleset.tools)
+        self.rules = ruleset.rules
+
+    # ---- canonical form ----------------------------------------------------
+    def normal(self, expr: ast.Expr | None) -> Any:
+        """A canonical s-expression: `and`/`or` flattened, deduplicated and sorted; `not not x` is x;
+        a bare `call` dropped from a conjunction another operand already confines to calls."""
+        if expr is None:
+            return None
+        if isinstance(expr, ast.And):
+            return self._join("and", self.conjuncts(expr))
+        if isinstance(expr, ast.Or):
+            found = {}
+            for item in _flat(expr, ast.Or):
+                j = self.normal(item)
+                found[_key(j)] = j
+            return self._join("or", sorted(found.items()))
+        if isinstance(expr, ast.Not):
+            if isinstance(expr.item, ast.Not):
+                return self.normal(expr.item.item)
+            return ["not", self.normal(expr.item)]
+        if isinstance(expr, ast.Seen):
+            return ["seen", self.normal(expr.cond), binding_to_json(expr.same), self.normal(expr.since)]
+        return expr_to_json(expr)
+
+    @staticmethod
+    def _join(op: str, items: list[tuple[str, Any]]) -> Any:
+        if len(items) == 1:
+            return items[0][1]
+        return [op, *(j for _, j in items)]
+
+    def conjuncts(self, expr: ast.Expr) -> list[tuple[str, Any]]:
+        """The normalised conjuncts of a condition as sorted (key, json) pairs."""
+        items = _flat(expr, ast.And)
+        calls = self.universe.calls
+        if any(self.universe.possible(i) <= calls for i in items if not _bare_call(i)):
+            items = [i for i in items if not _bare_call(i)]
+        found = {}
+        for item in items:
+            j = self.normal(item)
+            found[_key(j)] = j
+        return sorted(found.items())
+
+    def conjunct_nodes(self, expr: ast.Expr) -> dict[str, ast.Expr]:
+        """The conjuncts of a condition by canonical key (the nodes, for scope tests)."""
+        return {_key(self.normal(i)): i for i in _flat(expr, ast.And)}
+
+    def surely(self, node: ast.Expr) -> frozenset:
+        """The event classes whose every event satisfies `node` (an under-approximation)."""
+        u = self.universe
+        if isinstance(node, ast.And):
+            out = u.all
+            for k in node.items:
+                out = out & self.surely(k)
+            return out
+        if isinstance(node, ast.Or):
+            out = frozenset()
+            for k in node.items:
+                out = out | self.surely(k)
+            return out
+        if isinstance(node, (ast.CallAtom, ast.KindAtom, ast.StatusAtom)):
+            return u.possible(node)  # exact: determined by the class
+        if isinstance(node, ast.TagAtom):
+            return u.calls_of([t for t, info in u.tools.items() if node.tag.text in info.tags])
+        if isinstance(node, ast.Const):
+            return u.all if node.value else frozenset()
+        return frozenset()
+
+    # ---- RV301 ---------------------------------------------------------------
+    def no_penalty_path(self) -> list[Diagnostic]:
+        possible = self.universe.possible
+        penalised: frozenset = frozenset()
+        for r in self.rules:
+            if isinstance(r, ViolationRule) and r.weight < 0:
+                penalised |= possible(r.cond)
+            elif isinstance(r, ObligationRule) and r.expire < 0:
+                penalised |= possible(r.open)
+        out = []
+        for r in self.rules:
+            if isinstance(r, ObligationRule) and r.credit > 0 and r.expire == 0:
+                if not (possible(r.open) | possible(r.discharge)) & penalised:
+                    out.append(_warn(
+                        "RV301", f"obligation '{r.name}' pays {r.credit:+g} on discharge but nothing can penalise it: "
+                        "its expire is 0 and no rule can fire on its open or discharge events, so a policy is paid "
+                        "for every open-then-discharge pair it produces", r.span,
+                        "give it a penalty (`expire -0.2`) for the unmet promise, or a violation for opening it "
+                        "without need"))
+            elif isinstance(r, ProgressRule) and not penalised & self.universe.calls:
+                out.append(_warn(
+                    "RV301", f"progress '{r.name}' pays credit but no rule of this set can ever penalise a call: "
+                    "the rule set only pays", r.span,
+                    "add the penalties that matter (`repeat_error (-0.3)`, `violation errored_call (-0.1) "
+                    "{ on call error }`)"))
+        return out
+
+    # ---- RV302 ---------------------------------------------------------------
+    def double_counting(self) -> list[Diagnostic]:
+        out = []
+        rules = list(self.rules)
+        violations = [r for r in rules if isinstance(r, ViolationRule)]
+        conj = {id(r): self.conjuncts(r.cond) for r in violations}
+        for j, b in enumerate(violations):
+            for a in violations[:j]:
+                ca, cb = dict(conj[id(a)]), dict(conj[id(b)])
+                if ca.keys() == cb.keys():
+                    out.append(_warn(
+                        "RV302", f"rule '{b.name}' fires on exactly the events rule '{a.name}' fires on (their "
+                        f"conditions are equal): each such event is penalised twice for one reason "
+                        f"({a.span.location})", b.span,
+                        f"merge them into one rule with weight {a.weight + b.weight:g}, or remove one"))
+                    continue
+                for broad, narrow, cb_ in ((a, b, cb), (b, a, ca)):
+                    cbroad = dict(conj[id(broad)])
+                    if self._narrows(cbroad, cb_, narrow):
+                        out.append(_warn(
+                            "RV302", f"every event that fires rule '{narrow.name}' also fires rule '{broad.name}' "
+                            f"({broad.span.location}): '{narrow.name}' only narrows its condition to some tools or "
+                            "statuses, so such an event is penalised twice for one reason", narrow.span,
+                            f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
+                            f"'{broad.name}' with `unless`"))
+                        break
+        out += self._same_obligations(rules) + self._same_progress(rules)
+        return out
+
+    def _narrows(self, broad: dict, narrow: dict, narrow_rule: ViolationRule) -> bool:
+        """True when `broad`'s conjuncts are a proper subset of `narrow`'s, the extra ones all scope
+        atoms, and `broad` tests more than the event's kind."""
+        if not broad.keys() < narrow.keys():
+            return False
+        if all(_kind_only(j) for j in broad.values()):
+            return False
+        nodes = self.conjunct_nodes(narrow_rule.cond)
+        return all(k in nodes and isinstance(nodes[k], _SCOPE) for k in narrow.keys() - broad.keys())
+
+    def _same_obligations(self, rules) -> list[Diagnostic]:
+        out, first = [], {}
+        for r in rules:
+            if isinstance(r, ObligationRule):
+                key = _key([self.normal(r.open), self.normal(r.discharge), binding_to_json(r.same)])
+                if key in first:
+                    a = first[key]
+                    out.append(_warn(
+                        "RV302", f"obligation '{r.name}' opens and discharges on exactly the events obligation "
+                        f"'{a.name}' does ({a.span.location}): each discharge is paid twice", r.span,
+                        "merge them into one obligation"))
+                first.setdefault(key, r)
+        return out
+
+    def _same_progress(self, rules) -> list[Diagnostic]:
+        out, first = [], {}
+        for r in rules:
+            if isinstance(r, ProgressRule):
+                key = (r.signal, r.direction)
+                if key in first:
+                    a = first[key]
+                    out.append(_warn(
+                        "RV302", f"progress '{r.name}' tracks signal '{r.signal}' {r.direction}, as progress "
+                        f"'{a.name}' does ({a.span.location}): each new best is paid twice", r.span,
+                        "merge them into one progress rule"))
+                first.setdefault(key, r)
+        return out
+
+    # ---- RV303 ---------------------------------------------------------------
+    def implies(self, a: ast.Expr, d: ast.Expr) -> bool:
+        """True when every event satisfying `a` surely satisfies `d` (sound, incomplete)."""
+        if isinstance(a, ast.Or):
+            return all(self.implies(k, d) for k in _flat(a, ast.Or))
+        have = {k for k, _ in self.conjuncts(a)}
+        classes = self.universe.possible(a)
+        return self._implied(have, classes, d)
+
+    def _implied(self, have: set[str], classes: frozenset, d: ast.Expr) -> bool:
+        if _key(self.normal(d)) in have:
+            return True
+        if isinstance(d, ast.And):
+            return all(self._implied(have, classes, k) for k in _flat(d, ast.And))
+        if isinstance(d, ast.Or):
+            return any(self._implied(have, classes, k) for k in _flat(d, ast.Or))
+        return classes <= self.surely(d)
+
+    def self_discharging(self) -> list[Diagnostic]:
+        out = []
+        for r in self.rules:
+            if not isinstance(r, ObligationRule) or not self.universe.possible(r.open):
+                continue
+            if not self.implies(r.open, r.discharge):
+                continue
+            unanswered = [c for c in self.universe.possible(r.open) if c[2] in (MALFORMED, NO_RESULT)]
+            effect = ("it opens only on malformed or unanswered calls (which never discharge)" if unanswered
+                      else "it can never open, so it never pays and never expires")
+            out.append(_warn(
+                "RV303", f"every event that opens obligation '{r.name}' also satisfies its discharge condition; "
+                f"an event that discharges never opens an instance: {effect}", r.discharge.span,
+                "make the discharge something a later event does that the opening event does not (a different "
+                "tool or tag, or `same` with another binding)"))
+        return out
+
+    # ---- RV304 ---------------------------------------------------------------
+    def magnitudes(self, options: LintOptions) -> list[Diagnostic]:
+        out = []
+        scale = options.outcome_scale
+        for r in self.rules:
+            bound = rule_bound(r)
+            if bound > options.rule_ratio * scale:
+                out.append(_warn(
+                    "RV304", f"rule '{r.name}' can move one event by {bound:g}, more than {options.rule_ratio:g} x "
+                    f"the outcome reward ({scale:g}): one call outweighs solving the task", r.span,
+                    "keep process weights well below the outcome (the research measured the outcome falling on "
+                    "tau2 when process credit swamped it); scale the weights down"))
+        total = sum(rule_bound(r) for r in self.rules)
+        if self.rules and total > options.total_ratio * scale:
+            top = max(self.rules, key=rule_bound)
+            out.append(_warn(
+                "RV304", f"one event can receive up to {total:g} from this rule set (Program.event_bound), more than "
+                f"{options.total_ratio:g} x the outcome reward ({scale:g})", top.span,
+                f"the largest bound is rule '{top.name}' ({rule_bound(top):g}); scale the weights down"))
+        return out
+
+    # ---- RV305 ---------------------------------------------------------------
+    def unreachable_deadlines(self) -> list[Diagnostic]:
+        out = []
+        for r in self.rules:
+            if isinstance(r, ObligationRule) and r.deadline == "before" and r.before is not None \
+                    and not self.universe.possible(r.before):
+                out.append(_warn(
+                    "RV305", f"the deadline of obligation '{r.name}' can never pass: no event satisfies its "
+                    "`before` condition, so instances expire only at the end of the episode", r.before.span,
+                    "check the tool names, tags and statuses it combines with `and`, or write `deadline at end`"))
+        return out
+
+
+def _bare_call(node: ast.Expr) -> bool:
+    return isinstance(node, ast.CallAtom) and not node.tools
+
+
+def _kind_only(j: Any) -> bool:
+    """A canonical conjunct that tests only the kind of event: ``call``, ``user``, ``assistant``."""
+    return j in ([CALL, []], [USER], [ASSISTANT])
