@@ -1,0 +1,478 @@
+"""Hypothesis strategies for rule authors: generated episodes over a tool catalogue.
+
+Use them in your own pytest files to state what your rules must (never) do, and let
+Hypothesis search for an episode that breaks it.  A failure is shrunk to a small,
+readable episode (few events, values ``"A"``/``"B"``, status ``ok``)::
+
+    # tests/test_my_rules.py
+    from hypothesis import given
+    from rlvp_dsl import load_program
+    from rlvp_dsl.testing import episodes
+
+    program = load_program("rules/tau2_airline.rlvp")
+
+    @given(episodes(program, max_events=10))
+    def test_no_episode_earns_more_than_half_a_point(episode):
+        assert sum(c.value for c in program.score(episode) if c.value > 0) <= 0.5
+
+`tools` may be a `Program` (its tool table; the literals its rules test are mined so
+generated events can match them), a `Manifest` (`rlvp_dsl.manifests.load_manifest`),
+a mapping name -> `ToolInfo`, or a list of ToolSpec/ToolInfo-like objects (``name``,
+``tags``, ``target``, ``params``) or plain tool names.  Pass ``rules=program`` to mine a
+program's literals while taking the tools from a manifest.
+
+What is generated (`Vocabulary` holds the pools; every pool is small so that targets
+repeat and collide):
+
+* calls of the catalogue's tools, carrying the tools' tags; the target argument is
+  usually present, other parameters sometimes; values from a small shared pool
+  (``"A"``, ``"B"``, ``"C"``, plus every literal the rules compare that argument with,
+  plus a shortest string matching each regex they test it with);
+* every status: ``ok`` (with a result from a pool), ``error`` (with an error text),
+  ``malformed`` (no arguments, truncated raw JSON), ``no_result``;
+* exact repeats of an earlier call (same tool and arguments) with a fresh status;
+* user and assistant turns: confirmations (``"yes"``, ``"I confirm."``), refusals,
+  summaries, and every text the rules look for;
+* numeric env signals (``goals_remaining`` and any signal the rules name), small integers.
+
+Hypothesis is imported by this module only; the core library never needs it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+try:
+    from hypothesis import strategies as st
+except ImportError as exc:  # pragma: no cover - exercised only without hypothesis
+    raise ImportError(
+        "rlvp_dsl.testing needs the hypothesis package: pip install hypothesis"
+    ) from exc
+
+from . import ast
+from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER, Episode, Event
+from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
+
+__all__ = ["ToolShape", "Vocabulary", "vocabulary", "calls", "events", "episodes", "regex_samples", "reindexed"]
+
+#: The default pool of argument values (shared by all arguments, so targets collide).
+VALUES = ("A", "B", "C")
+USER_TEXTS = ("yes", "no", "Yes, please go ahead.", "I confirm.", "wait, not yet", "")
+ASSISTANT_TEXTS = ("I will change A. Do you confirm?", "Done.", "Let me check.", "")
+RESULTS = ("", "ok", "found A")
+ERROR_TEXTS = ("Error: not found", "Error: invalid argument")
+SIGNAL_VALUES = (0, 1, 2, 3, 4)
+#: Statuses in shrinking order: a counterexample shrinks towards ``ok``.
+_STATUS_WEIGHTS = (OK, OK, OK, ERROR, MALFORMED, NO_RESULT)
+_MAX_SAMPLES = 8
+
+
+@attrs.frozen
+class ToolShape:
+    """What the generator knows of one tool: tags, target argument, parameter names."""
+
+    name: str
+    tags: frozenset[str] = frozenset()
+    target: str | None = None
+    params: tuple[str, ...] = ()
+
+
+@attrs.frozen
+class Vocabulary:
+    """The pools episodes are drawn from (see the module docstring)."""
+
+    tools: tuple[ToolShape, ...]
+    values: Mapping[str, tuple] = attrs.field(factory=dict)
+    default_values: tuple = VALUES
+    extra_args: tuple[str, ...] = ()
+    user_texts: tuple[str, ...] = USER_TEXTS
+    assistant_texts: tuple[str, ...] = ASSISTANT_TEXTS
+    results: tuple[str, ...] = RESULTS
+    error_texts: tuple[str, ...] = ERROR_TEXTS
+    signals: tuple[str, ...] = ()
+    signal_values: tuple[float, ...] = SIGNAL_VALUES
+
+    def values_for(self, arg: str) -> tuple:
+        return self.values.get(arg, self.default_values)
+
+    def arg_names(self, tool: ToolShape) -> tuple[str, ...]:
+        """The tool's arguments, target first (parameters, else the rules' argument names)."""
+        names = tool.params or self.extra_args
+        rest = tuple(n for n in names if n != tool.target)
+        return ((tool.target,) if tool.target else ()) + rest
+
+
+# ---- building the vocabulary ------------------------------------------------------
+
+
+def _shape(obj: Any) -> ToolShape:
+    if isinstance(obj, str):
+        return ToolShape(obj)
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str):
+        raise TypeError(f"a tool must be a name or have a 'name' attribute (got {type(obj).__name__})")
+    params = getattr(obj, "params", None) or ()
+    return ToolShape(name, frozenset(getattr(obj, "tags", None) or ()), getattr(obj, "target", None),
+                     tuple(params))
+
+
+def _tool_shapes(tools: Any) -> tuple[ToolShape, ...]:
+    from .compile import Program
+    from .manifests import Manifest
+
+    if isinstance(tools, Program):
+        tools = tools.tools
+    if isinstance(tools, RuleSet):
+        tools = tools.tools
+    if isinstance(tools, Manifest):
+        tools = tools.tools
+    if isinstance(tools, Mapping):
+        tools = list(tools.values())
+    if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
+        raise TypeError("tools must be a Program, a Manifest, a mapping of ToolInfo or a list of tools "
+                        f"(got {type(tools).__name__})")
+    shapes = tuple(sorted((_shape(t) for t in tools), key=lambda s: s.name))
+    if not shapes:
+        raise ValueError("tools: at least one tool is needed to generate calls")
+    return shapes
+
+
+def _rules_of(rules: Any) -> tuple:
+    from .compile import Program
+
+    if rules is None:
+        return ()
+    if isinstance(rules, (Program, RuleSet)):
+        return tuple(rules.rules)
+    return tuple(rules)
+
+
+def _roots(rule) -> list[ast.Expr]:
+    if isinstance(rule, ViolationRule):
+        return [rule.cond]
+    if isinstance(rule, ObligationRule):
+        return [rule.open, rule.discharge] + ([rule.before] if rule.before is not None else [])
+    return []
+
+
+def _add(pool: dict, key: str, *values) -> None:
+    bucket = pool.setdefault(key, [])
+    for v in values:
+        if v not in bucket:
+            bucket.append(v)
+
+
+def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Vocabulary:
+    """The pools for `tools`, enriched with every literal the rules test (see the module docstring).
+
+    `rules` defaults to `tools` when that is a `Program`.
+
+    Raises:
+        TypeError: `tools` is none of the accepted forms.
+        ValueError: `tools` is empty.
+    """
+    from .analysis import walk
+    from .compile import Program
+
+    shapes = _tool_shapes(tools)
+    if rules is None and isinstance(tools, Program):
+        rules = tools
+    args: dict[str, list] = {}
+    texts: dict[str, list] = {}
+    signals: list[str] = []
+    signal_values: list[float] = list(SIGNAL_VALUES)
+    arg_names: list[str] = []
+    for rule in _rules_of(rules):
+        if isinstance(rule, ProgressRule):
+            _add({"s": signals}, "s", rule.signal)
+            if rule.start is not None:
+                signal_values.extend(v for v in (rule.start - 1, rule.start) if v not in signal_values)
+        for root in _roots(rule):
+            for node in walk(root):
+                _mine(node, args, texts, signals, signal_values, arg_names)
+    pools = {name: tuple(list(values) + [v for v in found if v not in values]) for name, found in args.items()}
+    return Vocabulary(
+        tools=shapes,
+        values=pools,
+        default_values=tuple(values),
+        extra_args=tuple(arg_names),
+        user_texts=USER_TEXTS + tuple(t for t in texts.get("text", ()) if t not in USER_TEXTS),
+        assistant_texts=ASSISTANT_TEXTS + tuple(t for t in texts.get("text", ()) if t not in ASSISTANT_TEXTS),
+        results=RESULTS + tuple(t for t in texts.get("result", ()) if t not in RESULTS),
+        error_texts=ERROR_TEXTS + tuple(t for t in texts.get("error_text", ()) if t not in ERROR_TEXTS),
+        signals=tuple(signals),
+        signal_values=tuple(signal_values),
+    )
+
+
+def _mine(node, args, texts, signals, signal_values, arg_names) -> None:
+    if isinstance(node, ast.ArgTest):
+        name = node.arg.text
+        if name not in arg_names:
+            arg_names.append(name)
+        if node.op == "in":
+            _add(args, name, *node.value)
+        elif node.op == "matches":
+            _add(args, name, *regex_samples(node.value, node.flags))
+        elif node.op in ("<", "<=", ">", ">="):
+            _add(args, name, node.value - 1, node.value, node.value + 1)
+        elif node.op != "exists":
+            _add(args, name, node.value)
+    elif isinstance(node, ast.TextTest):
+        found = regex_samples(node.value, node.flags) if node.op == "matches" else [node.value]
+        _add(texts, node.field, *[t for t in found if t])
+    elif isinstance(node, ast.SignalTest):
+        if node.signal.text not in signals:
+            signals.append(node.signal.text)
+        signal_values.extend(v for v in (node.value - 1, node.value, node.value + 1) if v not in signal_values)
+    elif isinstance(node, ast.Seen) and node.same is not None and node.same.kind == "arg":
+        if node.same.arg.text not in arg_names:
+            arg_names.append(node.same.arg.text)
+
+
+# ---- shortest strings matching a regex -------------------------------------------
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def regex_samples(pattern: str, flags: str = "") -> list[str]:
+    """A few short strings that the rule-language regex `pattern` matches (one per alternative
+    of its first alternation, at most 8); an empty list when none can be built.
+
+    Built from the regex's parse (shortest repetition, first character of each class) and
+    checked with the rule language's own matcher, so every sample really matches."""
+    from .regex import compile_regex
+
+    try:
+        import re._parser as sre_parse  # Python 3.11+
+    except ImportError:  # pragma: no cover
+        import sre_parse  # type: ignore[no-redef]
+    try:
+        parsed = sre_parse.parse(pattern)
+        candidates = _variants(list(parsed), sre_parse)
+        matcher = compile_regex(pattern, flags)
+    except Exception:  # an unusual construct: no samples, never an error
+        return []
+    return [c for c in dict.fromkeys(candidates) if matcher.search(c)][:_MAX_SAMPLES]
+
+
+def _variants(items, p) -> list[str]:
+    out = [""]
+    for op, av in items:
+        options = _item(op, av, p)
+        out = [o + options[0] for o in out] + [out[0] + extra for extra in options[1:]]
+        out = out[:_MAX_SAMPLES]
+    return out
+
+
+def _item(op, av, p) -> list[str]:
+    c = p  # constants are re-exported by the parser module
+    if op is c.LITERAL:
+        return [chr(av)]
+    if op is c.NOT_LITERAL:
+        return ["a" if av != ord("a") else "b"]
+    if op is c.ANY:
+        return ["a"]
+    if op is c.AT:
+        return [""]
+    if op in (c.MAX_REPEAT, c.MIN_REPEAT) or str(op) == "POSSESSIVE_REPEAT":
+        low, _high, sub = av
+        return [v * low for v in _variants(list(sub), p)] if low else [""]
+    if op is c.SUBPATTERN:
+        return _variants(list(av[-1]), p)
+    if op is c.BRANCH:
+        found: list[str] = []
+        for alt in av[1]:
+            found.extend(_variants(list(alt), p)[:1])
+        return found[:_MAX_SAMPLES]
+    if op is c.IN:
+        return [_class_char(av, p)]
+    if op is c.CATEGORY:
+        return [_category(av, p)]
+    raise _Unsupported(str(op))
+
+
+def _category(cat, p) -> str:
+    name = str(cat)
+    if name.endswith("NOT_DIGIT") or name.endswith("NOT_SPACE"):
+        return "a"
+    if name.endswith("NOT_WORD"):
+        return " "
+    if name.endswith("DIGIT"):
+        return "0"
+    if name.endswith("SPACE"):
+        return " "
+    return "a"
+
+
+def _class_char(items, p) -> str:
+    if items and items[0][0] is p.NEGATE:
+        raise _Unsupported("negated class")
+    op, av = items[0]
+    if op is p.LITERAL:
+        return chr(av)
+    if op is p.RANGE:
+        return chr(av[0])
+    if op is p.CATEGORY:
+        return _category(av, p)
+    raise _Unsupported(str(op))
+
+
+# ---- strategies ----------------------------------------------------------------------
+
+
+def _vocab(tools: Any, rules: Any) -> Vocabulary:
+    return tools if isinstance(tools, Vocabulary) else vocabulary(tools, rules=rules)
+
+
+def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int):
+    status_pool = tuple(s for s in _STATUS_WEIGHTS if s in statuses) or tuple(statuses)
+
+    @st.composite
+    def call(draw) -> Event:
+        tool = draw(st.sampled_from(vocab.tools))
+        status = draw(st.sampled_from(status_pool))
+        arguments: dict[str, Any] = {}
+        for name in vocab.arg_names(tool):
+            # the target is usually there (shrinks to present), other arguments seldom (shrink to absent)
+            present = draw(st.integers(0, 3)) < 3 if name == tool.target else draw(st.integers(0, 3)) == 3
+            if present:
+                arguments[name] = draw(st.sampled_from(vocab.values_for(name)))
+        raw = None
+        error_text = result = ""
+        if status == MALFORMED:
+            text = json.dumps(arguments, ensure_ascii=False)
+            raw = text[: max(1, len(text) - 2)]
+            arguments = {}
+        if status in (ERROR, MALFORMED):
+            error_text = draw(st.sampled_from(vocab.error_texts))
+        elif status == OK:
+            result = draw(st.sampled_from(vocab.results))
+        signals = {}
+        for name in vocab.signals:
+            if draw(st.integers(0, 2)) == 2:
+                signals[name] = draw(st.sampled_from(vocab.signal_values))
+        return Event(index, CALL, tool=tool.name, arguments=arguments, raw_arguments=raw, status=status,
+                     error_text=error_text, result=result, tags=tool.tags, signals=signals)
+
+    return call()
+
+
+def _message_strategy(vocab: Vocabulary, kind: str, index: int):
+    texts = vocab.user_texts if kind == USER else vocab.assistant_texts
+    return st.sampled_from(texts).map(lambda text: Event(index, kind, text=text))
+
+
+def calls(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES):
+    """A strategy for one tool call (an `Event` with kind ``call``) at position `index`.
+
+    Raises:
+        ValueError: a status outside ok/error/malformed/no_result, or no tools.
+    """
+    statuses = _statuses(statuses)
+    return _call_strategy(_vocab(tools, rules), statuses, index)
+
+
+def events(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES,
+           messages: bool = True):
+    """A strategy for one event: a call (as `calls`), or a user / assistant turn when `messages`."""
+    vocab = _vocab(tools, rules)
+    options = [_call_strategy(vocab, _statuses(statuses), index)]
+    if messages:
+        options += [_message_strategy(vocab, USER, index), _message_strategy(vocab, ASSISTANT, index)]
+    return st.one_of(options)
+
+
+def _statuses(statuses: Iterable[str]) -> tuple[str, ...]:
+    statuses = tuple(statuses)
+    bad = [s for s in statuses if s not in STATUSES]
+    if bad or not statuses:
+        raise ValueError(f"statuses must be among {', '.join(STATUSES)} (got {list(statuses)})")
+    return statuses
+
+
+@attrs.frozen
+class _Repeat:
+    """A draft event: repeat the k-th earlier call (mod their number) with `status`;
+    `fallback` is used when there is no earlier call."""
+
+    k: int
+    status: str
+    fallback: Event
+
+
+def episodes(tools: Any, *, rules: Any = None, min_events: int = 0, max_events: int = 12,
+             statuses: Iterable[str] = STATUSES, messages: bool = True, repeats: bool = True,
+             episode_id: str = "generated"):
+    """A strategy for whole episodes of `min_events`..`max_events` events over `tools`.
+
+    Events are drafted independently (so shrinking deletes them one by one), then numbered;
+    a *repeat* draft copies an earlier call's tool and arguments with a fresh status (``ok``
+    or ``error``), which is what ``repeat_error`` and "spamming a discharge" are about.
+
+    Raises:
+        ValueError: bad sizes or statuses, or no tools.
+    """
+    if not 0 <= min_events <= max_events:
+        raise ValueError(f"need 0 <= min_events <= max_events (got {min_events}, {max_events})")
+    vocab = _vocab(tools, rules)
+    statuses = _statuses(statuses)
+    call = _call_strategy(vocab, statuses, 0)
+    drafts = [call, call]
+    if messages:
+        drafts += [_message_strategy(vocab, USER, 0), _message_strategy(vocab, ASSISTANT, 0)]
+    if repeats:
+        again = tuple(s for s in (OK, ERROR) if s in statuses) or statuses
+        drafts.append(st.builds(_Repeat, st.integers(0, max_events), st.sampled_from(again), call))
+    return st.lists(st.one_of(drafts), min_size=min_events, max_size=max_events).map(
+        lambda items: Episode(episode_id, _resolve(items)))
+
+
+def _resolve(items: list) -> tuple[Event, ...]:
+    out: list[Event] = []
+    earlier: list[Event] = []
+    for i, item in enumerate(items):
+        if isinstance(item, _Repeat):
+            if earlier:
+                base = earlier[item.k % len(earlier)]
+                event = attrs.evolve(
+                    base, index=i, status=item.status, raw_arguments=None if base.arguments else base.raw_arguments,
+                    error_text="Error: again" if item.status == ERROR else "",
+                    result="ok" if item.status == OK else "")
+            else:
+                event = attrs.evolve(item.fallback, index=i)
+        else:
+            event = attrs.evolve(item, index=i)
+        if event.kind == CALL:
+            earlier.append(event)
+        out.append(event)
+    return tuple(out)
+
+
+def reindexed(events: Iterable[Event]) -> tuple[Event, ...]:
+    """The events renumbered 0, 1, 2, ... (after inserting, deleting or permuting events)."""
+    return tuple(attrs.evolve(e, index=i) for i, e in enumerate(events))
+
+
+def noop_read(tool: ToolShape, index: int, fresh: str) -> Event:
+    """A read-only call that learns nothing: status ok, empty result, its target (if any) set to
+    the never-used value `fresh`, no other argument."""
+    arguments = {tool.target: fresh} if tool.target else {}
+    return Event(index, CALL, tool=tool.name, arguments=arguments, status=OK, tags=tool.tags)
+
+
+def read_only_tools(vocab: Vocabulary, program=None) -> tuple[ToolShape, ...]:
+    """Tools tagged ``read`` (by the catalogue or by `program`'s table) and not write/destructive."""
+    out = []
+    for tool in vocab.tools:
+        tags = set(tool.tags)
+        if program is not None and tool.name in program.tools:
+            tags |= program.tools[tool.name].tags
+        if "read" in tags and not tags & {"write", "destructive"}:
+            out.append(attrs.evolve(tool, tags=frozenset(tool.tags)))
+    return tuple(out)
