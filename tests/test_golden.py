@@ -2,6 +2,7 @@
 
 * ``diagnostics/<case>.rlvp`` -> ``<case>.expected``: the rendered diagnostics
   (``file:line:col: error[CODE]: message``, source line, caret, help);
+* ``lints/<case>.rlvp`` -> ``<case>.expected``: the rendered lint warnings (RV3xx, `rlvp_dsl.lints`);
 * ``credits/<case>.rlvp`` + ``<case>.jsonl`` (OpenAI chat, read with
   `rlvp_dsl.readers.read_episodes`) or ``<case>.events.json`` (a list of events in
   `Event.to_json` form, for env signals) -> ``<case>.expected.json``: the credits.
@@ -30,6 +31,7 @@ INTERNAL_NAMES = ("__ANON", "$END", "LPAR", "RPAR", "LBRACE", "RBRACE", "SIGNED_
 
 DIAGNOSTIC_CASES = sorted(p.stem for p in (GOLDEN / "diagnostics").glob("*.rlvp"))
 CREDIT_CASES = sorted(p.stem for p in (GOLDEN / "credits").glob("*.rlvp"))
+LINT_CASES = sorted(p.stem for p in (GOLDEN / "lints").glob("*.rlvp"))
 
 #: Cases whose checked-in expectation is right and the library is wrong (reported; strict xfail).
 KNOWN_BUGS: dict[str, str] = {}
@@ -53,8 +55,8 @@ def _compare(path: Path, actual: str) -> None:
     assert actual == path.read_text(encoding="utf-8")
 
 
-def render_case(rel: str) -> str:
-    result = check_file(rel)
+def render_case(rel: str, lints: bool = False) -> str:
+    result = check_file(rel, lints=lints)
     kept, dropped = sort_and_cap(result.diagnostics)
     return render_text(kept, result.sources, dropped=dropped) + "\n"
 
@@ -69,6 +71,16 @@ def test_diagnostics(case):
     assert "\n   | " in actual or "\n    | " in actual, "a caret line"
     for name in INTERNAL_NAMES:
         assert name not in actual
+
+
+@pytest.mark.parametrize("case", LINT_CASES)
+def test_lints(case):
+    """The rule file compiles, and its rendered lint warnings equal the checked-in expectation."""
+    rel = f"tests/golden/lints/{case}.rlvp"
+    assert check_file(rel).ok
+    actual = render_case(rel, lints=True)
+    _compare(GOLDEN / "lints" / f"{case}.expected", actual)
+    assert ": warning[RV3" in actual and ": error[" not in actual
 
 
 def read_case_episodes(case: str) -> list[Episode]:
@@ -110,6 +122,8 @@ def test_every_case_has_expectations():
     """Every golden rule file has its expected file (no silently skipped case)."""
     for case in DIAGNOSTIC_CASES:
         assert (GOLDEN / "diagnostics" / f"{case}.expected").exists(), case
+    for case in LINT_CASES:
+        assert (GOLDEN / "lints" / f"{case}.expected").exists(), case
     for case in CREDIT_CASES:
         assert (GOLDEN / "credits" / f"{case}.expected.json").exists(), case
         assert any((GOLDEN / "credits" / f"{case}{ext}").exists() for ext in (".jsonl", ".events.json")), case
