@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvp_dsl import check_text, loads
+from rlvp_dsl import check_text, load_program, loads
 from rlvp_dsl.cli.compile import main as compile_main
 from rlvp_dsl.derive import derive_text
 from rlvp_dsl.diagnostics import CODES
@@ -37,7 +37,7 @@ def codes(text: str, **options) -> list[str]:
     return [c for c, _ in lints_of(text, **options)]
 
 
-def call(i, tool, status="ok", result=None, **args):
+def call(i, tool, status="ok", result=None, **args) -> Event:
     return Event(i, "call", tool=tool, arguments=args, status=status, result=result,
                  error_text="" if status == "ok" else status)
 
@@ -60,6 +60,10 @@ def test_known_stock_warning_is_exactly_rv303_on_advance(name):
     """The known stock problem is one RV303 on the `advance` obligation, and it really never pays."""
     result = check_file(str(REPO / "rules" / name), lints=True)
     assert [(d.code, "'advance'" in d.message) for d in result.diagnostics] == [("RV303", True)]
+    tokens = tuple(call(i, tool, token=f"k{i}", result=f"token k{i + 1}")
+                   for i, tool in enumerate(["fetch", "parse", "transform", "submit"]))
+    credits = load_program(str(REPO / "rules" / name)).score(Episode("e", tokens))
+    assert [c for c in credits if c.rule == "advance"] == []
 
 
 @pytest.mark.parametrize("manifest", sorted((REPO / "examples" / "manifests").glob("*.json")), ids=lambda p: p.name)
