@@ -185,6 +185,7 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Voca
     signals: list[str] = []
     signal_values: list[float] = list(SIGNAL_VALUES)
     arg_names: list[str] = []
+    said: set[int] = set()
     for rule in _rules_of(rules):
         if isinstance(rule, ProgressRule):
             _add({"s": signals}, "s", rule.signal)
@@ -192,20 +193,33 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Voca
                 signal_values.extend(v for v in (rule.start - 1, rule.start) if v not in signal_values)
         for root in _roots(rule):
             for node in walk(root):
-                _mine(node, args, texts, signals, signal_values, arg_names)
+                if id(node) not in said:
+                    _mine(node, args, texts, signals, signal_values, arg_names)
+                if (isinstance(node, ast.And) and len(node.items) == 2 and isinstance(node.items[0], ast.KindAtom)
+                        and isinstance(node.items[1], ast.TextTest)):  # `user says ...`: that role's texts
+                    test = node.items[1]
+                    said.add(id(test))
+                    found = regex_samples(test.value, test.flags) if test.op == "matches" else [test.value]
+                    _add(texts, node.items[0].kind, *[t for t in found if t])
     pools = {name: tuple(list(values) + [v for v in found if v not in values]) for name, found in args.items()}
     return Vocabulary(
         tools=shapes,
         values=pools,
         default_values=tuple(values),
         extra_args=tuple(arg_names),
-        user_texts=USER_TEXTS + tuple(t for t in texts.get("text", ()) if t not in USER_TEXTS),
-        assistant_texts=ASSISTANT_TEXTS + tuple(t for t in texts.get("text", ()) if t not in ASSISTANT_TEXTS),
+        user_texts=USER_TEXTS + _new(texts, USER, USER_TEXTS),
+        assistant_texts=ASSISTANT_TEXTS + _new(texts, ASSISTANT, ASSISTANT_TEXTS),
         results=RESULTS + tuple(t for t in texts.get("result", ()) if t not in RESULTS),
         error_texts=ERROR_TEXTS + tuple(t for t in texts.get("error_text", ()) if t not in ERROR_TEXTS),
         signals=tuple(signals),
         signal_values=tuple(signal_values),
     )
+
+
+def _new(texts: dict, kind: str, defaults: tuple) -> tuple[str, ...]:
+    """Texts the rules test `kind` messages with: from `KIND says ...` first, then plain `text` tests."""
+    found = [t for t in texts.get(kind, ()) if t not in defaults]
+    return tuple(found + [t for t in texts.get("text", ()) if t not in defaults and t not in found])
 
 
 def _mine(node, args, texts, signals, signal_values, arg_names) -> None:
@@ -326,6 +340,15 @@ def _class_char(items, p) -> str:
 # ---- strategies ----------------------------------------------------------------------
 
 
+def _pick(pool: tuple, defaults: tuple):
+    """Draw from `pool`, half the time from what it adds to `defaults` (the rules' literals),
+    so that rare literals are drawn often; shrinks towards the first default."""
+    mined = pool[len(defaults):] if pool[:len(defaults)] == defaults else ()
+    if not mined or not defaults:
+        return st.sampled_from(pool)
+    return st.one_of(st.sampled_from(defaults), st.sampled_from(mined))
+
+
 def _vocab(tools: Any, rules: Any) -> Vocabulary:
     return tools if isinstance(tools, Vocabulary) else vocabulary(tools, rules=rules)
 
@@ -340,9 +363,9 @@ def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int):
         arguments: dict[str, Any] = {}
         for name in vocab.arg_names(tool):
             # the target is usually there (shrinks to present), other arguments seldom (shrink to absent)
-            present = draw(st.integers(0, 3)) < 3 if name == tool.target else draw(st.integers(0, 3)) == 3
+            present = draw(st.integers(0, 3)) < 3 if name == tool.target else draw(st.integers(0, 3)) >= 2
             if present:
-                arguments[name] = draw(st.sampled_from(vocab.values_for(name)))
+                arguments[name] = draw(_pick(vocab.values_for(name), vocab.default_values))
         raw = None
         error_text = result = ""
         if status == MALFORMED:
@@ -350,9 +373,9 @@ def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int):
             raw = text[: max(1, len(text) - 2)]
             arguments = {}
         if status in (ERROR, MALFORMED):
-            error_text = draw(st.sampled_from(vocab.error_texts))
+            error_text = draw(_pick(vocab.error_texts, ERROR_TEXTS))
         elif status == OK:
-            result = draw(st.sampled_from(vocab.results))
+            result = draw(_pick(vocab.results, RESULTS))
         signals = {}
         for name in vocab.signals:
             if draw(st.integers(0, 2)) == 2:
@@ -364,8 +387,8 @@ def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int):
 
 
 def _message_strategy(vocab: Vocabulary, kind: str, index: int):
-    texts = vocab.user_texts if kind == USER else vocab.assistant_texts
-    return st.sampled_from(texts).map(lambda text: Event(index, kind, text=text))
+    texts = _pick(vocab.user_texts, USER_TEXTS) if kind == USER else _pick(vocab.assistant_texts, ASSISTANT_TEXTS)
+    return texts.map(lambda text: Event(index, kind, text=text))
 
 
 def calls(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES):
@@ -397,13 +420,15 @@ def _statuses(statuses: Iterable[str]) -> tuple[str, ...]:
 
 
 @attrs.frozen
-class _Repeat:
-    """A draft event: repeat the k-th earlier call (mod their number) with `status`;
-    `fallback` is used when there is no earlier call."""
+class _Related:
+    """A draft event tied to the k-th earlier call (mod their number): with `exact`, that call
+    again (same tool and arguments) with `status`; otherwise `call` aimed at the same target
+    value.  Without an earlier call it is just `call`."""
 
     k: int
+    exact: bool
     status: str
-    fallback: Event
+    call: Event
 
 
 def episodes(tools: Any, *, rules: Any = None, min_events: int = 0, max_events: int = 12,
@@ -411,9 +436,11 @@ def episodes(tools: Any, *, rules: Any = None, min_events: int = 0, max_events: 
              episode_id: str = "generated"):
     """A strategy for whole episodes of `min_events`..`max_events` events over `tools`.
 
-    Events are drafted independently (so shrinking deletes them one by one), then numbered;
-    a *repeat* draft copies an earlier call's tool and arguments with a fresh status (``ok``
-    or ``error``), which is what ``repeat_error`` and "spamming a discharge" are about.
+    Events are drafted independently (so shrinking deletes them one by one), then numbered.
+    With `repeats`, some drafts are tied to an earlier call: an exact repeat (same tool and
+    arguments, a fresh status ``ok`` or ``error`` -- what ``repeat_error`` and "spamming a
+    discharge" are about), or a call of any tool aimed at the same target value (read after
+    write, write after read).
 
     Raises:
         ValueError: bad sizes or statuses, or no tools.
@@ -423,31 +450,35 @@ def episodes(tools: Any, *, rules: Any = None, min_events: int = 0, max_events: 
     vocab = _vocab(tools, rules)
     statuses = _statuses(statuses)
     call = _call_strategy(vocab, statuses, 0)
-    drafts = [call, call]
-    if messages:
-        drafts += [_message_strategy(vocab, USER, 0), _message_strategy(vocab, ASSISTANT, 0)]
+    drafts = [call]
     if repeats:
         again = tuple(s for s in (OK, ERROR) if s in statuses) or statuses
-        drafts.append(st.builds(_Repeat, st.integers(0, max_events), st.sampled_from(again), call))
+        drafts.append(st.builds(_Related, st.integers(0, max_events), st.booleans(), st.sampled_from(again), call))
+    if messages:
+        drafts += [_message_strategy(vocab, USER, 0), _message_strategy(vocab, ASSISTANT, 0)]
+    targets = {t.name: t.target for t in vocab.tools}
     return st.lists(st.one_of(drafts), min_size=min_events, max_size=max_events).map(
-        lambda items: Episode(episode_id, _resolve(items)))
+        lambda items: Episode(episode_id, _resolve(items, targets)))
 
 
-def _resolve(items: list) -> tuple[Event, ...]:
+def _resolve(items: list, targets: Mapping[str, str | None]) -> tuple[Event, ...]:
     out: list[Event] = []
     earlier: list[Event] = []
     for i, item in enumerate(items):
-        if isinstance(item, _Repeat):
-            if earlier:
-                base = earlier[item.k % len(earlier)]
+        event = item
+        if isinstance(item, _Related):
+            event = item.call
+            base = earlier[item.k % len(earlier)] if earlier else None
+            if base is not None and item.exact:
                 event = attrs.evolve(
-                    base, index=i, status=item.status, raw_arguments=None if base.arguments else base.raw_arguments,
+                    base, status=item.status, raw_arguments=None if base.arguments else base.raw_arguments,
                     error_text="Error: again" if item.status == ERROR else "",
                     result="ok" if item.status == OK else "")
-            else:
-                event = attrs.evolve(item.fallback, index=i)
-        else:
-            event = attrs.evolve(item, index=i)
+            elif base is not None and event.status != MALFORMED:
+                source, aim = targets.get(base.tool or ""), targets.get(event.tool or "")
+                if source in base.arguments and aim:
+                    event = attrs.evolve(event, arguments={**event.arguments, aim: base.arguments[source]})
+        event = attrs.evolve(event, index=i)
         if event.kind == CALL:
             earlier.append(event)
         out.append(event)

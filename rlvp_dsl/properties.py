@@ -1,0 +1,484 @@
+"""Built-in properties any rule set is checked against (`rlvp-compile --check`).
+
+Each property is searched with Hypothesis over episodes generated from the tools
+(`rlvp_dsl.testing.episodes`: the rule file's table, or a manifest), derandomised, no
+deadline, a fixed budget of examples; a counterexample is shrunk.  Exactly:
+
+1. **bounded** -- on every event, the sum of |credit| is at most `Program.event_bound()`;
+   the episode's |total| is at most ``event_bound x number of calls and assistant turns``
+   (the language declares no per-episode cap, so that is the bound; the observed maxima are
+   reported so they can be compared with the outcome reward).
+2. **not_farmable** -- (a) inserting a copy of an event that earned positive credit right
+   after it never raises the episode's total; (b) inserting a *no-op read* -- a call of a
+   tool tagged ``read`` (not write/destructive), status ok, empty result, its target set to
+   a never-used value -- anywhere never raises the episode's *positive* credit.  (b) looks at
+   positive credit only: a read may legitimately cancel a penalty ("look before you write"),
+   a bounded gain; it must never *earn* anything.
+3. **discharge_once** -- every obligation instance (rule, opening event) is paid at most once
+   (discharged or expired), and a discharge lands after the event that opened it.
+4. **reachable** -- every rule fires on some generated episode (an obligation: both its
+   discharge and its expiry).  A rule no event of the tool set can satisfy *fails*, with the
+   reason (a tool not in the manifest, a tag no tool carries, two tests that exclude each
+   other); a rule that could fire but did not within the budget is a *warning* naming the
+   tests that never held (fatal with ``--warnings-as-errors``).
+5. **deterministic** -- scoring an episode twice gives the same credits; streaming equals
+   batch; and rules are order-sensitive only where declared: a violation with no ``seen``
+   (history-free) gives each event the same credit under any permutation of the episode.
+   Obligations, progress, and conditions with ``seen`` declare order and are not permuted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from typing import Any, Callable
+
+import attrs
+from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import strategies as st
+from hypothesis.errors import NoSuchExample
+
+from . import ast
+from .analysis import Universe, walk
+from .compile import Program, compile_ruleset
+from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, STATUSES, USER, Credit, Episode
+from .ir import ObligationRule, RuleSet, ToolInfo, ViolationRule
+from .predicates import FALSE, build, specialise
+from .printer import print_expr
+from .testing import Vocabulary, episodes, noop_read, read_only_tools, reindexed, vocabulary
+
+PROPERTIES = ("bounded", "not_farmable", "discharge_once", "reachable", "deterministic")
+DEFAULT_EXAMPLES = 200
+MAX_EVENTS = 12
+TOLERANCE = 1e-9
+#: `reachable` may look at this many times the example budget (it stops once every rule fired).
+REACH_FACTOR = 5
+_OPENED = re.compile(r"opened at event (\d+)")
+
+
+@attrs.frozen
+class Finding:
+    """A shrunk counterexample: the episode, what is wrong, and the changed episode when the
+    property compares two (farming, permutation)."""
+
+    message: str
+    episode: Episode
+    variant: Episode | None = None
+    variant_label: str = ""
+
+
+@attrs.frozen
+class PropertyResult:
+    """One property's outcome: `status` is ``ok``, ``fail`` or ``warn``."""
+
+    name: str
+    status: str
+    examples: int
+    summary: str = ""
+    finding: Finding | None = None
+    notes: tuple[str, ...] = ()
+
+
+def _settings(examples: int) -> settings:
+    return settings(max_examples=examples, derandomize=True, deadline=None, database=None,
+                    phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+
+
+def _search(strategy, violated: Callable[[Any], str | None], examples: int):
+    """(shrunk case or None, examples tried before the first failure or in all)."""
+    count = [0, 0]
+
+    def condition(case) -> bool:
+        count[0] += 1
+        bad = violated(case) is not None
+        if bad and not count[1]:
+            count[1] = count[0]
+        return bad
+
+    try:
+        case = find(strategy, condition, settings=_settings(examples))
+    except NoSuchExample:
+        return None, count[0]
+    return case, count[1]
+
+
+def _total(credits) -> float:
+    return sum(c.value for c in credits)
+
+
+def _positive(credits) -> float:
+    return sum(c.value for c in credits if c.value > 0)
+
+
+def _insert(episode: Episode, at: int, event) -> Episode:
+    events = list(episode.events)
+    events.insert(at, event)
+    return Episode(episode.id, reindexed(events))
+
+
+# ---- the properties -------------------------------------------------------------------
+
+
+class _Checker:
+    def __init__(self, program: Program, vocab: Vocabulary, examples: int, max_events: int):
+        self.program, self.vocab, self.examples = program, vocab, examples
+        self.strategy = episodes(vocab, max_events=max_events)
+        self.bound = program.event_bound()
+        self.stats = Counter()
+
+    def bounded(self) -> PropertyResult:
+        def violated(episode):
+            credits = self.program.score(episode)
+            per_event = defaultdict(float)
+            for c in credits:
+                per_event[c.event_index] += abs(c.value)
+            creditable = sum(1 for e in episode.events if e.kind in (CALL, ASSISTANT))
+            total = abs(_total(credits))
+            self.stats["event"] = max(self.stats["event"], max(per_event.values(), default=0.0))
+            self.stats["episode"] = max(self.stats["episode"], total)
+            for i, v in sorted(per_event.items()):
+                if v > self.bound + TOLERANCE:
+                    return f"event {i} receives |credit| {v:g}, above the event bound {self.bound:g}"
+            if total > self.bound * creditable + TOLERANCE:
+                return f"|episode total| {total:g} is above {self.bound:g} x {creditable} creditable events"
+            return None
+
+        case, n = _search(self.strategy, violated, self.examples)
+        if case is not None:
+            return PropertyResult("bounded", "fail", n, finding=Finding(violated(case), case))
+        return PropertyResult("bounded", "ok", n, f"event bound {self.bound:g}; observed max |credit| on one "
+                              f"event {self.stats['event']:g}, max |episode total| {self.stats['episode']:g}")
+
+    def not_farmable(self) -> PropertyResult:
+        reads = read_only_tools(self.vocab, self.program)
+        strategy = st.tuples(self.strategy, st.sampled_from(reads) if reads else st.none())
+
+        def farmed(case):
+            episode, read = case
+            credits = self.program.score(episode)
+            total, positive = _total(credits), _positive(credits)
+            earners = sorted({c.event_index for c in credits if c.value > 0})
+            for i in earners:
+                variant = _insert(episode, i + 1, episode.events[i])
+                after = _total(self.program.score(variant))
+                if after > total + TOLERANCE:
+                    return (f"repeating event {i}, which earned positive credit, right after it raises the "
+                            f"episode's total from {total:g} to {after:g}", variant, f"with a copy of event {i} "
+                            f"inserted at event {i + 1}")
+            if read is not None:
+                used = {json.dumps(v) for e in episode.events for v in e.arguments.values()}
+                fresh = next(f"fresh{k}" for k in range(len(used) + 2) if json.dumps(f"fresh{k}") not in used)
+                for at in range(len(episode.events) + 1):
+                    variant = _insert(episode, at, noop_read(read, at, fresh))
+                    after = _positive(self.program.score(variant))
+                    if after > positive + TOLERANCE:
+                        return (f"inserting a no-op read `{read.name}` (ok, empty result, fresh target) at event "
+                                f"{at} raises the episode's positive credit from {positive:g} to {after:g}",
+                                variant, f"with the no-op read inserted at event {at}")
+            return None
+
+        case, n = _search(strategy, farmed, self.examples)
+        notes = () if reads else ("no read-only tool: only repetition was checked",)
+        if case is not None:
+            message, variant, label = farmed(case)
+            return PropertyResult("not_farmable", "fail", n, finding=Finding(message, case[0], variant, label),
+                                  notes=notes)
+        return PropertyResult("not_farmable", "ok", n, notes=notes)
+
+    def discharge_once(self) -> PropertyResult:
+        def violated(episode):
+            paid = Counter()
+            for c in self.program.score(episode):
+                if c.kind != "obligation":
+                    continue
+                if c.outcome == "discharge":
+                    match = _OPENED.search(c.reason)
+                    opened = int(match.group(1)) if match else -1
+                    if not 0 <= opened < c.event_index:
+                        return f"{c.rule}: the discharge at event {c.event_index} pays an instance opened at {opened}"
+                else:
+                    opened = c.event_index
+                paid[(c.rule, opened)] += 1
+                if paid[(c.rule, opened)] > 1:
+                    return f"{c.rule}: the instance opened at event {opened} is paid {paid[(c.rule, opened)]} times"
+            return None
+
+        case, n = _search(self.strategy, violated, self.examples)
+        if case is not None:
+            return PropertyResult("discharge_once", "fail", n, finding=Finding(violated(case), case))
+        return PropertyResult("discharge_once", "ok", n)
+
+    def deterministic(self) -> PropertyResult:
+        free = [r.name for r in self.program.rules if isinstance(r, ViolationRule)
+                and not any(isinstance(node, ast.Seen) for node in walk(r.cond))]
+
+        @st.composite
+        def cases(draw):
+            episode = draw(self.strategy)
+            return episode, draw(st.permutations(range(len(episode.events))))
+
+        def violated(case):
+            episode, order = case
+            first, second = self.program.score(episode), self.program.score(episode)
+            if first != second:
+                return "scoring the same episode twice gives different credits", None, ""
+            scorer = self.program.stream()
+            streamed = [c for e in episode.events for c in scorer.step(e)] + scorer.finish()
+            if streamed != first:
+                return "streaming the episode gives other credits than scoring it at once", None, ""
+            if not free:
+                return None
+            permuted = Episode(episode.id, reindexed(episode.events[i] for i in order))
+            before = _per_event(first, free, range(len(order)))
+            after = _per_event(self.program.score(permuted), free, order)
+            if before != after:
+                return ("a rule without history (" + ", ".join(free) + ") gives an event another credit when "
+                        "the episode's events are reordered", permuted, "with the events reordered")
+            return None
+
+        case, n = _search(cases(), violated, self.examples)
+        sensitive = [r.name for r in self.program.rules if r.name not in free]
+        notes = (f"order-insensitive: {', '.join(free) or 'none'}; order-sensitive by declaration "
+                 f"(seen, obligation, progress): {', '.join(sensitive) or 'none'}",)
+        if case is not None:
+            message, variant, label = violated(case)
+            return PropertyResult("deterministic", "fail", n, finding=Finding(message, case[0], variant, label),
+                                  notes=notes)
+        return PropertyResult("deterministic", "ok", n, notes=notes)
+
+    def reachable(self, tools_source: str) -> PropertyResult:
+        goals = []
+        for r in self.program.rules:
+            goals += [(r.name, "discharge"), (r.name, "expire")] if isinstance(r, ObligationRule) else [(r.name, "fire")]
+        reached: set = set()
+        sample: list[Episode] = []
+
+        def covered(episode) -> bool:
+            sample.append(episode)
+            reached.update((c.rule, c.outcome) for c in self.program.score(episode))
+            return reached.issuperset(goals)
+
+        try:
+            find(self.strategy, covered, settings=_settings(self.examples * REACH_FACTOR))
+            return PropertyResult("reachable", "ok", len(sample), f"all {len(goals)} rule outcomes reached")
+        except NoSuchExample:
+            pass
+        why = _Reasons(self.program, self.vocab, tools_source)
+        lines, fatal = [], False
+        for name, outcome in goals:
+            if (name, outcome) in reached:
+                continue
+            static, text = why.explain(name, outcome, sample)
+            fatal = fatal or static
+            what = name if outcome == "fire" else f"{name} ({outcome})"
+            lines.append(f"{what} {'can never fire' if static else 'never fired'}: {text}")
+        status = "fail" if fatal else "warn"
+        return PropertyResult("reachable", status, len(sample),
+                              f"{len(lines)} of {len(goals)} rule outcomes never reached", notes=tuple(lines))
+
+
+def _per_event(credits: list[Credit], rules: list[str], order) -> dict:
+    """Credits of `rules` keyed by (original event index, rule); `order[i]` is the original
+    index of the event now at position i."""
+    out: dict = defaultdict(float)
+    for c in credits:
+        if c.rule in rules:
+            out[(order[c.event_index], c.rule)] += c.value
+    return {k: round(v, 9) for k, v in out.items() if v}
+
+
+# ---- why a rule never fires ------------------------------------------------------------
+
+
+class _Reasons:
+    """Static and dynamic explanations of an unreached rule outcome."""
+
+    def __init__(self, program: Program, vocab: Vocabulary, source: str):
+        self.program, self.source = program, source
+        generated = {t.name for t in vocab.tools}
+        table = {}
+        for t in vocab.tools:
+            declared = program.tools.get(t.name)
+            tags = t.tags | (declared.tags if declared else frozenset())
+            table[t.name] = ToolInfo(t.name, tags, t.target, t.params or None)
+        self.declared_only = sorted(set(program.tools) - generated)
+        self.universe = Universe(table)
+        self.generatable = self.universe.messages | self.universe.calls_of(sorted(generated))
+
+    def possible(self, expr, statuses=STATUSES, creditable=False) -> frozenset:
+        out = self.universe.possible(expr) & self.generatable
+        out = frozenset(c for c in out if c[0] != CALL or c[2] in statuses)
+        return frozenset(c for c in out if c[0] != USER) if creditable else out
+
+    def explain(self, name: str, outcome: str, sample: list[Episode]) -> tuple[bool, str]:
+        rule = next(r for r in self.program.rules if r.name == name)
+        if isinstance(rule, ViolationRule):
+            parts = [("its condition", rule.cond, STATUSES)]
+        elif isinstance(rule, ObligationRule):
+            parts = [("its open condition", rule.open, STATUSES)]
+            if outcome == "discharge":
+                parts.append(("its discharge condition", rule.discharge, ("ok", "error")))
+        else:
+            return False, (f"signal `{rule.signal}` never reached a new best {rule.direction} in "
+                           f"{len(sample)} generated episodes")
+        for label, expr, statuses in parts:
+            if not self.possible(expr, statuses, creditable=True):
+                return True, f"{label} matches no event of {self.source}: {self._why(expr)}"
+        if isinstance(rule, ObligationRule):
+            opened, kept = self._opens(rule, sample[:300])
+            if opened and not kept:
+                return False, (f"every one of the {opened} generated events that satisfied its open condition also "
+                               "satisfied its discharge condition, and an event that satisfies the discharge "
+                               "condition never opens an instance (docs/language.md): it can never open")
+        label, expr, _ = parts[-1]
+        never = self._never_held(expr, sample)
+        detail = f"; never true on a generated event: {', '.join(never)}" if never else ""
+        return False, (f"{label} held on no event of {len(sample)} generated episodes{detail} "
+                       f"(raise --examples, or add a test block that fires it)")
+
+    def _opens(self, rule: ObligationRule, sample: list[Episode]) -> tuple[int, int]:
+        """(events satisfying the open condition, those of them not satisfying the discharge)."""
+        probe = compile_ruleset(RuleSet(self.program.tools, (
+            ViolationRule("open", "violation", -1.0, rule.open),
+            ViolationRule("discharge", "violation", -1.0, rule.discharge))))
+        opened = kept = 0
+        for episode in sample:
+            fired = defaultdict(set)
+            for c in probe.score(episode):
+                fired[c.event_index].add(c.rule)
+            opened += sum(1 for rules in fired.values() if "open" in rules)
+            kept += sum(1 for rules in fired.values() if rules == {"open"})
+        return opened, kept
+
+    def _why(self, expr) -> str:
+        node = expr
+        while True:
+            if isinstance(node, ast.CallAtom) and node.tools:
+                missing = [t.text for t in node.tools if t.text in self.declared_only]
+                return f"`{_show(node)}`: " + ", ".join(f"tool `{t}` is not in {self.source}" for t in missing)
+            if isinstance(node, ast.TagAtom):
+                owners = [t for t in self.declared_only if node.tag.text in self.program.tools[t].tags]
+                text = f"no tool of {self.source} is tagged `{node.tag.text}`"
+                return text + (f" (only {', '.join(f'`{t}`' for t in owners)}, not in {self.source})" if owners else "")
+            if isinstance(node, ast.ArgTest):
+                return f"no tool of {self.source} that can match takes argument `{node.arg.text}`"
+            if isinstance(node, ast.Or):
+                return "; ".join(self._why(k) for k in node.items)
+            if isinstance(node, ast.And):
+                empty = [k for k in node.items if not self.possible(k)]
+                if empty:
+                    node = empty[0]
+                    continue
+                for i, a in enumerate(node.items):
+                    for b in node.items[i + 1:]:
+                        if not self.possible(ast.And((a, b))):
+                            return f"`{_show(a)}` and `{_show(b)}` never hold on the same event"
+                return f"`{_show(node)}` holds on no event"
+            return f"`{_show(node)}` holds on no event"
+
+    def _never_held(self, expr, sample: list[Episode]) -> list[str]:
+        leaves = _positive_leaves(expr)
+        tools = self.program.tools
+        held = Counter()
+        for episode in sample:
+            for e in episode.events:
+                info = tools.get(e.tool or "")
+                tags = e.tags | (info.tags if info else frozenset())
+                for k, leaf in enumerate(leaves):
+                    folded = specialise(leaf, e.kind, e.tool if e.kind == CALL else None, tags)
+                    if folded is not FALSE and build(folded, {}, tools)(e, []):
+                        held[k] += 1
+        return [f"`{_show(leaf)}`" for k, leaf in enumerate(leaves) if not held[k]]
+
+
+def _positive_leaves(expr) -> list:
+    """Atoms reached through and/or only (not under `not`, not inside `seen`)."""
+    out, stack = [], [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.And, ast.Or)):
+            stack.extend(reversed(node.items))
+        elif not isinstance(node, (ast.Not, ast.Seen, ast.Const, ast.HasBinding)):
+            out.append(node)
+    return out
+
+
+def _show(expr) -> str:
+    try:
+        return print_expr(expr)
+    except (ValueError, TypeError):
+        return type(expr).__name__
+
+
+# ---- running and printing ------------------------------------------------------------
+
+
+def check_program(program: Program, *, tools: Any = None, tools_source: str = "the rule file's tools",
+                  examples: int = DEFAULT_EXAMPLES, max_events: int = MAX_EVENTS,
+                  properties: tuple[str, ...] = PROPERTIES) -> list[PropertyResult]:
+    """Run the built-in properties on `program`, generating episodes over `tools` (a Manifest, a
+    tool list; default: the program's own table) with the literals of the program's rules.
+
+    Raises:
+        ValueError: an unknown property name, or `examples` < 1.
+    """
+    unknown = [p for p in properties if p not in PROPERTIES]
+    if unknown or examples < 1:
+        raise ValueError(f"properties must be among {', '.join(PROPERTIES)} and examples >= 1 "
+                         f"(got {unknown or examples})")
+    vocab = vocabulary(program if tools is None else tools, rules=program)
+    checker = _Checker(program, vocab, examples, max_events)
+    out = []
+    for name in properties:
+        out.append(checker.reachable(tools_source) if name == "reachable" else getattr(checker, name)())
+    return out
+
+
+def episode_json(episode: Episode) -> str:
+    """The episode as JSON (`Episode.to_json()`), one event per line."""
+    data = episode.to_json()
+    events = data.pop("events")
+    head = json.dumps(data, ensure_ascii=False)[:-1]
+    lines = [json.dumps(e, ensure_ascii=False) for e in events]
+    return head + ', "events": [\n' + ",\n".join("  " + line for line in lines) + "\n]}"
+
+
+def explain_credits(program: Program, episode: Episode) -> list[str]:
+    """One line per credit of the episode: event, rule, value, the rule's file:line:col, why."""
+    credits = sorted(program.score(episode), key=lambda c: (c.event_index, c.rule))
+    if not credits:
+        return ["(no credit)"]
+    lines = []
+    for c in credits:
+        e = episode.events[c.event_index]
+        what = f"call `{e.tool}`" if e.kind == CALL else f"{e.kind} turn"
+        lines.append(f"event {c.event_index} ({what}): {c.rule} {c.value:+g} at {c.location}: {c.reason}")
+    lines.append(f"total {_total(credits):+g}")
+    return lines
+
+
+def render(results: list[PropertyResult], program: Program, header: str) -> str:
+    """The report `rlvp-compile --check` prints for one rule file."""
+    out = [header]
+    for r in results:
+        label = {"ok": "ok  ", "fail": "FAIL", "warn": "warn"}[r.status]
+        summary = f"  {r.summary}" if r.summary else ""
+        if r.finding is not None:
+            summary = f"  counterexample after {r.examples} examples, shrunk: {r.finding.message}"
+        out.append(f"  {label} {r.name:<15} {r.examples} examples{summary}")
+        out += [f"       {note}" for note in r.notes]
+        if r.finding is not None:
+            out += _finding_lines(program, r.finding)
+    return "\n".join(out)
+
+
+def _finding_lines(program: Program, finding: Finding) -> list[str]:
+    pad = "       "
+    lines = [pad + "episode:"] + [pad + "  " + line for line in episode_json(finding.episode).splitlines()]
+    lines += [pad + "credits:"] + [pad + "  " + line for line in explain_credits(program, finding.episode)]
+    if finding.variant is not None:
+        lines += [pad + finding.variant_label + ":"]
+        lines += [pad + "  " + line for line in episode_json(finding.variant).splitlines()]
+        lines += [pad + "credits:"] + [pad + "  " + line for line in explain_credits(program, finding.variant)]
+    return lines
