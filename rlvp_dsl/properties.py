@@ -42,7 +42,7 @@ from hypothesis.errors import NoSuchExample
 from . import ast
 from .analysis import Universe, walk
 from .compile import Program, compile_ruleset
-from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, STATUSES, USER, Credit, Episode
+from .events import ASSISTANT, CALL, STATUSES, USER, Credit, Episode, normalise_value
 from .ir import ObligationRule, RuleSet, ToolInfo, ViolationRule
 from .predicates import FALSE, build, specialise
 from .printer import print_expr
@@ -152,10 +152,10 @@ class _Checker:
 
     def not_farmable(self) -> PropertyResult:
         reads = read_only_tools(self.vocab, self.program)
-        strategy = st.tuples(self.strategy, st.sampled_from(reads) if reads else st.none())
+        strategy = st.tuples(self.strategy, st.sampled_from(reads) if reads else st.none(), st.integers(0, 12))
 
         def farmed(case):
-            episode, read = case
+            episode, read, pick = case
             credits = self.program.score(episode)
             total, positive = _total(credits), _positive(credits)
             earners = sorted({c.event_index for c in credits if c.value > 0})
@@ -166,16 +166,21 @@ class _Checker:
                     return (f"repeating event {i}, which earned positive credit, right after it raises the "
                             f"episode's total from {total:g} to {after:g}", variant, f"with a copy of event {i} "
                             f"inserted at event {i + 1}")
-            if read is not None:
-                used = {json.dumps(v) for e in episode.events for v in e.arguments.values()}
-                fresh = next(f"fresh{k}" for k in range(len(used) + 2) if json.dumps(f"fresh{k}") not in used)
-                for at in range(len(episode.events) + 1):
-                    variant = _insert(episode, at, noop_read(read, at, fresh))
-                    after = _positive(self.program.score(variant))
-                    if after > positive + TOLERANCE:
-                        return (f"inserting a no-op read `{read.name}` (ok, empty result, fresh target) at event "
-                                f"{at} raises the episode's positive credit from {positive:g} to {after:g}",
-                                variant, f"with the no-op read inserted at event {at}")
+            if read is None:
+                return None
+            used = sorted({normalise_value(v) for e in episode.events for v in e.arguments.values()})
+            fresh = next(f"fresh{k}" for k in range(len(used) + 1) if f"fresh{k}" not in used)
+            value = ([fresh] + used)[pick % (len(used) + 1)]
+            for at in range(len(episode.events) + 1):
+                variant = _insert(episode, at, noop_read(read, at, value))
+                # a read may complete an obligation a real action opened (verify-after-write): the
+                # discharges landing on the read itself are not counted; anything else it adds is farmed
+                after = sum(c.value for c in self.program.score(variant)
+                            if c.value > 0 and not (c.event_index == at and c.outcome == "discharge"))
+                if after > positive + TOLERANCE:
+                    return (f"inserting a no-op read `{read.name}` (ok, empty result, target {value!r}) at event "
+                            f"{at} raises the positive credit of the other events from {positive:g} to {after:g}",
+                            variant, f"with the no-op read inserted at event {at}")
             return None
 
         case, n = _search(strategy, farmed, self.examples)
@@ -360,7 +365,7 @@ class _Reasons:
             if isinstance(node, ast.TagAtom):
                 owners = [t for t in self.declared_only if node.tag.text in self.program.tools[t].tags]
                 text = f"no tool of {self.source} is tagged `{node.tag.text}`"
-                return text + (f" (only {', '.join(f'`{t}`' for t in owners)}, not in {self.source})" if owners else "")
+                return text + (f" (only {', '.join(f'`{t}`' for t in owners)}, which it does not have)" if owners else "")
             if isinstance(node, ast.ArgTest):
                 return f"no tool of {self.source} that can match takes argument `{node.arg.text}`"
             if isinstance(node, ast.Or):

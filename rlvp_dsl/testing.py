@@ -490,10 +490,10 @@ def reindexed(events: Iterable[Event]) -> tuple[Event, ...]:
     return tuple(attrs.evolve(e, index=i) for i, e in enumerate(events))
 
 
-def noop_read(tool: ToolShape, index: int, fresh: str) -> Event:
+def noop_read(tool: ToolShape, index: int, value: str) -> Event:
     """A read-only call that learns nothing: status ok, empty result, its target (if any) set to
-    the never-used value `fresh`, no other argument."""
-    arguments = {tool.target: fresh} if tool.target else {}
+    `value`, no other argument."""
+    arguments = {tool.target: value} if tool.target else {}
     return Event(index, CALL, tool=tool.name, arguments=arguments, status=OK, tags=tool.tags)
 
 

@@ -14,7 +14,7 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console
 from ..diagnostics import MAX_PER_FILE, has_errors, render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 
@@ -37,6 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
     p.add_argument("--test", action="store_true",
                    help="run the `test` blocks of the rule files; exit 1 when one fails")
+    p.add_argument("--check", action="store_true",
+                   help="check the built-in properties (bounded, not farmable, discharge once, reachable, "
+                        "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)")
+    p.add_argument("--manifest", metavar="MANIFEST",
+                   help="with --check: generate calls of this manifest's tools (default: the rule file's tools)")
+    p.add_argument("--examples", type=int, default=200, metavar="N",
+                   help="with --check: examples per property (default 200)")
     return p
 
 
@@ -94,6 +101,23 @@ def main(argv: list[str] | None = None) -> int:
         print("rlvp-compile: error: -o takes one rule file", file=sys.stderr)
         return EXIT_USAGE
 
+    if (args.manifest or args.examples != 200) and not args.check:
+        print("rlvp-compile: error: --manifest and --examples go with --check", file=sys.stderr)
+        return EXIT_USAGE
+    if args.examples < 1:
+        print(f"rlvp-compile: error: --examples must be at least 1 (got {args.examples})", file=sys.stderr)
+        return EXIT_USAGE
+    if args.manifest:
+        from ..manifests import ManifestError, load_manifest
+
+        try:
+            args.loaded_manifest = load_manifest(args.manifest)
+        except FileNotFoundError:
+            print(f"rlvp-compile: error: manifest not found: {args.manifest}", file=sys.stderr)
+            return EXIT_USAGE
+        except (ManifestError, OSError, ValueError) as exc:
+            print(f"rlvp-compile: error: {exc}", file=sys.stderr)
+            return EXIT_INPUT_ERRORS
     status = EXIT_OK
     all_json = []
     totals = {"passed": 0, "failed": 0}
@@ -112,6 +136,9 @@ def main(argv: list[str] | None = None) -> int:
         failed = has_errors(result.diagnostics) or (args.warnings_as_errors and result.diagnostics)
         if failed:
             status = max(status, EXIT_INPUT_ERRORS)
+            continue
+        if args.check:
+            status = max(status, _run_check(path, result.ruleset, args))
             continue
         if args.test:
             failed_tests = _run_tests(path, result.ruleset, totals)
@@ -158,17 +185,24 @@ def _run_tests(path: str, ruleset, totals: dict) -> int:
     return failed
 
 
+def _run_check(path: str, ruleset, args) -> int:
+    """`--check` for one rule file: print each property's result; the exit status it earns."""
+    from ..compile import compile_ruleset
+    from ..properties import check_program, render
+
+    program = compile_ruleset(ruleset)
+    manifest = getattr(args, "loaded_manifest", None)
+    source = f"the manifest {args.manifest}" if manifest is not None else "the rule file's tool table"
+    results = check_program(program, tools=manifest, tools_source=source, examples=args.examples)
+    header = f"{path}: {len(program.rules)} rules, episodes over {source}, {args.examples} examples per property"
+    print(render(results, program, header))
+    failed = any(r.status == "fail" or (r.status == "warn" and args.warnings_as_errors) for r in results)
+    return EXIT_INPUT_ERRORS if failed else EXIT_OK
+
+
 def run() -> None:
-    """Console-script entry: `main`, with a closed pipe (`| head`) ending quietly."""
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = EXIT_OK
-    except KeyboardInterrupt:
-        code = 130
-    sys.exit(code)
+    """Console-script entry point."""
+    console(main)
 
 
 if __name__ == "__main__":
