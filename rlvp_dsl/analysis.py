@@ -38,17 +38,7 @@ class Universe:
 
     def possible(self, expr: ast.Expr) -> frozenset[EventClass]:
         """The classes of event that may satisfy `expr` (iterative; long chains are fine)."""
-        memo: dict[int, frozenset] = {}
-        stack: list[tuple[object, bool]] = [(expr, False)]
-        while stack:
-            node, done = stack.pop()
-            kids = _kids(node)
-            if not done and kids:
-                stack.append((node, True))
-                stack.extend((k, False) for k in kids)
-                continue
-            memo[id(node)] = self._atom(node, [memo[id(k)] for k in kids])
-        return memo[id(expr)]
+        return ast.fold(expr, self._atom)
 
     def _atom(self, node, kids: list[frozenset]) -> frozenset[EventClass]:
         if isinstance(node, ast.And):
@@ -92,16 +82,6 @@ class Universe:
         raise TypeError(f"not a condition node: {node!r}")
 
 
-def _kids(node) -> list:
-    if isinstance(node, (ast.And, ast.Or)):
-        return list(node.items)
-    if isinstance(node, ast.Not):
-        return [node.item]
-    if isinstance(node, ast.Seen):
-        return [node.cond] + ([node.since] if node.since is not None else [])
-    return []
-
-
 def tools_of(classes: frozenset[EventClass]) -> set[str]:
     """Declared tool names among the classes (UNKNOWN left out)."""
     return {t for kind, t, _ in classes if kind == CALL and t is not None and t != UNKNOWN}
@@ -111,10 +91,4 @@ def has_unknown(classes: frozenset[EventClass]) -> bool:
     return any(t == UNKNOWN for _, t, _ in classes)
 
 
-def walk(expr: ast.Expr):
-    """Every node of a condition, pre-order, iteratively."""
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
-        stack.extend(reversed(_kids(node)))
+walk = ast.walk

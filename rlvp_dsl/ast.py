@@ -164,6 +164,42 @@ class Const:
 Expr = Union[CallAtom, KindAtom, TagAtom, StatusAtom, TextTest, ArgTest, SignalTest, Seen, HasBinding, And, Or, Not, Const]
 
 
+def children(node, *, into_seen: bool = True) -> list:
+    """The sub-conditions of a condition node (a `Seen`'s conditions only with `into_seen`)."""
+    if isinstance(node, (And, Or)):
+        return list(node.items)
+    if isinstance(node, Not):
+        return [node.item]
+    if into_seen and isinstance(node, Seen):
+        return [node.cond] + ([node.since] if node.since is not None else [])
+    return []
+
+
+def fold(expr: "Expr", combine, *, into_seen: bool = True):
+    """Post-order fold: ``combine(node, [folded children])`` bottom-up, iteratively, so that
+    chains thousands of conditions long never hit Python's recursion limit."""
+    memo: dict[int, object] = {}
+    stack: list[tuple[object, bool]] = [(expr, False)]
+    while stack:
+        node, done = stack.pop()
+        kids = children(node, into_seen=into_seen)
+        if not done and kids:
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids)
+            continue
+        memo[id(node)] = combine(node, [memo[id(k)] for k in kids])
+    return memo[id(expr)]
+
+
+def walk(expr: "Expr"):
+    """Every node of a condition, pre-order, iteratively."""
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(children(node)))
+
+
 # ---- declarations ---------------------------------------------------------
 
 

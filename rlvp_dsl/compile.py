@@ -43,18 +43,11 @@ def _seen_nodes(ruleset: RuleSet) -> list[ast.Seen]:
             roots = [rule.cond]
         elif isinstance(rule, ObligationRule):
             roots = [rule.open, rule.discharge] + ([rule.before] if rule.before is not None else [])
-        stack = list(reversed(roots))
-        while stack:
-            node = stack.pop()
-            if isinstance(node, ast.Seen) and id(node) not in ids:
-                ids.add(id(node))
-                found.append(node)
-            if isinstance(node, (ast.And, ast.Or)):
-                stack.extend(reversed(node.items))
-            elif isinstance(node, ast.Not):
-                stack.append(node.item)
-            elif isinstance(node, ast.Seen):
-                stack.extend([s for s in (node.since, node.cond) if s is not None])
+        for root in roots:
+            for node in ast.walk(root):
+                if isinstance(node, ast.Seen) and id(node) not in ids:
+                    ids.add(id(node))
+                    found.append(node)
     return found
 
 

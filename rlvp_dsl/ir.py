@@ -126,28 +126,7 @@ def expr_to_json(expr: ast.Expr | None) -> Any:
     """An s-expression (nested lists) for a condition; iterative so deep `and` chains are fine."""
     if expr is None:
         return None
-    # iterative post-order build to avoid recursion on long chains
-    result: dict[int, Any] = {}
-    stack: list[tuple[Any, bool]] = [(expr, False)]
-    while stack:
-        node, done = stack.pop()
-        kids = _children(node)
-        if not done and kids:
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids)
-            continue
-        result[id(node)] = _node_json(node, [result[id(k)] for k in kids])
-    return result[id(expr)]
-
-
-def _children(node) -> list:
-    if isinstance(node, (ast.And, ast.Or)):
-        return list(node.items)
-    if isinstance(node, ast.Not):
-        return [node.item]
-    if isinstance(node, ast.Seen):
-        return [node.cond] + ([node.since] if node.since is not None else [])
-    return []
+    return ast.fold(expr, _node_json)
 
 
 def _node_json(node, kids: list) -> Any:

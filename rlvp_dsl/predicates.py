@@ -129,17 +129,7 @@ def event_text(field: str, event: Event) -> str:
 
 def specialise(expr: ast.Expr, kind: str, tool: str | None, tags: frozenset[str]) -> ast.Expr:
     """Fold class-dependent tests to constants for events of (kind, tool, tags)."""
-    memo: dict[int, ast.Expr] = {}
-    stack: list[tuple[Any, bool]] = [(expr, False)]
-    while stack:
-        node, done = stack.pop()
-        kids = list(node.items) if isinstance(node, (ast.And, ast.Or)) else [node.item] if isinstance(node, ast.Not) else []
-        if not done and kids:
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids)
-            continue
-        memo[id(node)] = _fold(node, [memo[id(k)] for k in kids], kind, tool, tags)
-    return memo[id(expr)]
+    return ast.fold(expr, lambda node, kids: _fold(node, kids, kind, tool, tags), into_seen=False)
 
 
 def _fold(node, kids, kind, tool, tags) -> ast.Expr:
@@ -183,17 +173,7 @@ def _fold(node, kids, kind, tool, tags) -> ast.Expr:
 
 def build(expr: ast.Expr, slots: Mapping[int, int], tools: Mapping[str, ToolInfo]) -> Pred:
     """A closure for a specialised condition.  `slots` maps id(Seen node) -> state index."""
-    memo: dict[int, Pred] = {}
-    stack: list[tuple[Any, bool]] = [(expr, False)]
-    while stack:
-        node, done = stack.pop()
-        kids = list(node.items) if isinstance(node, (ast.And, ast.Or)) else [node.item] if isinstance(node, ast.Not) else []
-        if not done and kids:
-            stack.append((node, True))
-            stack.extend((k, False) for k in kids)
-            continue
-        memo[id(node)] = _closure(node, [memo[id(k)] for k in kids], slots, tools)
-    return memo[id(expr)]
+    return ast.fold(expr, lambda node, kids: _closure(node, kids, slots, tools), into_seen=False)
 
 
 def _closure(node, kids: list[Pred], slots, tools) -> Pred:

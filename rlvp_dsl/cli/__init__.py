@@ -6,3 +6,20 @@ Exit codes, as ruff and ty use them: 0 ok, 1 the input has errors, 2 usage or I/
 EXIT_OK = 0
 EXIT_INPUT_ERRORS = 1
 EXIT_USAGE = 2
+
+
+def console(main) -> None:
+    """Run a CLI `main() -> exit code` as a console script: a closed pipe (`| head`) ends
+    quietly, Ctrl-C exits 130, and the exit code is the process's."""
+    import os
+    import sys
+
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_OK
+    except KeyboardInterrupt:
+        code = 130
+    sys.exit(code)

@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console
 from ..diagnostics import has_errors, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
@@ -139,16 +139,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console-script entry: `main`, with a closed pipe (`| head`) ending quietly."""
-    try:
-        code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = EXIT_OK
-    except KeyboardInterrupt:
-        code = 130
-    sys.exit(code)
+    """Console-script entry point."""
+    console(main)
 
 
 if __name__ == "__main__":
