@@ -152,10 +152,10 @@ class _Checker:
 
     def not_farmable(self) -> PropertyResult:
         reads = read_only_tools(self.vocab, self.program)
-        strategy = st.tuples(self.strategy, st.sampled_from(reads) if reads else st.none(), st.integers(0, 12))
+        strategy = st.tuples(self.strategy, st.sampled_from(reads) if reads else st.none())
 
         def farmed(case):
-            episode, read, pick = case
+            episode, read = case
             credits = self.program.score(episode)
             total, positive = _total(credits), _positive(credits)
             earners = sorted({c.event_index for c in credits if c.value > 0})
@@ -168,19 +168,21 @@ class _Checker:
                             f"inserted at event {i + 1}")
             if read is None:
                 return None
-            used = sorted({normalise_value(v) for e in episode.events for v in e.arguments.values()})
+            targets = {t.name: t.target for t in self.vocab.tools}
+            used = sorted({normalise_value(e.arguments[targets[e.tool]]) for e in episode.calls
+                           if targets.get(e.tool) in e.arguments})
             fresh = next(f"fresh{k}" for k in range(len(used) + 1) if f"fresh{k}" not in used)
-            value = ([fresh] + used)[pick % (len(used) + 1)]
-            for at in range(len(episode.events) + 1):
-                variant = _insert(episode, at, noop_read(read, at, value))
-                # a read may complete an obligation a real action opened (verify-after-write): the
-                # discharges landing on the read itself are not counted; anything else it adds is farmed
-                after = sum(c.value for c in self.program.score(variant)
-                            if c.value > 0 and not (c.event_index == at and c.outcome == "discharge"))
-                if after > positive + TOLERANCE:
-                    return (f"inserting a no-op read `{read.name}` (ok, empty result, target {value!r}) at event "
-                            f"{at} raises the positive credit of the other events from {positive:g} to {after:g}",
-                            variant, f"with the no-op read inserted at event {at}")
+            for value in [fresh] + used if read.target else [fresh]:
+                for at in range(len(episode.events) + 1):
+                    variant = _insert(episode, at, noop_read(read, at, value))
+                    # a read may complete an obligation a real action opened (verify-after-write): the
+                    # discharges landing on the read itself are not counted; anything else it adds is farmed
+                    after = sum(c.value for c in self.program.score(variant)
+                                if c.value > 0 and not (c.event_index == at and c.outcome == "discharge"))
+                    if after > positive + TOLERANCE:
+                        return (f"inserting a no-op read `{read.name}` (ok, empty result, target {value!r}) at "
+                                f"event {at} raises the positive credit of the other events from {positive:g} "
+                                f"to {after:g}", variant, f"with the no-op read inserted at event {at}")
             return None
 
         case, n = _search(strategy, farmed, self.examples)
