@@ -67,3 +67,13 @@ def test_token_credits_spans_and_mask():
         token_credits([1.0], [(4, 9)], 6)
     with pytest.raises(CreditCountError):
         token_credits([1.0, 2.0], [(0, 1)], 6)
+
+
+def test_several_sources_name_the_wrong_one():
+    """With several named per-call sources, the error names the one with the wrong count."""
+    from rlvp_dsl.attach import credit_sources_check
+
+    ok = credit_sources_check({"a": lambda ep: [0.0, 1.0]}, _episode())
+    assert ok["a"].values == (0.0, 1.0)
+    with pytest.raises(CreditCountError, match="'b' returned 4 credits"):
+        credit_sources_check({"a": lambda ep: [0.0, 1.0], "b": lambda ep: [0.0] * 4}, _episode())
