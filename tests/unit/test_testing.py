@@ -122,3 +122,17 @@ def test_core_library_imports_without_hypothesis():
             "try:\n    import rlvp_dsl.testing\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert "pip install hypothesis" in out.stdout
+
+
+def test_the_docs_pytest_example_runs(tmp_path, shared_data):
+    """The pytest file shown in docs/testing-rules.md passes as written (run from the repo root)."""
+    import re
+
+    text = (REPO / "docs" / "testing-rules.md").read_text(encoding="utf-8")
+    code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
+    path = tmp_path / "test_doc_example.py"
+    path.write_text(code, encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
+                          str(tmp_path), str(path)], capture_output=True, text=True, cwd=REPO)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 passed" in out.stdout
