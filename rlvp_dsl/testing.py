@@ -56,7 +56,8 @@ from . import ast
 from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER, Episode, Event
 from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
 
-__all__ = ["ToolShape", "Vocabulary", "vocabulary", "calls", "events", "episodes", "regex_samples", "reindexed"]
+__all__ = ["ToolShape", "Vocabulary", "vocabulary", "calls", "events", "episodes", "regex_samples", "reindexed",
+           "noop_read", "read_only_tools"]
 
 #: The default pool of argument values (shared by all arguments, so targets collide).
 VALUES = ("A", "B", "C")
@@ -284,8 +285,9 @@ def _variants(items, p) -> list[str]:
     return out
 
 
-def _item(op, av, p) -> list[str]:
-    c = p  # constants are re-exported by the parser module
+def _item(op, av, c) -> list[str]:
+    """Shortest strings for one parsed item; `c` is the regex parser module (it re-exports the opcodes)."""
+    p = c
     if op is c.LITERAL:
         return [chr(av)]
     if op is c.NOT_LITERAL:
@@ -505,5 +507,5 @@ def read_only_tools(vocab: Vocabulary, program=None) -> tuple[ToolShape, ...]:
         if program is not None and tool.name in program.tools:
             tags |= program.tools[tool.name].tags
         if "read" in tags and not tags & {"write", "destructive"}:
-            out.append(attrs.evolve(tool, tags=frozenset(tool.tags)))
+            out.append(tool)
     return tuple(out)
