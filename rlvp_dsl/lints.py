@@ -76,7 +76,8 @@ class LintOptions:
 
 
 def lint(ruleset: RuleSet, options: LintOptions = LintOptions()) -> list[Diagnostic]:
-    """Every lint warning of a checked rule set (one without errors), in source order of the rules.
+    """Every lint warning of a checked rule set (one without errors), grouped by code (sort for display
+    with `diagnostics.sort_and_cap`).
 
     Raises:
         ValueError: an option is not a positive number.

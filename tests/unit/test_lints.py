@@ -126,7 +126,8 @@ def test_double_counting_really_double_penalises():
 
 def test_narrowing_to_a_tool_is_rv302_on_the_narrow_rule():
     """`call book error` only narrows `call error`: reported on the narrower rule."""
-    (code, message), = lints_of("violation narrow (-0.2) { on call book error }\nviolation broad (-0.1) { on call error }")
+    (code, message), = lints_of("violation narrow (-0.2) { on call book error }\n"
+                                "violation broad (-0.1) { on call error }")
     assert code == "RV302" and message.startswith("every event that fires rule 'narrow' also fires rule 'broad'")
 
 
@@ -190,7 +191,8 @@ def test_implication_through_scope_and_or():
 
 def test_open_matching_malformed_calls_is_rv303_with_its_own_message():
     """Open on any write, discharge on any write: it opens only on malformed or unanswered calls."""
-    (code, message), = lints_of("obligation o (+0.1, expire -0.1) { open on call tag write discharge on call tag write }")
+    (code, message), = lints_of("obligation o (+0.1, expire -0.1) { open on call tag write "
+                                "discharge on call tag write }")
     assert code == "RV303" and "only on malformed or unanswered calls" in message
 
 
