@@ -20,10 +20,6 @@ TOOLS = ("tool fetch : read target item\ntool book : write target item\ntool wip
          "tool check : verify target item\ntool submit : submit\n")
 
 #: Stock rule files with a lint the lead has been told about (strict: fixing the rule fails the xfail).
-KNOWN_STOCK_WARNINGS = {
-    "chain.rlvp": "RV303: obligation 'advance' opens on a token call, which also discharges it: it never opens",
-    "gated.rlvp": "RV303: obligation 'advance' opens on a token call, which also discharges it: it never opens",
-}
 
 
 def lints_of(text: str, **options) -> list[tuple[str, str]]:
@@ -46,24 +42,11 @@ def call(i, tool, status="ok", result=None, **args) -> Event:
 
 
 @pytest.mark.parametrize("name", [
-    pytest.param(p.name, marks=pytest.mark.xfail(reason=KNOWN_STOCK_WARNINGS[p.name], strict=True))
-    if p.name in KNOWN_STOCK_WARNINGS else p.name
-    for p in sorted((REPO / "rules").glob("*.rlvp"))])
+    p.name for p in sorted((REPO / "rules").glob("*.rlvp"))])
 def test_stock_rules_lint_clean(name):
     """Every stock rule file compiles with no lint warning."""
     result = check_file(str(REPO / "rules" / name), lints=True)
     assert result.ok and result.diagnostics == [], [d.message for d in result.diagnostics]
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_STOCK_WARNINGS))
-def test_known_stock_warning_is_exactly_rv303_on_advance(name):
-    """The known stock problem is one RV303 on the `advance` obligation, and it really never pays."""
-    result = check_file(str(REPO / "rules" / name), lints=True)
-    assert [(d.code, "'advance'" in d.message) for d in result.diagnostics] == [("RV303", True)]
-    tokens = tuple(call(i, tool, token=f"k{i}", result=f"token k{i + 1}")
-                   for i, tool in enumerate(["fetch", "parse", "transform", "submit"]))
-    credits = load_program(str(REPO / "rules" / name)).score(Episode("e", tokens))
-    assert [c for c in credits if c.rule == "advance"] == []
 
 
 @pytest.mark.parametrize("manifest", sorted((REPO / "examples" / "manifests").glob("*.json")), ids=lambda p: p.name)
