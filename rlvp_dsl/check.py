@@ -190,12 +190,19 @@ class _Checker:
         return True
 
     # ---- 4. meaning ----------------------------------------------------
+    errors_before_rule = 0
+
+    def rule_has_errors(self) -> bool:
+        return sum(d.severity != WARNING for d in self.diagnostics) > self.errors_before_rule
+
     def lands_on_calls(self, name: str, what: str, expr: ast.Expr, span: Span) -> None:
         if any(kind == USER for kind, _, _ in self.universe.possible(expr)):
             self.error("RV208", f"rule '{name}' could give credit to a user message ({what} matches user turns)",
                        span, "credit lands only on tool calls and assistant turns: add `call` or `assistant`")
 
     def never_fires(self, name: str, expr: ast.Expr, span: Span) -> bool:
+        if self.rule_has_errors():
+            return False  # an unknown tool or tag already explains it
         if not self.universe.possible(expr):
             self.warn("RV210", f"rule '{name}' can never fire: no event satisfies its condition", span,
                       "check the tool names, tags and statuses it combines with `and`")
@@ -216,6 +223,7 @@ class _Checker:
                            item.name.span, "rule names must be unique: explanations and summaries use them")
                 continue
             seen_names[name] = item.name.span
+            self.errors_before_rule = sum(d.severity != WARNING for d in self.diagnostics)
             rule = getattr(self, "rule_" + item.kind)(item)
             if rule is not None:
                 rules.append(rule)
@@ -239,6 +247,11 @@ class _Checker:
                     self.warn("RV201", f"the test episode calls tool '{event.tool.text}', which is not declared",
                               event.tool.span, did_you_mean(event.tool.text, self.tools)
                               or "undeclared tools carry no tags; declare it if the rules should see its tags")
+            if block.episode_file is not None:
+                episode_path = os.path.join(os.path.dirname(f.path), block.episode_file)
+                if not os.path.isfile(episode_path):
+                    self.error("RV001", f"test episode file not found: {episode_path}", block.span,
+                               "paths are relative to the rule file that names them")
             tests.append(RuleTest(f.path, block))
         return tuple(tests)
 

@@ -28,6 +28,9 @@ WARNING = "warning"
 #: Most diagnostics printed per file; the rest are counted in one closing line.
 MAX_PER_FILE = 10
 
+#: Longest source line shown under a diagnostic; longer lines are cut around the caret.
+MAX_LINE = 160
+
 #: Every code, with the one-line summary used in docs and `--explain-code`.
 CODES: Mapping[str, str] = {
     "RV001": "a file cannot be read (missing, unreadable, not UTF-8)",
@@ -135,6 +138,12 @@ def render_text(
             if d.span.end_line == d.span.line and d.span.end_column > d.span.column:
                 width = d.span.end_column - d.span.column
             caret_col = min(d.span.column, len(text) + 1)
+            if len(text) > MAX_LINE:  # show a window around the caret, not a 10,000-character line
+                start = max(0, caret_col - 1 - MAX_LINE // 3)
+                shown = text[start : start + MAX_LINE]
+                text = ("..." if start else "") + shown + ("..." if start + MAX_LINE < len(text) else "")
+                caret_col = caret_col - start + (3 if start else 0)
+                width = min(width, MAX_LINE)
             pad = "".join("\t" if ch == "\t" else " " for ch in text[: caret_col - 1])
             out.append(f" {gutter} | {text}")
             out.append(f" {' ' * len(gutter)} | {pad}{'^' * max(1, width)}")

@@ -219,26 +219,34 @@ class _Linter:
         rules = list(self.rules)
         violations = [r for r in rules if isinstance(r, ViolationRule)]
         conj = {id(r): self.conjuncts(r.cond) for r in violations}
-        for j, b in enumerate(violations):
-            for a in violations[:j]:
-                ca, cb = dict(conj[id(a)]), dict(conj[id(b)])
-                if ca.keys() == cb.keys():
+        # Two rules can only double count when their non-scope conjuncts (the behaviour tested)
+        # are the same set: compare pairs within such groups only, so a file of thousands of
+        # rules costs about linear time.
+        groups: dict[frozenset, list[ViolationRule]] = {}
+        for r in violations:
+            nodes = self.conjunct_nodes(r.cond)
+            behaviour = frozenset(k for k in dict(conj[id(r)]) if not isinstance(nodes.get(k), _SCOPE))
+            groups.setdefault(behaviour, []).append(r)
+        pairs = [(a, b) for group in groups.values() for j, b in enumerate(group) for a in group[:j]]
+        for a, b in pairs:
+            ca, cb = dict(conj[id(a)]), dict(conj[id(b)])
+            if ca.keys() == cb.keys():
+                out.append(_warn(
+                    "RV302", f"rule '{b.name}' fires on exactly the events rule '{a.name}' fires on (their "
+                    f"conditions are equal): each such event is penalised twice for one reason "
+                    f"({a.span.location})", b.span,
+                    f"merge them into one rule with weight {a.weight + b.weight:g}, or remove one"))
+                continue
+            for broad, narrow, cb_ in ((a, b, cb), (b, a, ca)):
+                cbroad = dict(conj[id(broad)])
+                if self._narrows(cbroad, cb_, narrow):
                     out.append(_warn(
-                        "RV302", f"rule '{b.name}' fires on exactly the events rule '{a.name}' fires on (their "
-                        f"conditions are equal): each such event is penalised twice for one reason "
-                        f"({a.span.location})", b.span,
-                        f"merge them into one rule with weight {a.weight + b.weight:g}, or remove one"))
-                    continue
-                for broad, narrow, cb_ in ((a, b, cb), (b, a, ca)):
-                    cbroad = dict(conj[id(broad)])
-                    if self._narrows(cbroad, cb_, narrow):
-                        out.append(_warn(
-                            "RV302", f"every event that fires rule '{narrow.name}' also fires rule '{broad.name}' "
-                            f"({broad.span.location}): '{narrow.name}' only narrows its condition to some tools or "
-                            "statuses, so such an event is penalised twice for one reason", narrow.span,
-                            f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
-                            f"'{broad.name}' with `unless`"))
-                        break
+                        "RV302", f"every event that fires rule '{narrow.name}' also fires rule '{broad.name}' "
+                        f"({broad.span.location}): '{narrow.name}' only narrows its condition to some tools or "
+                        "statuses, so such an event is penalised twice for one reason", narrow.span,
+                        f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
+                        f"'{broad.name}' with `unless`"))
+                    break
         out += self._same_obligations(rules) + self._same_progress(rules)
         return out
 

@@ -80,5 +80,5 @@ def load_files(
                 visit(os.path.join(base, item.path), item.span, (*stack, key))
         files.append(tree)
 
-    visit(path, NO_SPAN, (), inline=text)
+    visit(path, Span(path, 0, 0), (), inline=text)
     return files, sources, diagnostics

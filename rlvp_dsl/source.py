@@ -22,7 +22,10 @@ class Span:
 
     @property
     def location(self) -> str:
-        """``file:line:col`` -- the form editors and CI annotators understand."""
+        """``file:line:col`` -- the form editors and CI annotators understand (just ``file``
+        for a problem with the whole file)."""
+        if self.line <= 0:
+            return self.file
         return f"{self.file}:{self.line}:{self.column}"
 
     def to_json(self) -> dict:

@@ -157,6 +157,10 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     if isinstance(exc, UnexpectedCharacters):
         ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
         span = source.span(exc.pos_in_stream, exc.pos_in_stream + 1)
+        shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}" if ch else "end of file"
+        if shown != ch:
+            return [Diagnostic("RV101", f"unexpected invisible character {shown}", span,
+                               help="delete it (it may come from copying text from a web page)")]
         hint = "strings use double quotes" if ch == "'" else "remove it, or put it inside a string or a comment (#)"
         if ch == "/":
             hint = "a regular expression is written /.../ on one line"
@@ -193,4 +197,7 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     if opener is not None and opener[1] == "{" and "RBRACE" in expected:
         line, col = source.position(opener[0])
         hint = f"the block opened at {line}:{col} is not closed before this" + (f"; {label}" if label else "")
+    elif opener is not None and opener[1] == "(" and "RPAR" in expected:
+        line, col = source.position(opener[0])
+        hint = f"the '(' at {line}:{col} is not closed before this; add ')' (or continue with `and`/`or`)"
     return [Diagnostic("RV101", message, span, help=hint)]

@@ -7,6 +7,16 @@ EXIT_OK = 0
 EXIT_INPUT_ERRORS = 1
 EXIT_USAGE = 2
 
+#: The worst exit status a command has decided so far; `console` uses it when a closed
+#: pipe interrupts the output, so `rlvp-compile bad.rlvp | head` still exits 1.
+_decided = [EXIT_OK]
+
+
+def decided(code: int) -> int:
+    """Record an exit status the command has decided (the worst one wins); returns `code`."""
+    _decided[0] = max(_decided[0], code)
+    return code
+
 
 def console(main) -> None:
     """Run a CLI `main() -> exit code` as a console script: a closed pipe (`| head`) ends
@@ -19,7 +29,8 @@ def console(main) -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = EXIT_OK
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
+        code = _decided[0]
     except KeyboardInterrupt:
         code = 130
     sys.exit(code)

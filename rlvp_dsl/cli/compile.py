@@ -14,8 +14,9 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided
 from ..diagnostics import MAX_PER_FILE, has_errors, render_json, render_text, sort_and_cap
+from ..loader import read_source
 from ..pipeline import check_file
 
 
@@ -31,7 +32,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="PATH",
                    help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
     p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
-    p.add_argument("--json", action="store_true", help="print diagnostics as JSON")
+    p.add_argument("--json", action="store_true", help="print diagnostics as JSON: a list, one object per file")
     p.add_argument("--max-diagnostics", type=int, default=MAX_PER_FILE, metavar="N",
                    help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
     p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
@@ -64,9 +65,14 @@ def _derive(args) -> int:
     except FileNotFoundError:
         print(f"rlvp-compile: error: manifest not found: {args.auto_from_tags}", file=sys.stderr)
         return EXIT_USAGE
-    except (ManifestError, OSError, ValueError) as exc:
+    except (ManifestError, ValueError) as exc:
         print(f"rlvp-compile: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERRORS
+    except OSError as exc:
+        print(f"rlvp-compile: error: cannot read {args.auto_from_tags}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if not manifest.tools:
+        print(f"rlvp-compile: warning: {args.auto_from_tags} declares no tools", file=sys.stderr)
     text = derive_text(manifest)
     if args.output:
         try:
@@ -122,27 +128,32 @@ def main(argv: list[str] | None = None) -> int:
     all_json = []
     totals = {"passed": 0, "failed": 0}
     for path in args.rules:
-        if not os.path.isfile(path):
-            print(f"rlvp-compile: error: {'is a directory' if os.path.isdir(path) else 'file not found'}: {path}",
-                  file=sys.stderr)
-            status = max(status, EXIT_USAGE)
+        source, problems = read_source(path)
+        if source is None:
+            message = problems[0].message if problems else f"cannot read {path}"
+            status = max(status, decided(EXIT_USAGE))
+            if args.json:
+                all_json.append({"file": path, "ok": False, "error": message, "diagnostics": [], "dropped": 0})
+            else:
+                print(f"rlvp-compile: error: {message}", file=sys.stderr)
             continue
         result = check_file(path, lints=True)
         kept, dropped = sort_and_cap(result.diagnostics, args.max_diagnostics)
+        failed = has_errors(result.diagnostics) or (args.warnings_as_errors and result.diagnostics)
+        if failed:
+            status = max(status, decided(EXIT_INPUT_ERRORS))
         if args.json:
             all_json.append({"file": path, "ok": result.ok, **json.loads(render_json(kept, dropped=dropped))})
         elif kept:
             print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
-        failed = has_errors(result.diagnostics) or (args.warnings_as_errors and result.diagnostics)
         if failed:
-            status = max(status, EXIT_INPUT_ERRORS)
             continue
-        if args.check:
-            status = max(status, _run_check(path, result.ruleset, args))
-            continue
-        if args.test:
-            failed_tests = _run_tests(path, result.ruleset, totals)
-            status = max(status, EXIT_INPUT_ERRORS if failed_tests else EXIT_OK)
+        if args.check or args.test:
+            if args.check:
+                status = max(status, decided(_run_check(path, result.ruleset, args)))
+            if args.test:
+                failed_tests = _run_tests(path, result.ruleset, totals)
+                status = max(status, decided(EXIT_INPUT_ERRORS if failed_tests else EXIT_OK))
             continue
         if not args.json:
             print(f"{path}: ok: {_describe(result.ruleset)}", file=sys.stderr)
@@ -156,8 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                     return EXIT_USAGE
             else:
                 sys.stdout.write(program_text)
-    if args.json:
-        print(json.dumps(all_json if len(all_json) != 1 else all_json[0], indent=2, ensure_ascii=False))
+    if args.json:  # always a list: one object per rule file
+        print(json.dumps(all_json, indent=2, ensure_ascii=False))
     if args.test:
         print(f"{totals['passed']} passed, {totals['failed']} failed")
     return status

@@ -12,8 +12,8 @@ import json
 import os
 import sys
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console
-from ..diagnostics import has_errors, render_text, sort_and_cap
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided
+from ..diagnostics import render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
 from ..report import render_summary, summarise
@@ -33,12 +33,39 @@ def _parser() -> argparse.ArgumentParser:
                    help="the trajectory format (default: detected per file)")
     p.add_argument("--explain", action="store_true", help="print every credit with its explanation")
     p.add_argument("--json", action="store_true", help="print the scores as JSON (per episode, per credit, summary)")
-    p.add_argument("--limit", type=int, default=0, metavar="N", help="with --explain: show at most N episodes")
+    p.add_argument("--limit", type=_count, default=0, metavar="N",
+                   help="with --explain: show at most N episodes (0: all)")
     p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT",
-                   help="a tool result starting with TEXT is an error (adds to the format's default)")
+                   help="a tool result starting with TEXT is an error (adds to the default of --format, "
+                        "which it needs)")
     p.add_argument("--error-flag", action="append", default=[], metavar="FIELD",
-                   help="a tool message with FIELD true is an error (adds to the format's default)")
+                   help="a tool message with FIELD true is an error (adds to the default of --format, "
+                        "which it needs)")
     return p
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more (got {value})")
+    return value
+
+
+def _undeclared_note(program, episodes) -> str:
+    """A note when calls go to tools the rules do not declare (the wrong rule file?)."""
+    counts: dict[str, int] = {}
+    calls = 0
+    for episode in episodes:
+        for event in episode.calls:
+            calls += 1
+            if event.tool not in program.tools:
+                counts[event.tool] = counts.get(event.tool, 0) + 1
+    if not counts:
+        return ""
+    names = sorted(counts, key=lambda t: (-counts[t], str(t)))
+    shown = ", ".join(str(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
+    return (f"note: {sum(counts.values())} of {calls} calls go to {len(counts)} tools the rules do not declare "
+            f"({shown}); rules that name tools or tags never match them")
 
 
 def _error_signal(args):
@@ -81,8 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     result = check_file(args.rules)
     if not result.ok:
         kept, dropped = sort_and_cap(result.diagnostics)
-        print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
-        return EXIT_INPUT_ERRORS if has_errors(result.diagnostics) else EXIT_USAGE
+        decided(EXIT_INPUT_ERRORS)
+        if args.json:
+            print(json.dumps({"rules": args.rules, "ok": False, **json.loads(render_json(kept, dropped=dropped))},
+                             indent=1, ensure_ascii=False))
+        else:
+            print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
+        return EXIT_INPUT_ERRORS
     program = compile_ruleset(result.ruleset)
     if (args.error_prefix or args.error_flag) and not args.format:
         print("rlvp-score: error: --error-prefix/--error-flag need --format (they extend that format's default)",
@@ -96,10 +128,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlvp-score: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = read_report(args.trajectories, format=args.format, error_signal=_error_signal(args))
+        report = read_report(args.trajectories, format=args.format, error_signal=_error_signal(args),
+                             keep_going=True)
     except ReaderError as exc:
         print(f"rlvp-score: error: {exc}", file=sys.stderr)
-        return EXIT_INPUT_ERRORS
+        return decided(EXIT_INPUT_ERRORS)
+    status = decided(EXIT_INPUT_ERRORS if report.errors else EXIT_OK)
+    for error in report.errors:  # the other files are still scored; the exit status says 1
+        print(f"rlvp-score: error: {error}", file=sys.stderr)
     if not report.episodes:
         print("rlvp-score: error: no episodes found in " + ", ".join(args.trajectories), file=sys.stderr)
         for skipped in report.skipped:
@@ -108,11 +144,15 @@ def main(argv: list[str] | None = None) -> int:
 
     scored = [(episode, program.score(episode)) for episode in report.episodes]
     summary = summarise(program, scored)
+    note = _undeclared_note(program, report.episodes)
+    if note:
+        print(f"rlvp-score: {note}", file=sys.stderr)
     if args.json:
         doc = {
             "rules": args.rules,
             "program": program.to_json(),
             "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
+            "errors": [str(e) for e in report.errors],
             "summary": summary.to_json(),
             "episodes": [
                 {
@@ -129,13 +169,14 @@ def main(argv: list[str] | None = None) -> int:
             ],
         }
         print(json.dumps(doc, indent=1, ensure_ascii=False))
-        return EXIT_OK
+        return status
     if args.explain:
         print(_explain(scored, args.limit))
         print()
-    print(f"rules: {args.rules} ({len(program.rules)} rules)   skipped files: {len(report.skipped)}")
+    print(f"rules: {args.rules} ({len(program.rules)} rules)   skipped files: {len(report.skipped)}"
+          + (f"   unreadable files: {len(report.errors)}" if report.errors else ""))
     print(render_summary(summary))
-    return EXIT_OK
+    return status
 
 
 def run() -> None:

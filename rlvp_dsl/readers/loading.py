@@ -57,11 +57,14 @@ class ReadReport:
         episodes: the episodes, files in sorted path order, records in file order.
         files: the files episodes came from.
         skipped: files that are not trajectories (manifests, task lists, provenance).
+        errors: with ``keep_going=True``, the files that could not be read (their episodes
+            are left out; every other file is read).
     """
 
     episodes: tuple[Episode, ...] = attrs.field(converter=tuple)
     files: tuple[str, ...] = attrs.field(converter=tuple)
     skipped: tuple[SkippedFile, ...] = attrs.field(converter=tuple)
+    errors: tuple[ReaderError, ...] = attrs.field(default=(), converter=tuple)
 
 
 def detect_format(data: Any, path: str = "") -> tuple[str | None, str]:
@@ -170,16 +173,19 @@ def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return out
 
 
-def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None, error_signal: ErrorSignal | None = None) -> ReadReport:
+def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None, error_signal: ErrorSignal | None = None, keep_going: bool = False) -> ReadReport:
     """Read files and folders (folders recursively: ``*.json``, ``*.jsonl``, ``*.traj``).
 
     Files whose content is not a trajectory (``tools_manifest.json``, ``tasks.json``,
     ``PROVENANCE.json`` ...) are skipped and listed in :attr:`ReadReport.skipped`; with an
     explicit ``format`` nothing is skipped.
 
+    With ``keep_going=True`` a file that cannot be read is listed in
+    :attr:`ReadReport.errors` and the others are still read.
+
     Raises:
-        ReaderError: a path does not exist, or a file is unreadable, invalid JSON, or a
-            trajectory with a malformed record.
+        ReaderError: a path does not exist, or (without ``keep_going``) a file is unreadable,
+            invalid JSON, or a trajectory with a malformed record.
         ValueError: ``format`` is not one of :data:`FORMATS`.
     """
     _check_format(format)
@@ -188,18 +194,25 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     episodes: list[Episode] = []
     files: list[str] = []
     skipped: list[SkippedFile] = []
+    errors: list[ReaderError] = []
     for path in _walk(paths):
         file = os.fspath(path)
-        text, data = _load(path, file)
-        fmt = format
-        if fmt is None:
-            fmt, reason = detect_format(data, file)
+        try:
+            text, data = _load(path, file)
+            fmt = format
             if fmt is None:
-                skipped.append(SkippedFile(file, reason))
-                continue
-        episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal))
+                fmt, reason = detect_format(data, file)
+                if fmt is None:
+                    skipped.append(SkippedFile(file, reason))
+                    continue
+            episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal))
+        except ReaderError as exc:
+            if not keep_going:
+                raise
+            errors.append(exc)
+            continue
         files.append(file)
-    return ReadReport(episodes=episodes, files=files, skipped=skipped)
+    return ReadReport(episodes=episodes, files=files, skipped=skipped, errors=errors)
 
 
 def read_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], **kw: Any) -> list[Episode]:

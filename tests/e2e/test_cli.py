@@ -55,7 +55,7 @@ def test_compile_json_diagnostics():
     """--json prints diagnostics as JSON with code, location and help."""
     done = run("compile", "--json", "tests/golden/diagnostics/unknown_tag.rlvp")
     assert done.returncode == 1
-    doc = json.loads(done.stdout)
+    (doc,) = json.loads(done.stdout)
     assert doc["ok"] is False
     (diag,) = doc["diagnostics"]
     assert diag["code"] == "RV202"
@@ -66,7 +66,7 @@ def test_compile_json_diagnostics():
 def test_compile_json_ok_and_emit_program():
     """--json on a clean file says ok; --emit-program prints the canonical program."""
     done = run("compile", "--json", "rules/tau2_airline.rlvp")
-    assert done.returncode == 0 and json.loads(done.stdout)["ok"] is True
+    assert done.returncode == 0 and json.loads(done.stdout)[0]["ok"] is True
     done = run("compile", "--emit-program", "rules/tau2_airline.rlvp")
     assert done.returncode == 0
     program = json.loads(done.stdout)
@@ -152,3 +152,33 @@ def test_score_bad_rules_and_missing_trajectory(tmp_path):
     done = run("score", "rules/tau2_airline.rlvp", tmp_path / "nothing_here.json")
     assert done.returncode == 2 and "no such file or folder" in done.stderr
     no_traceback(done)
+
+
+def test_compile_json_missing_file_is_json_too():
+    """--json reports an unreadable rule file as JSON too, with exit 2."""
+    done = run("compile", "--json", "no/such/file.rlvp")
+    assert done.returncode == 2
+    (doc,) = json.loads(done.stdout)
+    assert doc["ok"] is False and "not found" in doc["error"]
+
+
+def test_test_and_check_together_run_both(tmp_path):
+    """--test with --check runs the property checks and the tests; a failing test exits 1."""
+    rules = tmp_path / "r.rlvp"
+    rules.write_text('tool t : read\nviolation e (-1) { on call error }\n'
+                     'test "wrong" { episode { call t error } expect e == 0 }\n')
+    done = run("compile", "--test", "--check", "--examples", "20", str(rules))
+    assert done.returncode == 1
+    assert "0 passed, 1 failed" in done.stdout
+
+
+def test_errors_keep_exit_1_when_the_pipe_closes(tmp_path):
+    """A closed output pipe does not turn an input error into exit 0."""
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.rlvp"
+    bad.write_text("".join(f"violation v{i} (-1) {{ on call nope{i} }}\n" for i in range(50)))
+    cmd = f"{sys.executable} -c 'from rlvp_dsl.cli.compile import run; run()' {bad} 2>&1 | head -1"
+    done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True)
+    assert done.returncode == 1
