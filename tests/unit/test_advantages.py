@@ -109,3 +109,21 @@ def test_group_rms_normalisation_scales_not_centres():
     rms = (4.0 / 2) ** 0.5
     assert abs(adv.advantages[0, 0].item() - (-2.0 / rms)) < 1e-6
     assert adv.advantages[1, 0].item() == 0.0
+
+
+def test_constant_group_gets_only_kl_gradient_under_batch_scaling():
+    """Case 2 with KL on: the constant group's tokens get exactly the KL-only gradient; the mixed group's differ."""
+    from trainer.loss import policy_loss
+
+    groups = [[make_rollout("a", [2], 1.0), make_rollout("a", [2], 1.0)],
+              [make_rollout("b", [2], 0.0), make_rollout("b", [2], 1.0)]]
+    adv, mask = _adv(groups, None, "none", scale_rewards="batch")
+    assert torch.equal(adv.advantages[:2], torch.zeros_like(adv.advantages[:2]))
+    ref = torch.full(mask.shape, -1.0)
+    grads = []
+    for A in (adv.advantages, torch.zeros_like(adv.advantages)):
+        logp = torch.full(mask.shape, -0.7, requires_grad=True)
+        policy_loss(logp, logp.detach(), A, mask, beta=0.1, ref_logp=ref).loss.backward()
+        grads.append(logp.grad)
+    assert torch.equal(grads[0][:2], grads[1][:2])
+    assert not torch.equal(grads[0][2:], grads[1][2:])
