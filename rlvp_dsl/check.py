@@ -23,6 +23,9 @@ from .events import USER
 from .ir import ObligationRule, ProgressRule, RuleSet, RuleTest, ToolInfo, ViolationRule
 from .source import NO_SPAN, Span
 
+#: Tags the readers give events themselves (`user_side`: a call the user makes, tau2 telecom).
+BUILTIN_TAGS = frozenset({"user_side"})
+
 # Defaults of the structural rules (docs/language.md, "repeat_error" and "blind_destructive").
 _WRITE_LIKE = ast.Or((ast.TagAtom(ast.Name("write")), ast.TagAtom(ast.Name("destructive"))))
 DEFAULT_RESET = ast.And((ast.CallAtom(), ast.StatusAtom("ok"), _WRITE_LIKE))
@@ -124,7 +127,7 @@ class _Checker:
 
     # ---- 3. names inside conditions -----------------------------------
     def check_expr(self, expr: ast.Expr) -> None:
-        known_tags = set().union(*(t.tags for t in self.tools.values())) if self.tools else set()
+        known_tags = set().union(*(t.tags for t in self.tools.values())) | BUILTIN_TAGS
         for node in walk(expr):
             if isinstance(node, ast.CallAtom):
                 for name in node.tools:

@@ -19,6 +19,10 @@ from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, US
 ERROR_TEXT_LIMIT = 2000
 
 
+#: The tag of calls made by the user side of a dual-control episode (tau2 telecom).
+USER_SIDE_TAG = "user_side"
+
+
 class ReaderError(Exception):
     """A trajectory file that cannot be read: bad JSON or a bad record.
 
@@ -362,6 +366,9 @@ class EpisodeBuilder:
                     result=item.result,
                     call_id=item.call_id,
                     requestor=item.requestor,
+                    # calls the user (simulator) makes -- tau2 telecom's phone tools -- carry the
+                    # tag `user_side`, so rules can leave them out: `call not tag user_side`
+                    tags=frozenset({USER_SIDE_TAG}) if item.requestor == "user" else frozenset(),
                 )
             )
         return out
