@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: derive rules from the tau2 airline tool catalogue, compile the
-# stock rules, score real agent trajectories with per-call process credit, and
-# print the summary.
+# stock rules, score real agent trajectories with per-call process credit and
+# print the summary; then train rlvp against outcome-only grpo on chain-4 and
+# print the comparison table (and write the learning-curve plot).
 #
 #   bash examples/main.sh [DATA_DIR]
 #
@@ -45,3 +46,9 @@ done
 echo
 echo "== 4. one episode explained credit by credit"
 rlvp-score rules/tau2_airline.rlvp "${trajectories[0]}" --explain --limit 1 | head -40
+
+echo
+echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model (about 7 minutes on 2 cores)"
+rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare
+echo
+echo "learning curves: runs/compare/curves.png   summary: runs/compare/summary.md, runs/compare/summary.json"
