@@ -255,10 +255,13 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
         # --- rollout ---
         model.eval()
         first_round: list[list[Rollout]] = []
+        gen_tokens = 0
 
         def generate(rnd: int, n: int) -> list[list[Rollout]]:
+            nonlocal gen_tokens
             tasks = be.make_tasks(n, _seed_of(cfg.seed, it, rnd, 17))
             groups = [be.collect(task, G, _seed_of(cfg.seed, it, rnd, j)) for j, task in enumerate(tasks)]
+            gen_tokens += sum(sum(r.completion_mask) for g in groups for r in g)
             if rnd == 0:
                 first_round.extend(groups)
             return groups
@@ -274,7 +277,6 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
         episodes_generated += sampled.episodes_generated
         groups = sampled.groups  # [n_groups][G]
         t_roll = time.perf_counter() - t0
-        gen_tokens = sum(sum(r.completion_mask) for g in first_round for r in g)
 
         # --- process credit (scored for every method: metrics; used by scalar_fold / rlvp) ---
         first_credits = [[score_calls(be.scorer, r.episode) for r in g] for g in first_round]
@@ -295,7 +297,7 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
 
         # --- advantage ---
         batch = [r for g in groups for r in g]  # B = n_groups * G, group-major
-        stats: dict[str, float] = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": float("nan")}
+        stats: dict[str, float] = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": None}
         dead_iteration, frac_dead = True, 1.0
         if batch:
             _, _, cmask = pad_batch(batch, be.pad_id)  # (B, T)

@@ -64,3 +64,16 @@ def test_resume_equals_uninterrupted(tmp_path):
         assert torch.equal(p, q), n
     lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 4
+
+
+def test_dapo_all_fail_stops_at_cap_and_counts_every_episode(tmp_path):
+    """Case 4 in the loop: all-fail batches, cap 3 -> 3 rounds, all episodes counted, a message, valid JSON."""
+    msgs = []
+    rows = train(_cfg(tmp_path, method="dapo", iterations=2, dapo_max_rounds=3), backend=fake_backend(calls=6),
+                 progress=False, log=msgs.append)
+    assert [r["rollout/rounds"] for r in rows] == [3, 3]
+    assert [r["rollout/episodes_generated"] for r in rows] == [3 * 8, 6 * 8]
+    assert all(r["rollout/dead_iteration"] == 1 and r["rollout/frac_dead_groups"] == 1.0 for r in rows)
+    assert len(msgs) == 2 and "cap of 3 rounds" in msgs[0]
+    for line in (tmp_path / "metrics.jsonl").read_text().splitlines():
+        json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
