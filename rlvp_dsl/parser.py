@@ -20,6 +20,7 @@ from lark.exceptions import UnexpectedInput, VisitError
 
 from . import ast
 from .diagnostics import Diagnostic
+from .parse_tests import TestBlockTransformer
 from .source import SourceFile, Span
 
 #: Deepest nesting of parentheses / `not` / `seen` accepted (deeper: RV106).
@@ -62,19 +63,6 @@ def keywords() -> frozenset[str]:
     return frozenset(words - SOFT_KEYWORDS)
 
 
-class _JsonObject(list):
-    """A JSON object literal while it is being built: its (key, value) pairs."""
-
-
-def _json(value):
-    """A JSON literal of a test episode as Python data (integral numbers as int, like json.loads)."""
-    if isinstance(value, _JsonObject):
-        return {k: v for k, v in value}
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
 def _strip_backticks(text: str) -> str:
     return text[1:-1] if text.startswith("`") and text.endswith("`") else text
 
@@ -101,7 +89,7 @@ def _unescape(body: str) -> str:
     return "".join(out)
 
 
-class _ToAst(Transformer_NonRecursive):
+class _ToAst(TestBlockTransformer, Transformer_NonRecursive):
     """lark tree -> `rlvp_dsl.ast` nodes (iterative, so deep or long inputs never recurse)."""
 
     def __init__(self, source: SourceFile):
@@ -411,99 +399,6 @@ class _ToAst(Transformer_NonRecursive):
     def seen_atom(self, meta, children):
         cond, same, since = children
         return self._nest(ast.Seen(cond, same, since, self._span(meta)), cond, since)
-
-    # -- tests inside rule files
-    @v_args(meta=True)
-    def test_block(self, meta, children):
-        name, (events, path), *expects = children
-        return ast.TestBlock(self._string(name), tuple(expects), events, path, self._span(meta))
-
-    def episode_file(self, children):
-        return None, self._string(children[0])
-
-    def episode_inline(self, children):
-        return tuple(children), None
-
-    @v_args(meta=True)
-    def user_event(self, meta, children):
-        return ast.EpisodeEvent("user", text=self._string(children[0]), span=self._span(meta))
-
-    @v_args(meta=True)
-    def assistant_event(self, meta, children):
-        return ast.EpisodeEvent("assistant", text=self._string(children[0]), span=self._span(meta))
-
-    @v_args(meta=True)
-    def call_event(self, meta, children):
-        name, arguments, status, result, *signals = children
-        status, error_text = status or ("ok", "")
-        return ast.EpisodeEvent("call", name, tuple(arguments) if arguments else (), status, error_text, result or "",
-                                "", tuple(signals), self._span(meta))
-
-    def status_ok(self, children):
-        return "ok", ""
-
-    def status_error(self, children):
-        return "error", self._string(children[0]) if children[0] is not None else ""
-
-    def status_malformed(self, children):
-        return "malformed", self._string(children[0]) if children[0] is not None else ""
-
-    def status_no_result(self, children):
-        return "no_result", ""
-
-    def result_clause(self, children):
-        return self._string(children[0])
-
-    def signal_value(self, children):
-        return children[0].text, children[1]
-
-    @v_args(meta=True)
-    def expect_clause(self, meta, children):
-        target, at, op, value = children
-        kind, index = at if at is not None else (None, 0)
-        span = self._span(meta)
-        if str(op) != "==":
-            self.diagnostics.append(Diagnostic("RV209", f"an expectation compares with == (got {op})", span,
-                                               help="write e.g. `expect total == -0.5`"))
-        return ast.Expect(target, value, kind, index, span)
-
-    def expect_target(self, children):
-        return children[0]
-
-    def expect_total(self, children):
-        return None
-
-    @v_args(meta=True)
-    def expect_repeat_error(self, meta, children):
-        """`expect repeat_error ...`: the default name of an unnamed `repeat_error` rule."""
-        return ast.Name("repeat_error", self._span(meta))
-
-    @v_args(meta=True)
-    def expect_blind_destructive(self, meta, children):
-        return ast.Name("blind_destructive", self._span(meta))
-
-    @v_args(meta=True)
-    def at_call(self, meta, children):
-        return "call", self._index(children[0], meta)
-
-    @v_args(meta=True)
-    def at_event(self, meta, children):
-        return "event", self._index(children[0], meta)
-
-    def _index(self, value: float, meta) -> int:
-        if value != int(value) or value < 0:
-            self.diagnostics.append(Diagnostic("RV209", f"an index is a whole number from 0 (got {value:g})",
-                                               self._span(meta), help="calls and events are counted from 0"))
-        return max(0, int(value))
-
-    def json_object(self, children):
-        return _JsonObject(children)
-
-    def json_pair(self, children):
-        return self._string(children[0]), _json(children[1])
-
-    def json_array(self, children):
-        return [_json(c) for c in children]
 
     @v_args(meta=True)
     def start(self, meta, children):
