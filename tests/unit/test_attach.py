@@ -77,3 +77,12 @@ def test_several_sources_name_the_wrong_one():
     assert ok["a"].values == (0.0, 1.0)
     with pytest.raises(CreditCountError, match="'b' returned 4 credits"):
         credit_sources_check({"a": lambda ep: [0.0, 1.0], "b": lambda ep: [0.0] * 4}, _episode())
+
+
+def test_attach_never_imports_torch():
+    """rlvp_dsl.attach is pure Python: importing it loads no torch."""
+    import subprocess
+    import sys
+
+    code = "import sys, rlvp_dsl.attach; assert 'torch' not in sys.modules, 'torch imported'"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60).returncode == 0
