@@ -12,8 +12,8 @@ Choices (documented in docs/trainer.md):
 
 1. A credit lands on the tool call of its ``event_index``.  Credits on message
    events (assistant turns) have no token span in a `Rollout`; they are summed
-   into ``CallCredits.unattached`` and the trainer folds them into the episode's
-   scalar term -- they are never dropped and never spread over call tokens.
+   into ``CallCredits.unattached`` and the trainer adds them, as one scalar, to
+   every action token of the episode (trainer/advantages.py) -- never dropped.
 2. Every token of a call's span carries the call's *whole* credit ``c``, not
    ``c / len(span)``.  A call is one decision emitted by all of its tokens:
    ``sum_t c * grad log p(token_t) = c * grad log p(call)``, the REINFORCE
