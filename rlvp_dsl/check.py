@@ -127,7 +127,8 @@ class _Checker:
 
     # ---- 3. names inside conditions -----------------------------------
     def check_expr(self, expr: ast.Expr) -> None:
-        known_tags = set().union(*(t.tags for t in self.tools.values())) | BUILTIN_TAGS
+        declared_tags = set().union(*(t.tags for t in self.tools.values()))
+        known_tags = declared_tags | BUILTIN_TAGS
         for node in walk(expr):
             if isinstance(node, ast.CallAtom):
                 for name in node.tools:
@@ -138,7 +139,7 @@ class _Checker:
             elif isinstance(node, ast.TagAtom):
                 if node.tag.text not in known_tags:
                     hint = did_you_mean(node.tag.text, known_tags) or (
-                        f"no declared tool carries it; known tags: {', '.join(sorted(known_tags)) or 'none'}")
+                        f"no declared tool carries it; declared tags: {', '.join(sorted(declared_tags)) or 'none'}")
                     self.error("RV202", f"unknown tag '{node.tag.text}'", node.tag.span, hint)
             elif isinstance(node, (ast.TextTest, ast.ArgTest)) and node.op == "matches":
                 self.check_regex(node)

@@ -33,7 +33,7 @@ def test_unknown_tool_suggests_the_closest():
 
 
 def test_unknown_tag_lists_known_tags_when_nothing_is_close():
-    """RV202 without a close match lists the known tags."""
+    """RV202 without a close match lists the declared tags."""
     (d,) = check_text(TOOLS + "violation v (-1) { on call tag zzz }").diagnostics
     assert d.code == "RV202" and "destructive, read, write" in d.help
 
