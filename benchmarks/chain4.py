@@ -1,6 +1,7 @@
 """chain-4, embedded tiny model: all six methods x seeds, plus the paired dead-update count.
 
     python benchmarks/chain4.py --seeds 3 [--iterations 60] [--jobs 2] [--out runs/bench_chain4]
+    python benchmarks/chain4.py --config examples/chain4_calibrated.toml --methods grpo,rlvp,rlvp_noanneal
 
 Prints the summary table (episodes to 50 % success, dead iterations, final success,
 violations/episode, episodes generated) and the paired table (identical batches
@@ -21,5 +22,6 @@ if __name__ == "__main__":
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--out", default="runs/bench_chain4")
+    ap.add_argument("--config", default="examples/chain4.toml")
     a = ap.parse_args()
-    run("examples/chain4.toml", a.methods.split(","), list(range(a.seeds)), a.out, a.jobs, a.iterations, paired=True)
+    run(a.config, a.methods.split(","), list(range(a.seeds)), a.out, a.jobs, a.iterations, paired=True)
