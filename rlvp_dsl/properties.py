@@ -35,7 +35,7 @@ from collections import Counter, defaultdict
 from typing import Any, Callable
 
 import attrs
-from hypothesis import HealthCheck, Phase, find, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
@@ -78,6 +78,10 @@ class PropertyResult:
     summary: str = ""
     finding: Finding | None = None
     notes: tuple[str, ...] = ()
+
+
+class _AllReached(Exception):
+    """Raised inside the reachability search once every rule outcome has been seen."""
 
 
 def _settings(examples: int) -> settings:
@@ -261,16 +265,23 @@ class _Checker:
         reached: set = set()
         sample: list[Episode] = []
 
-        def covered(episode) -> bool:
-            sample.append(episode)
-            reached.update((c.rule, c.outcome) for c in self.program.score(episode))
-            return reached.issuperset(goals)
+        # Coverage accumulates across examples, so this is not a predicate `find` may replay:
+        # generate only (no shrinking, no replay of a "failure"), and stop by raising once
+        # everything is covered -- which stays true, so a replay raises again.
+        @settings(max_examples=self.examples * REACH_FACTOR, derandomize=True, deadline=None, database=None,
+                  phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+        @given(self.strategy)
+        def search(episode) -> None:
+            if not reached.issuperset(goals):
+                sample.append(episode)
+                reached.update((c.rule, c.outcome) for c in self.program.score(episode))
+            if reached.issuperset(goals):
+                raise _AllReached
 
         try:
-            find(self.strategy, covered, settings=_settings(self.examples * REACH_FACTOR))
+            search()
+        except _AllReached:
             return PropertyResult("reachable", "ok", len(sample), f"all {len(goals)} rule outcomes reached")
-        except NoSuchExample:
-            pass
         why = _Reasons(self.program, self.vocab, tools_source)
         lines, fatal = [], False
         for name, outcome in goals:
