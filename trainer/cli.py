@@ -11,11 +11,18 @@ Progress bars only on a TTY.
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import click
 
 from trainer.config import ConfigError, TrainConfig, load_config
+
+# Known, harmless library warnings that would otherwise bury the run's output:
+# peft on LoRA over the tied lm_head (the adapter is never merged here), and a
+# transformers deprecation inside its own code.
+warnings.filterwarnings("ignore", message=r".*tie_word_embeddings.*", category=UserWarning)
+warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
 
 EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
 
