@@ -48,7 +48,7 @@ echo "== 4. one episode explained credit by credit"
 rlvp-score rules/tau2_airline.rlvp "${trajectories[0]}" --explain --limit 1 | head -40
 
 echo
-echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model (about 7 minutes on 2 cores)"
+echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model (2 minutes on 2 idle cores, longer when they are busy)"
 rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare
 echo
 echo "learning curves: runs/compare/curves.png   summary: runs/compare/summary.md, runs/compare/summary.json"
