@@ -167,7 +167,7 @@ def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:
     return any(d.severity == ERROR for d in diagnostics)
 
 
-class RuleError(Exception):
+class RuleError(ValueError):
     """Raised by the `load`-style API when a rule file has errors.
 
     Attributes:
@@ -180,3 +180,6 @@ class RuleError(Exception):
         self.sources = dict(sources)
         kept, dropped = sort_and_cap(self.diagnostics)
         super().__init__(render_text(kept, self.sources, dropped=dropped))
+
+    def __reduce__(self):  # picklable, so a worker process can send it back whole
+        return (RuleError, (self.diagnostics, self.sources))

@@ -39,9 +39,12 @@ def _seeds(text: str | None) -> list[int]:
     if not text:
         return [0]
     try:
-        return [int(x) for x in _split(text)]
+        seeds = [int(x) for x in _split(text)]
     except ValueError:
         raise click.BadParameter(f"'--seeds' must be comma-separated integers (got {text!r})") from None
+    if not seeds:
+        raise click.BadParameter(f"'--seeds' names no seed (got {text!r})")
+    return seeds
 
 
 def run_compare(config: str, methods: str, seeds: str | None, iterations: int | None, out: str | None,
@@ -75,7 +78,7 @@ def run_paired(config: str, methods: str, iterations: int | None, seeds: str | N
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("config", type=click.Path(dir_okay=False))
+@click.argument("config", type=click.Path(dir_okay=False, exists=True))
 @click.option("--method", help="grpo | dapo | scalar_fold | rlvp | rlvp_auto | rlvp_noanneal (overrides the config)")
 @click.option("--iterations", type=int, help="number of iterations (overrides the config)")
 @click.option("--seed", type=int, help="seed (overrides the config)")
@@ -84,9 +87,11 @@ def run_paired(config: str, methods: str, iterations: int | None, seeds: str | N
 @click.option("--compare", "compare_methods", help="comma-separated methods: run methods x seeds, print the table")
 @click.option("--paired", "paired_methods", help="comma-separated methods: identical batches from the first")
 @click.option("--seeds", help="comma-separated seeds for --compare / --paired (default 0)")
-@click.option("--jobs", type=int, default=1, show_default=True, help="parallel runs for --compare")
+@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="parallel runs for --compare")
 def main(config, method, iterations, seed, out_dir, resume, compare_methods, paired_methods, seeds, jobs):
     """Train a policy on a tool environment with GRPO and verifiable process rewards."""
+    if seeds and not (compare_methods or paired_methods):
+        raise click.UsageError("--seeds goes with --compare or --paired (one run takes --seed)")
     try:
         if compare_methods:
             code = run_compare(config, compare_methods, seeds, iterations, out_dir, jobs)
@@ -118,6 +123,9 @@ def main(config, method, iterations, seed, out_dir, resume, compare_methods, pai
     except ValueError as exc:  # bad rule file (RuleError), bad knob, bad manifest: the input's fault
         click.echo(f"error: {exc}", err=True)
         code = EXIT_INPUT
+    except OSError as exc:  # an output folder that cannot be created or written
+        click.echo(f"error: cannot write {exc.filename or ''}: {exc.strerror or exc}", err=True)
+        code = EXIT_USAGE
     sys.exit(code)
 
 

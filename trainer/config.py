@@ -234,7 +234,7 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         if key in _DICT_FIELDS and not isinstance(value, dict):
             raise ConfigError(f"{path}: '{key}' must be a table (got {value!r})")
         want = defaults[key].type
-        if want in ("int", "float") and isinstance(value, bool):
+        if want in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise ConfigError(f"{path}: '{key}' must be a number (got {value!r})")
         if want == "float" and isinstance(value, int):
             flat[key] = float(value)

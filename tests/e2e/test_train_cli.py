@@ -1,0 +1,63 @@
+"""rlvp-train on bad input: one clear error line, the contract's exit codes, no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from trainer.cli import main
+
+REPO = Path(__file__).resolve().parent.parent.parent
+CONFIG = REPO / "examples" / "chain4.toml"
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def _config_with_rules(tmp_path: Path, rules: str) -> Path:
+    text = CONFIG.read_text().replace('rules = "examples/rules/chain4_dense.rlvp"', f'rules = "{rules}"')
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    return path
+
+
+def test_rule_file_with_a_syntax_error_is_reported_not_raised(tmp_path):
+    """A rule file with a syntax error: the rendered diagnostic, exit 1."""
+    rules = tmp_path / "bad.rlvp"
+    rules.write_text("tool x : read\nrule x\n")
+    done = invoke(_config_with_rules(tmp_path, str(rules)), "--iterations", "1", "--out", tmp_path / "out")
+    assert done.exit_code == 1
+    assert "bad.rlvp:2:1: error[RV101]" in done.output and "Traceback" not in done.output
+
+
+def test_missing_rule_file_is_reported(tmp_path):
+    """A config naming a missing rule file: RV001 with the path, exit 1."""
+    done = invoke(_config_with_rules(tmp_path, str(tmp_path / "nope.rlvp")), "--iterations", "1",
+                  "--out", tmp_path / "out")
+    assert done.exit_code == 1 and "nope.rlvp" in done.output and "RV001" in done.output
+
+
+def test_output_folder_that_is_a_file_is_an_io_error(tmp_path):
+    """--out naming a file: exit 2 with a one-line error."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    done = invoke(CONFIG, "--iterations", "1", "--out", blocker)
+    assert done.exit_code == 2 and "cannot write" in done.output
+
+
+def test_usage_errors_exit_2(tmp_path):
+    """A missing config, an empty --seeds, --seeds without --compare, --jobs 0: exit 2."""
+    assert invoke(tmp_path / "missing.toml").exit_code == 2
+    assert invoke(CONFIG, "--compare", "grpo,rlvp", "--seeds", ",,").exit_code == 2
+    assert invoke(CONFIG, "--seeds", "1").exit_code == 2
+    assert invoke(CONFIG, "--compare", "grpo,rlvp", "--jobs", "0").exit_code == 2
+
+
+def test_wrong_type_names_the_field(tmp_path):
+    """learning_rate = "fast": the message names the field."""
+    path = tmp_path / "c.toml"
+    path.write_text(CONFIG.read_text().replace("learning_rate = 0.003", 'learning_rate = "fast"'))
+    done = invoke(path, "--iterations", "1")
+    assert done.exit_code == 1 and "'learning_rate' must be a number" in done.output
