@@ -21,7 +21,7 @@ from .analysis import Universe, has_unknown, tools_of, walk
 from .diagnostics import WARNING, Diagnostic, did_you_mean
 from .events import USER
 from .ir import ObligationRule, ProgressRule, RuleSet, RuleTest, ToolInfo, ViolationRule
-from .source import NO_SPAN, Span
+from .source import Span
 
 #: Tags the readers give events themselves (`user_side`: a call the user makes, tau2 telecom).
 BUILTIN_TAGS = frozenset({"user_side"})
