@@ -136,7 +136,7 @@ class Program:
                 step = self._obligation_step(i, rule, kind, tool, tags, creditable)
                 if step is not None:
                     steps.append(step)
-            elif kind == CALL:
+            else:
                 steps.append(self._progress_step(i, rule))
         updates = []
         for node in self.seen:
@@ -214,6 +214,10 @@ class Program:
                 return
             value = float(value)
             best = states[slot]
+            if event.kind != CALL:  # a value reported with a message only sets the start
+                if best is None and rule.start is None:
+                    states[slot] = value
+                return
             if best is None:
                 if rule.start is None:
                     states[slot] = value

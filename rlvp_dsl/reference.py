@@ -96,7 +96,7 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
                     out.append(Credit(i, rule.name, rule.weight, where, _violation_reason(ep, rule, i), rule.kind))
             elif isinstance(rule, ObligationRule):
                 _obligation(ep, rule, k, i, calls_before, creditable, open_[k], out)
-            elif e.kind == CALL:
+            else:
                 _progress(rule, k, e, best, out)
     for k, instances in open_.items():
         rule = ruleset.rules[k]
@@ -153,6 +153,10 @@ def _progress(rule: ProgressRule, k, e: Event, best: dict, out) -> None:
         return
     value = float(value)
     previous = best[k]
+    if e.kind != CALL:  # a value reported with a message only sets the start
+        if previous is None and rule.start is None:
+            best[k] = value
+        return
     if previous is None:
         if rule.start is None:
             best[k] = value

@@ -82,7 +82,11 @@ class _Episode:
         self.allowed: list[tuple[int, ...] | None] = []
         self.spans: list[tuple[int, int]] = []
         self.call_texts: list[str] = []
-        self.events: list[Event] = [Event(index=0, kind=USER, text=observation)]
+        # the environment's signals before any call (stages_remaining = N) ride on the task's
+        # user turn, so a progress rule credits the very first stage too
+        initial = getattr(env, "initial_signals", None)
+        self.events: list[Event] = [Event(index=0, kind=USER, text=observation,
+                                          signals=initial() if initial is not None else {})]
         self.done = False
 
     def append(self, ids, mask_value, logprobs=None, policy=None, allowed=None) -> None:

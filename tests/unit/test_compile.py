@@ -136,3 +136,16 @@ def test_credits_carry_location_and_kind():
     program = loads(TOOLS + "\nviolation v (-1) { on call }", "x.rlvp")
     (credit,) = program.score(Episode("e", (C(0, "get"),)))
     assert (credit.location, credit.kind, credit.outcome) == ("x.rlvp:6:1", "violation", "fire")
+
+
+def test_progress_start_from_a_message_signal():
+    """A signal on the task's user turn sets the start; the first stage then earns credit; messages never do."""
+    from rlvp_dsl import loads
+    from rlvp_dsl.events import Episode, Event
+
+    program = loads("tool s : read\nprogress p (+1 per unit, max 1) { signal left decreasing }\n")
+    events = (Event(0, "user", text="go", signals={"left": 4}),
+              Event(1, "call", tool="s", signals={"left": 3}),
+              Event(2, "assistant", text="x", signals={"left": 1}))
+    credits = program.score(Episode("e", events))
+    assert [(c.event_index, c.value) for c in credits] == [(1, 1.0)]

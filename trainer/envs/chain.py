@@ -177,6 +177,11 @@ class ChainEnv:
     def _signals(self) -> dict[str, float]:
         return {SIGNAL: float(self.stages_remaining)}
 
+    def initial_signals(self) -> dict[str, float]:
+        """The signals before any call (all N stages remaining); the rollout puts them on the
+        task's user turn, where they set a progress rule's starting value."""
+        return self._signals()
+
     def _error(self, text: str) -> ToolResult:
         return ToolResult(ok=False, text=text, done=False, signals=self._signals())
 
