@@ -48,12 +48,18 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _write(path: str, text: str) -> None:
-    directory = os.path.dirname(path)
-    if directory:
-        os.makedirs(directory, exist_ok=True)
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+def _write(path: str, text: str) -> bool:
+    """Write an output file; on failure print the error and return False."""
+    try:
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except OSError as exc:
+        print(f"rlvp-compile: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
 
 
 def _derive(args) -> int:
@@ -75,10 +81,7 @@ def _derive(args) -> int:
         print(f"rlvp-compile: warning: {args.auto_from_tags} declares no tools", file=sys.stderr)
     text = derive_text(manifest)
     if args.output:
-        try:
-            _write(args.output, text)
-        except OSError as exc:
-            print(f"rlvp-compile: error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+        if not _write(args.output, text):
             return EXIT_USAGE
         print(f"{args.output}: derived {len(manifest.tools)} tools from {args.auto_from_tags}", file=sys.stderr)
     else:
@@ -160,10 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.emit_program or args.output:
             program_text = json.dumps(result.ruleset.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
             if args.output:
-                try:
-                    _write(args.output, program_text)
-                except OSError as exc:
-                    print(f"rlvp-compile: error: cannot write {args.output}: {exc.strerror}", file=sys.stderr)
+                if not _write(args.output, program_text):
                     return EXIT_USAGE
             else:
                 sys.stdout.write(program_text)
