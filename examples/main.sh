@@ -44,8 +44,8 @@ for rules in rules/tau2_airline.rlvp build/airline_derived.rlvp; do
 done
 
 echo
-echo "== 4. one episode explained credit by credit"
-rlvp-score rules/tau2_airline.rlvp "${trajectories[0]}" --explain --limit 1 | head -40
+echo "== 4. example episodes explained credit by credit"
+rlvp-score rules/tau2_airline.rlvp examples/episodes/airline_chat.jsonl --explain --limit 2 | head -40
 
 echo
 echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model (2 minutes on 2 idle cores, longer when they are busy)"

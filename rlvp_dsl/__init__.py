@@ -35,7 +35,11 @@ __all__ = [
     "load_program",
     "loads",
     "read_paths",
+    "ReaderError",
 ]
+
+
+from .readers._base import ReaderError  # noqa: E402  (a malformed trajectory file: names record and field)
 
 
 def read_paths(paths, **kwargs):

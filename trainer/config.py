@@ -50,7 +50,7 @@ class TrainConfig:
     """Environment knobs (`ChainConfig` / `GatedConfig` fields, e.g. ``{num_distractors = 2}``)."""
     rules: str = "rules/chain.rlvp"
     """Hand-written rule file for the process credit (relative paths: to the repository root, then the config file)."""
-    auto_rules: str = "examples/chain_auto.rlvp"
+    auto_rules: str = "examples/rules/chain4_auto.rlvp"
     """Auto-derived rule file (``rlvp-compile --auto-from-tags``), used by method rlvp_auto."""
 
     # --- model ---

@@ -20,6 +20,13 @@ from ..loader import read_source
 from ..pipeline import check_file
 
 
+def _at_least_one(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rlvp-compile",
@@ -33,7 +40,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
     p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
     p.add_argument("--json", action="store_true", help="print diagnostics as JSON: a list, one object per file")
-    p.add_argument("--max-diagnostics", type=int, default=MAX_PER_FILE, metavar="N",
+    p.add_argument("--max-diagnostics", type=_at_least_one, default=MAX_PER_FILE, metavar="N",
                    help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
     p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
     p.add_argument("--test", action="store_true",

@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         print(_explain(scored, args.limit))
         print()
     print(f"rules: {args.rules} ({len(program.rules)} rules)   skipped files: {len(report.skipped)}"
-          + (f"   unreadable files: {len(report.errors)}" if report.errors else ""))
+          + (f"   read errors: {len(report.errors)}" if report.errors else ""))
     print(render_summary(summary))
     return status
 

@@ -115,12 +115,13 @@ def _load(path: Path, file: str) -> tuple[str, Any]:
     return text, load_json_text(text, file)
 
 
-def _read_loaded(path: Path, file: str, text: str, data: Any, fmt: str, signal: ErrorSignal | None) -> list[Episode]:
+def _read_loaded(path: Path, file: str, text: str, data: Any, fmt: str, signal: ErrorSignal | None,
+                 line_errors: list | None = None) -> list[Episode]:
     signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[fmt]
     if path.suffix.lower() == ".jsonl":
         if fmt != "openai":
             raise ReaderError(file, detail=f"JSONL files are read as 'openai' chat episodes, not {fmt!r}")
-        return read_openai_jsonl(text, file, path.name, signal)
+        return read_openai_jsonl(text, file, path.name, signal, line_errors=line_errors)
     return _READERS[fmt](data, file, path.name, signal)
 
 
@@ -180,8 +181,8 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     ``PROVENANCE.json`` ...) are skipped and listed in :attr:`ReadReport.skipped`; with an
     explicit ``format`` nothing is skipped.
 
-    With ``keep_going=True`` a file that cannot be read is listed in
-    :attr:`ReadReport.errors` and the others are still read.
+    With ``keep_going=True`` a file that cannot be read -- or a bad line of a JSONL file --
+    is listed in :attr:`ReadReport.errors` and the rest is still read.
 
     Raises:
         ReaderError: a path does not exist, or (without ``keep_going``) a file is unreadable,
@@ -205,7 +206,8 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                 if fmt is None:
                     skipped.append(SkippedFile(file, reason))
                     continue
-            episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal))
+            episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal,
+                                         line_errors=errors if keep_going else None))
         except ReaderError as exc:
             if not keep_going:
                 raise

@@ -164,18 +164,26 @@ def read_openai_json(data: Any, file: str, name: str, signal: ErrorSignal) -> li
     return [_episode(item, file, name, f"[{i}]", f"{name}#[{i}]", signal) for i, item in enumerate(data)]
 
 
-def read_openai_jsonl(text: str, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
+def read_openai_jsonl(text: str, file: str, name: str, signal: ErrorSignal, *,
+                      line_errors: list | None = None) -> list[Episode]:
     """Episodes of an OpenAI chat JSONL file: one episode object (or message list) per non-blank line.
 
-    Ids default to ``<name>:<line>``.
+    Ids default to ``<name>:<line>``.  With a `line_errors` list, a bad line is appended to it
+    and the other lines are still read (a writer killed mid-line loses one episode, not all).
 
     Raises:
-        ReaderError: a line is not valid JSON or not a valid episode (names the line number).
+        ReaderError: (without `line_errors`) a line is not valid JSON or not a valid episode
+            (names the line number).
     """
     episodes = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
-        value = load_json_text(line, file, line_offset=lineno - 1)
-        episodes.append(_episode(value, file, name, f"line {lineno}", f"{name}:{lineno}", signal))
+        try:
+            value = load_json_text(line, file, line_offset=lineno - 1)
+            episodes.append(_episode(value, file, name, f"line {lineno}", f"{name}:{lineno}", signal))
+        except ReaderError as exc:
+            if line_errors is None:
+                raise
+            line_errors.append(exc)
     return episodes

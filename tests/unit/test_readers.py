@@ -369,3 +369,18 @@ def test_error_signal_defaults_and_override(tmp_path):
     assert ErrorSignal(prefixes="Error").prefixes == ("Error",)  # one string is one prefix
     assert DEFAULT_ERROR_SIGNALS["tau2"].flags == ("error",) and DEFAULT_ERROR_SIGNALS["tau2"].prefixes == ()
     assert "Traceback (most recent call last)" in DEFAULT_ERROR_SIGNALS["swe_agent"].markers
+
+
+def test_keep_going_skips_one_bad_jsonl_line(tmp_path):
+    """With keep_going, a cut-off JSONL line is reported and the other lines are still read."""
+    from rlvp_dsl.readers import read_report
+
+    lines = (REPO / "examples" / "episodes" / "airline_chat.jsonl").read_text().splitlines()
+    lines[1] = lines[1][:40]
+    path = tmp_path / "cut.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    report = read_report([str(path)], keep_going=True)
+    assert len(report.episodes) == len(lines) - 1
+    assert len(report.errors) == 1 and "cut.jsonl:2:" in str(report.errors[0])
+    with pytest.raises(ReaderError):
+        read_report([str(path)])
