@@ -103,7 +103,8 @@ def _explain(scored, limit: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if not os.path.isfile(args.rules):
-        print(f"rlvp-score: error: rule file not found: {args.rules}", file=sys.stderr)
+        what = "is a directory, not a rule file" if os.path.isdir(args.rules) else "rule file not found"
+        print(f"rlvp-score: error: {what}: {args.rules}", file=sys.stderr)
         return EXIT_USAGE
     result = check_file(args.rules)
     if not result.ok:
