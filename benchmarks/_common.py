@@ -15,7 +15,7 @@ def run(config: str, methods: list[str], seeds: list[int], out: str, jobs: int, 
         paired: bool = False, **overrides) -> str:
     """Run methods x seeds (+ the paired mode), print the tables, save them in OUT; returns the Markdown."""
     from trainer.config import load_config
-    from trainer.experiments import compare, paired as run_paired, paired_table
+    from trainer.compare import compare, paired as run_paired, paired_table
 
     cfg = load_config(ROOT / config, iterations=iterations)
     if overrides:

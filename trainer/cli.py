@@ -49,7 +49,7 @@ def _seeds(text: str | None) -> list[int]:
 
 def run_compare(config: str, methods: str, seeds: str | None, iterations: int | None, out: str | None,
                 jobs: int = 1) -> int:
-    from trainer.experiments import compare
+    from trainer.compare import compare
     from trainer.methods import get_method
 
     names = _split(methods)
@@ -64,7 +64,7 @@ def run_compare(config: str, methods: str, seeds: str | None, iterations: int | 
 
 
 def run_paired(config: str, methods: str, iterations: int | None, seeds: str | None, out: str | None) -> int:
-    from trainer.experiments import paired, paired_table
+    from trainer.compare import paired, paired_table
 
     names = _split(methods)
     if len(names) < 2:

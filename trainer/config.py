@@ -41,7 +41,7 @@ class TrainConfig:
     iterations: int = 40
     """Number of GRPO iterations (rollout batch + update)."""
     out_dir: str = "runs/chain4"
-    """Where metrics.jsonl, checkpoints and plots go (a sub-folder per method/seed in experiments)."""
+    """Where metrics.jsonl, checkpoints and plots go (a sub-folder per method/seed under --compare)."""
 
     # --- environment and rules ---
     env: str = "chain4"

@@ -26,6 +26,11 @@ Where this departs from GRPO as published (Shao et al. 2024, DeepSeekMath):
 8. ``dapo`` resamples zero-variance groups (capped), and every generated episode
    counts in ``rollout/episodes_generated``; success rate is measured on each
    iteration's first round, the same unbiased sample for every method.
+
+Beside it, one job each: `trainer.backend` (model, rollout collection, rule scorer),
+`trainer.batch` (padded batch tensors), `trainer.logprobs` (completion log-probs),
+`trainer.advantages`, `trainer.loss`, `trainer.methods` (the methods, dynamic sampling),
+`trainer.annealing`, `trainer.metrics`, `trainer.checkpoint`.
 """
 
 from __future__ import annotations
@@ -33,168 +38,30 @@ from __future__ import annotations
 import random
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Callable
 
-import attrs
 import torch
 
 from rlvp_dsl.attach import CallCredits, score_calls
 from trainer import checkpoint as ckpt
 from trainer.advantages import compute_advantages
 from trainer.annealing import ProcessWeightSchedule
+from trainer.backend import Backend, build_backend
+from trainer.batch import pad_batch
 from trainer.config import TrainConfig
+from trainer.logprobs import completion_logprobs
 from trainer.loss import policy_loss
 from trainer.methods import SamplingResult, dynamic_sampling, get_method
 from trainer.metrics import MetricsLogger
 from trainer.types import Rollout
 
 
-# ----------------------------------------------------------------------------
-# batch tensors
-# ----------------------------------------------------------------------------
-def pad_batch(rollouts: Sequence[Rollout], pad_id: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Right-padded model inputs and completion mask.
-
-    Returns:
-        input_ids ``[B, L]`` (prompt + completion), attention_mask ``[B, L]``,
-        completion_mask ``[B, T]`` (1 = action token; prompt, tool output and
-        padding are 0), with ``L = max(P_i + C_i)`` and ``T = max(C_i)``.
-    """
-    B = len(rollouts)
-    L = max(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts)
-    T = max(1, max(len(r.completion_ids) for r in rollouts))
-    ids = torch.full((B, L), pad_id, dtype=torch.long)
-    attn = torch.zeros(B, L, dtype=torch.long)
-    cmask = torch.zeros(B, T, dtype=torch.float32)
-    for i, r in enumerate(rollouts):
-        seq = list(r.prompt_ids) + list(r.completion_ids)
-        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        attn[i, : len(seq)] = 1
-        cmask[i, : len(r.completion_ids)] = torch.tensor(r.completion_mask, dtype=torch.float32)
-    return ids, attn, cmask
-
-
-def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad_id: int = 0,
-                        with_entropy: bool = False, constrained: bool = True,
-                        temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """Log-prob of every completion token under ``model``.
-
-    Args:
-        constrained: renormalise over the ids the call mask allowed at each token
-            (``rollout.info["allowed_ids"]``, one tuple or None per completion token;
-            None = unconstrained); rollouts without that info use the full softmax.
-        temperature: logits are divided by it, as when sampling.
-
-    Returns:
-        logp ``[B, T]`` (0 beyond each completion), entropy ``[B, T]`` of the (masked)
-        distribution (detached) or None.
-    """
-    ids, attn, cmask = pad_batch(rollouts, pad_id)  # (B, L), (B, L), (B, T)
-    B, T = cmask.shape
-    logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
-    V = logits.shape[-1]
-    P = torch.tensor([len(r.prompt_ids) for r in rollouts])  # (B,)
-    C = torch.tensor([len(r.completion_ids) for r in rollouts])  # (B,)
-    t = torch.arange(T)[None, :]  # (1, T)
-    valid = t < C[:, None]  # (B, T)
-    pos = torch.clamp(P[:, None] + t - 1, max=logits.shape[1] - 1)  # logits at pos predict token pos+1
-    pos = torch.where(valid, pos, torch.zeros_like(pos))
-    sel = logits.gather(1, pos[:, :, None].expand(B, T, V)).float() / temperature  # (B, T, V)
-    if constrained:
-        allow = _allowed_mask(rollouts, T, V)  # (B, T, V) bool or None
-        if allow is not None:
-            sel = sel.masked_fill(~allow, float("-inf"))
-    logsm = torch.log_softmax(sel, dim=-1)  # (B, T, V)
-    target = ids.gather(1, torch.clamp(pos + 1, max=ids.shape[1] - 1))  # (B, T)
-    logp = logsm.gather(2, target[:, :, None]).squeeze(2)  # (B, T)
-    logp = torch.where(valid, logp, torch.zeros_like(logp))
-    ent = None
-    if with_entropy:
-        with torch.no_grad():
-            p = logsm.exp()
-            ent = -(p * torch.where(p > 0, logsm, torch.zeros_like(logsm))).sum(-1) * valid  # (B, T)
-    return logp, ent
-
-
-def _allowed_mask(rollouts: Sequence[Rollout], T: int, V: int) -> torch.Tensor | None:
-    """``[B, T, V]`` bool: the ids the sampler allowed per completion token (all True where unconstrained)."""
-    if not any(r.info.get("allowed_ids") for r in rollouts):
-        return None
-    allow = torch.ones(len(rollouts), T, V, dtype=torch.bool)
-    for i, r in enumerate(rollouts):
-        allowed = r.info.get("allowed_ids") or []
-        for t, ids in enumerate(allowed):
-            if ids is not None and r.completion_mask[t]:
-                allow[i, t] = False
-                allow[i, t, list(ids)] = True
-    return allow
-
-
-# ----------------------------------------------------------------------------
-# the pieces the loop needs from the model / environment side
-# ----------------------------------------------------------------------------
-@attrs.define
-class Backend:
-    """Model, rollout collection and rule scoring for one run.
-
-    Attributes:
-        model: the policy (a peft model: trainable LoRA, base frozen).
-        collect: ``collect(task, num_generations, seed) -> list[Rollout]`` (one group).
-        make_tasks: ``make_tasks(count, seed) -> list[Task]``.
-        scorer: compiled rules (``score(episode) -> list[Credit]``) or ``fn(episode) -> list[float]``.
-        pad_id: padding token id.
-        ref_context: context manager factory that disables the adapter (reference model).
-    """
-
-    model: torch.nn.Module
-    collect: Callable[[Any, int, int], list[Rollout]]
-    make_tasks: Callable[[int, int], list]
-    scorer: Any
-    pad_id: int = 0
-    ref_context: Callable[[], Any] | None = None
-
-
-def build_backend(cfg: TrainConfig) -> Backend:
-    """The default backend: `trainer.model` policy, `trainer.rollout.collect_group`, rules from the config."""
-    from rlvp_dsl import load_program
-    from trainer import envs, model as model_mod, rollout
-    from trainer.generation import GenConfig
-
-    method = get_method(cfg.method)
-    rules_path = cfg.resolve(getattr(cfg, method.rules_field))
-    program = load_program(rules_path)
-    factory = envs.env_factory(cfg.env, **cfg.env_args)
-    try:
-        gen_cfg = GenConfig(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns,
-                            **cfg.gen_args)
-    except TypeError as exc:
-        raise ValueError(f"'gen_args': {exc}") from None
-    torch.manual_seed(cfg.seed)  # LoRA init
-    policy, tokenizer = model_mod.build_policy(cfg, factory)
-    policy.eval()
-
-    def collect(task, n, seed):
-        return rollout.collect_group(policy, tokenizer, factory, task, n, gen_cfg, seed)
-
-    return Backend(
-        model=policy,
-        collect=collect,
-        make_tasks=lambda count, seed: envs.make_tasks(count, seed, prefix=f"{cfg.env}-"),
-        scorer=program,
-        pad_id=int(getattr(tokenizer, "pad_token_id", 0) or 0),
-        ref_context=getattr(policy, "disable_adapter", None),
-    )
-
-
 def _seed_of(*parts: int) -> int:
+    """A deterministic seed from (seed, iteration, round, group): rollouts replay exactly on resume."""
     h = 0
     for p in parts:
         h = (h * 1_000_003 + int(p)) % (2**31 - 1)
     return h
-
-
-def _dead_message(it: int, msg: str) -> str:
-    return f"iteration {it}: {msg}"
 
 
 # ----------------------------------------------------------------------------
@@ -273,7 +140,7 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
                 groups = generate(0, B_groups)
                 sampled = SamplingResult(groups, 1, sum(len(g) for g in groups), 0)
         if sampled.message:
-            say(_dead_message(it, sampled.message))
+            say(f"iteration {it}: {sampled.message}")
         episodes_generated += sampled.episodes_generated
         groups = sampled.groups  # [n_groups][G]
         t_roll = time.perf_counter() - t0

@@ -3,7 +3,7 @@
 import torch
 
 from trainer.advantages import compute_advantages, constant_groups, outcome_advantages
-from trainer.loop import pad_batch
+from trainer.batch import pad_batch
 
 from trainer_fakes import credits_of, make_rollout
 

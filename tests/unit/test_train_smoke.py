@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from trainer.config import ConfigError, TrainConfig, load_config
-from trainer.loop import build_backend, train
+from trainer.loop import train
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]

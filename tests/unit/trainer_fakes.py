@@ -58,7 +58,7 @@ def fake_backend(seed: int = 0, calls: int = 3, vocab: int = 6):
     import torch
 
     from trainer.envs.base import Task
-    from trainer.loop import Backend
+    from trainer.backend import Backend
 
     model = FakeLM(vocab, seed=seed)
 

@@ -1,7 +1,8 @@
-"""Experiments: methods x seeds -> summary table (Markdown, JSON) and learning curves (PNG);
-and the paired mode (identical rollout batches, advantages under several methods).
+"""Comparing methods: methods x seeds -> summary table (Markdown, JSON) and learning curves
+(PNG); and the paired mode (identical rollout batches, advantages under several methods).
 
-    python -m trainer.experiments examples/chain4.toml --methods grpo,rlvp --seeds 0,1,2
+The front door is `rlvp-train` (`trainer.cli`), which calls `compare` and `paired`:
+
     rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1 --out runs/compare
     rlvp-train examples/chain4.toml --paired grpo,rlvp
 
@@ -18,7 +19,6 @@ Summary columns (one row per method, mean +- population std over seeds):
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -28,13 +28,16 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from trainer.advantages import compute_advantages
+from trainer.batch import pad_batch
 from trainer.config import TrainConfig
+from trainer.loop import train
+from trainer.methods import get_method
 from trainer.metrics import mean_std, summarise_run
+from trainer.plots import plot_curves
 
 
 def _run_one(cfg: TrainConfig) -> list[dict]:
-    from trainer.loop import train
-
     return train(cfg, progress=False, log=lambda s: print(f"[{cfg.method} s{cfg.seed}] {s}", file=sys.stderr))
 
 
@@ -110,8 +113,6 @@ def compare(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out_
     Returns:
         (markdown table, summary dict).
     """
-    from trainer.plots import plot_curves
-
     out = Path(out_dir)
     results = run_grid(cfg, methods, seeds, out, jobs=jobs, say=say)
     summary = summarise(results, cfg.success_threshold, cfg.success_window)
@@ -136,10 +137,6 @@ def paired(cfg: TrainConfig, driver: str, methods: Sequence[str], out_dir: str |
     Returns ``{"driver", "iterations", "dead": {method: count}, "pct_dead": {method: %}}``
     and writes it to ``out_dir/paired.json``.
     """
-    from trainer.advantages import compute_advantages
-    from trainer.loop import pad_batch, train
-    from trainer.methods import get_method
-
     dead = {m: 0 for m in methods}
     dead_groups = {m: 0 for m in methods}
     n_groups = 0
@@ -179,35 +176,10 @@ def paired(cfg: TrainConfig, driver: str, methods: Sequence[str], out_dir: str |
 
 
 def paired_table(result: dict[str, Any]) -> str:
+    """The paired result as one line and a Markdown table (dead updates and groups per method)."""
     lines = [f"identical batches from a `{result['driver']}` policy, {result['iterations']} iterations",
              "", "| method | dead updates | dead groups |", "| --- | --- | --- |"]
     for m, pct in result["pct_dead"].items():
         lines.append(f"| {m} | {result['dead'][m]}/{result['iterations']} ({pct:.0f} %) | "
                      f"{result['pct_dead_groups'][m]:.0f} % |")
     return "\n".join(lines)
-
-
-def _ints(text: str) -> list[int]:
-    return [int(x) for x in text.split(",") if x.strip()]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m trainer.experiments CONFIG --methods a,b --seeds 0,1 [--paired] [--jobs N]``."""
-    ap = argparse.ArgumentParser(prog="python -m trainer.experiments", description=__doc__.split("\n")[0])
-    ap.add_argument("config")
-    ap.add_argument("--methods", default="grpo,rlvp")
-    ap.add_argument("--seeds", default="0")
-    ap.add_argument("--iterations", type=int)
-    ap.add_argument("--out")
-    ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--paired", action="store_true", help="paired mode: driver = first method")
-    args = ap.parse_args(argv)
-    from trainer.cli import run_compare, run_paired
-
-    if args.paired:
-        return run_paired(args.config, args.methods, args.iterations, args.seeds, args.out)
-    return run_compare(args.config, args.methods, args.seeds, args.iterations, args.out, args.jobs)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -1,0 +1,72 @@
+"""The backend of one run: the pieces the loop needs from the model and environment side.
+
+`Backend` bundles the policy, rollout collection, the task sampler and the rule
+scorer; `build_backend(cfg)` builds the default one from a config (the
+`trainer.model` policy with its LoRA adapter, `trainer.rollout.collect_group` on the
+configured environment, the method's rule file).  Tests pass their own `Backend`
+to `trainer.loop.train` (a tiny fake model, hand-made rollouts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import attrs
+import torch
+
+from trainer.config import TrainConfig
+from trainer.methods import get_method
+from trainer.types import Rollout
+
+
+@attrs.define
+class Backend:
+    """Model, rollout collection and rule scoring for one run.
+
+    Attributes:
+        model: the policy (a peft model: trainable LoRA, base frozen).
+        collect: ``collect(task, num_generations, seed) -> list[Rollout]`` (one group).
+        make_tasks: ``make_tasks(count, seed) -> list[Task]``.
+        scorer: compiled rules (``score(episode) -> list[Credit]``) or ``fn(episode) -> list[float]``.
+        pad_id: padding token id.
+        ref_context: context manager factory that disables the adapter (reference model).
+    """
+
+    model: torch.nn.Module
+    collect: Callable[[Any, int, int], list[Rollout]]
+    make_tasks: Callable[[int, int], list]
+    scorer: Any
+    pad_id: int = 0
+    ref_context: Callable[[], Any] | None = None
+
+
+def build_backend(cfg: TrainConfig) -> Backend:
+    """The default backend: `trainer.model` policy, `trainer.rollout.collect_group`, rules from the config."""
+    from rlvp_dsl import load_program
+    from trainer import envs, model as model_mod, rollout
+    from trainer.generation import GenConfig
+
+    method = get_method(cfg.method)
+    rules_path = cfg.resolve(getattr(cfg, method.rules_field))
+    program = load_program(rules_path)
+    factory = envs.env_factory(cfg.env, **cfg.env_args)
+    try:
+        gen_cfg = GenConfig(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns,
+                            **cfg.gen_args)
+    except TypeError as exc:
+        raise ValueError(f"'gen_args': {exc}") from None
+    torch.manual_seed(cfg.seed)  # LoRA init
+    policy, tokenizer = model_mod.build_policy(cfg, factory)
+    policy.eval()
+
+    def collect(task, n, seed):
+        return rollout.collect_group(policy, tokenizer, factory, task, n, gen_cfg, seed)
+
+    return Backend(
+        model=policy,
+        collect=collect,
+        make_tasks=lambda count, seed: envs.make_tasks(count, seed, prefix=f"{cfg.env}-"),
+        scorer=program,
+        pad_id=int(getattr(tokenizer, "pad_token_id", 0) or 0),
+        ref_context=getattr(policy, "disable_adapter", None),
+    )
