@@ -16,7 +16,7 @@ from typing import Mapping
 
 from . import ast
 from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER
-from .ir import ToolInfo
+from .tools import ToolSpec
 
 UNKNOWN = "\x00unknown-tool"
 
@@ -26,7 +26,7 @@ EventClass = tuple[str, str | None, str]
 class Universe:
     """All event classes of one tool table."""
 
-    def __init__(self, tools: Mapping[str, ToolInfo]):
+    def __init__(self, tools: Mapping[str, ToolSpec]):
         self.tools = tools
         self.tool_names = tuple(sorted(tools)) + (UNKNOWN,)
         self.messages = frozenset({(USER, None, OK), (ASSISTANT, None, OK)})

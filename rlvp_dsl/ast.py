@@ -2,7 +2,7 @@
 
 Nodes are frozen attrs classes.  Every node keeps its `span` for diagnostics and
 explanations; spans are excluded from equality, so a tree built in code (by
-`rlvp_dsl.derive`) equals the tree parsed from its printed text.
+`rlvp_dsl.manifests.derive`) equals the tree parsed from its printed text.
 
 Conditions (`Expr`) are evaluated on one event of an episode, with the episode's
 history available to `Seen`.  Their exact semantics are in docs/language.md.

@@ -13,15 +13,16 @@ Stages, in order (each needs the one before):
 
 from __future__ import annotations
 
-import os
-from typing import Iterable
+from typing import Iterable, Mapping
 
 from . import ast
 from .analysis import Universe, has_unknown, tools_of, walk
 from .diagnostics import WARNING, Diagnostic, did_you_mean
 from .events import USER
-from .ir import ObligationRule, ProgressRule, RuleSet, RuleTest, ToolInfo, ViolationRule
+from .ir import ObligationRule, ProgressRule, RuleSet, RuleTest, ViolationRule
+from .manifests import Manifest
 from .source import Span
+from .tools import ToolSpec
 
 #: Tags the readers give events themselves (`user_side`: a call the user makes, tau2 telecom).
 BUILTIN_TAGS = frozenset({"user_side"})
@@ -34,10 +35,11 @@ DEFAULT_INSPECTED = ast.And((ast.CallAtom(), ast.TagAtom(ast.Name("read")), ast.
 
 
 class _Checker:
-    def __init__(self, files: list[ast.RuleFile]):
+    def __init__(self, files: list[ast.RuleFile], manifests: Mapping[tuple[str, str], Manifest]):
         self.files = files
+        self.manifests = manifests
         self.diagnostics: list[Diagnostic] = []
-        self.tools: dict[str, ToolInfo] = {}
+        self.tools: dict[str, ToolSpec] = {}
         self.consts: dict[str, tuple[float, Span]] = {}
 
     def error(self, code: str, message: str, span: Span, help: str = "") -> None:
@@ -58,26 +60,17 @@ class _Checker:
             if isinstance(item, ast.ToolsFrom):
                 self.tools_from(f, item)
             else:
-                self.declare(ToolInfo(item.name.text, frozenset(t.text for t in item.tags),
-                                      item.target.text if item.target else None, item.params, item.name.span))
+                self.declare(ToolSpec(item.name.text, frozenset(t.text for t in item.tags),
+                                      item.target.text if item.target else None, item.params, span=item.name.span))
 
     def tools_from(self, f: ast.RuleFile, item: ast.ToolsFrom) -> None:
-        from .manifests import ManifestError, load_manifest
-
-        path = os.path.join(os.path.dirname(f.path), item.path)
-        try:
-            manifest = load_manifest(path)
-        except FileNotFoundError:
-            self.error("RV001", f"manifest not found: {path}", item.span,
-                       "paths are relative to the rule file that names them")
-            return
-        except (ManifestError, OSError, ValueError) as exc:
-            self.error("RV002", f"cannot read the tool manifest: {exc}", item.span)
+        manifest = self.manifests.get((f.path, item.path))
+        if manifest is None:  # the loader reported why (RV001, RV002)
             return
         for spec in manifest.tools:
-            self.declare(ToolInfo(spec.name, frozenset(spec.tags), spec.target, tuple(spec.params), item.span))
+            self.declare(ToolSpec(spec.name, spec.tags, spec.target, spec.params, span=item.span))
 
-    def declare(self, tool: ToolInfo) -> None:
+    def declare(self, tool: ToolSpec) -> None:
         old = self.tools.get(tool.name)
         if old is None:
             self.tools[tool.name] = tool
@@ -89,7 +82,8 @@ class _Checker:
             return
         params = old.params if tool.params is None else (
             tool.params if old.params is None else tuple(dict.fromkeys(old.params + tool.params)))
-        self.tools[tool.name] = ToolInfo(tool.name, old.tags | tool.tags, old.target or tool.target, params, old.span)
+        self.tools[tool.name] = ToolSpec(tool.name, old.tags | tool.tags, old.target or tool.target, params,
+                                          span=old.span)
 
     # ---- 2. constants --------------------------------------------------
     def collect_consts(self) -> None:
@@ -251,11 +245,6 @@ class _Checker:
                     self.warn("RV201", f"the test episode calls tool '{event.tool.text}', which is not declared",
                               event.tool.span, did_you_mean(event.tool.text, self.tools)
                               or "undeclared tools carry no tags; declare it if the rules should see its tags")
-            if block.episode_file is not None:
-                episode_path = os.path.join(os.path.dirname(f.path), block.episode_file)
-                if not os.path.isfile(episode_path):
-                    self.error("RV001", f"test episode file not found: {episode_path}", block.span,
-                               "paths are relative to the rule file that names them")
             tests.append(RuleTest(f.path, block))
         return tuple(tests)
 
@@ -329,12 +318,17 @@ class _Checker:
         return ProgressRule(r.name.text, w, r.signal.text, r.direction, r.per_unit, r.max, r.start, r.span)
 
 
-def check(files: list[ast.RuleFile]) -> tuple[RuleSet, list[Diagnostic]]:
+def check(files: list[ast.RuleFile], manifests: Mapping[tuple[str, str], Manifest] | None = None,
+          ) -> tuple[RuleSet, list[Diagnostic]]:
     """Check parsed files (includes first) and lower them to a `RuleSet`.
+
+    `manifests` holds the tool manifests the files name in ``tools from``, keyed by
+    (rule file path, path as written), as `rlvp_dsl.loader.load_manifests` reads them;
+    the checker itself reads no file.
 
     Returns:
         (the rule set -- usable only when the diagnostics hold no error --, diagnostics).
     """
-    checker = _Checker(files)
+    checker = _Checker(files, manifests or {})
     ruleset = checker.run()
     return ruleset, checker.diagnostics

@@ -66,7 +66,7 @@ class Program:
 
     Attributes:
         ruleset: the checked rules it was compiled from.
-        tools: name -> `ToolInfo` (tags, target, params).
+        tools: name -> `rlvp_dsl.tools.ToolSpec` (tags, target, params).
     """
 
     def __init__(self, ruleset: RuleSet):

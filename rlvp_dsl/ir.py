@@ -16,25 +16,7 @@ import attrs
 
 from . import ast
 from .source import NO_SPAN, Span
-
-
-@attrs.frozen
-class ToolInfo:
-    """A declared tool: its tags, its target argument, its parameters when known."""
-
-    name: str
-    tags: frozenset[str] = frozenset()
-    target: str | None = None
-    params: tuple[str, ...] | None = None
-    span: Span = attrs.field(default=NO_SPAN, eq=False, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "tags": sorted(self.tags),
-            "target": self.target,
-            "params": list(self.params) if self.params is not None else None,
-        }
+from .tools import ToolSpec
 
 
 @attrs.frozen
@@ -101,7 +83,7 @@ class RuleSet:
     `tests` (the files' ``test`` blocks) are not part of the program and not in `to_json`.
     """
 
-    tools: Mapping[str, ToolInfo]
+    tools: Mapping[str, ToolSpec]
     rules: tuple[CheckedRule, ...]
     tests: tuple[RuleTest, ...] = ()
 

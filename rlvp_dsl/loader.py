@@ -1,8 +1,11 @@
-"""Read a rule file and everything it includes.
+"""Read a rule file and everything it names: includes, tool manifests, test episode files.
 
 `load_files(path)` reads the root file, parses it, and follows ``include``
 statements (paths relative to the including file), each file once.  Missing files,
 unreadable files and include cycles become diagnostics at the ``include``.
+`load_manifests(files)` reads the manifests of their ``tools from`` statements and
+checks that every ``test`` block's episode file exists (relative to the rule file), so
+that the checker reads no file.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 
 from . import ast
 from .diagnostics import Diagnostic
+from .manifests import Manifest, ManifestError, load_manifest
 from .parser import parse
 from .source import NO_SPAN, SourceFile, Span
 
@@ -82,3 +86,32 @@ def load_files(
 
     visit(path, Span(path, 0, 0), (), inline=text)
     return files, sources, diagnostics
+
+
+def load_manifests(files: list[ast.RuleFile]) -> tuple[dict[tuple[str, str], Manifest], list[Diagnostic]]:
+    """Read every manifest named by ``tools from`` and check the test episode files exist.
+
+    Returns:
+        (manifests keyed by (rule file path, path as written), diagnostics: RV001 for a
+        missing file, RV002 for a manifest that cannot be read).
+    """
+    manifests: dict[tuple[str, str], Manifest] = {}
+    diagnostics: list[Diagnostic] = []
+    for f in files:
+        base = os.path.dirname(f.path)
+        for item in f.items:
+            if isinstance(item, ast.ToolsFrom) and (f.path, item.path) not in manifests:
+                path = os.path.join(base, item.path)
+                try:
+                    manifests[(f.path, item.path)] = load_manifest(path)
+                except FileNotFoundError:
+                    diagnostics.append(Diagnostic("RV001", f"manifest not found: {path}", item.span,
+                                                  "paths are relative to the rule file that names them"))
+                except (ManifestError, OSError, ValueError) as exc:
+                    diagnostics.append(Diagnostic("RV002", f"cannot read the tool manifest: {exc}", item.span))
+            elif isinstance(item, ast.TestBlock) and item.episode_file is not None:
+                path = os.path.join(base, item.episode_file)
+                if not os.path.isfile(path):
+                    diagnostics.append(Diagnostic("RV001", f"test episode file not found: {path}", item.span,
+                                                  "paths are relative to the rule file that names them"))
+    return manifests, diagnostics

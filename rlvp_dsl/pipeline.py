@@ -13,7 +13,7 @@ from .compile import Program, compile_ruleset
 from .diagnostics import Diagnostic, RuleError, has_errors
 from .ir import RuleSet
 from .lints import lint
-from .loader import load_files
+from .loader import load_files, load_manifests
 from .source import SourceFile
 
 
@@ -34,7 +34,9 @@ def _check(path: str, text: str | None, lints: bool) -> CheckResult:
     files, sources, diagnostics = load_files(path, text=text)
     if has_errors(diagnostics):
         return CheckResult(None, diagnostics, sources)
-    ruleset, problems = check(files)
+    manifests, problems = load_manifests(files)
+    ruleset, checked = check(files, manifests)
+    problems = problems + checked
     if lints and not has_errors(problems):
         problems = problems + lint(ruleset)  # warnings RV3xx (rlvp_dsl/lints.py)
     return CheckResult(ruleset, diagnostics + problems, sources)

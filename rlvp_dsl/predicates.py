@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 
 from . import ast
 from .events import CALL, ERROR, MALFORMED, NO_RESULT, OK, Event, normalise_value
-from .ir import ToolInfo
+from .tools import ToolSpec
 from .regex import compile_regex
 
 Pred = Callable[[Event, list], bool]
@@ -32,7 +32,7 @@ _STATUS_SETS = {
 }
 
 
-def binding_key(binding: ast.Binding, event: Event, tools: Mapping[str, ToolInfo]) -> str | None:
+def binding_key(binding: ast.Binding, event: Event, tools: Mapping[str, ToolSpec]) -> str | None:
     """The value `same BINDING` compares for this event, or None when it has none."""
     if event.kind != CALL:
         return None
@@ -171,7 +171,7 @@ def _fold(node, kids, kind, tool, tags) -> ast.Expr:
 # ---- closures -----------------------------------------------------------------
 
 
-def build(expr: ast.Expr, slots: Mapping[int, int], tools: Mapping[str, ToolInfo]) -> Pred:
+def build(expr: ast.Expr, slots: Mapping[int, int], tools: Mapping[str, ToolSpec]) -> Pred:
     """A closure for a specialised condition.  `slots` maps id(Seen node) -> state index."""
     return ast.fold(expr, lambda node, kids: _closure(node, kids, slots, tools), into_seen=False)
 

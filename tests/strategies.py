@@ -337,7 +337,7 @@ def grammar_programs():
     Every keyword and punctuation terminal is drawn with spaces around it, and names,
     strings, numbers and regexes come from small sane sets, so the lexer always sees the
     tokens the generator meant (a name is never glued to a keyword)."""
-    from rlvp_dsl.parser import get_parser
+    from rlvp_dsl.syntax import get_parser
 
     parser = get_parser()
     explicit = {}

@@ -70,7 +70,7 @@ def _write(path: str, text: str) -> bool:
 
 
 def _derive(args) -> int:
-    from ..derive import derive_text
+    from ..manifests.derive import derive_text
     from ..manifests import ManifestError, load_manifest
 
     try:
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
 def _run_tests(path: str, ruleset, totals: dict) -> int:
     """Run one file's test blocks, print PASS/FAIL lines; returns the number failed."""
     from ..compile import compile_ruleset
-    from ..rule_tests import run_tests
+    from ..testing.rule_tests import run_tests
 
     outcomes = run_tests(compile_ruleset(ruleset))
     if not outcomes:
@@ -206,7 +206,7 @@ def _run_tests(path: str, ruleset, totals: dict) -> int:
 def _run_check(path: str, ruleset, args) -> int:
     """`--check` for one rule file: print each property's result; the exit status it earns."""
     from ..compile import compile_ruleset
-    from ..properties import check_program, render
+    from ..testing.properties import check_program, render
 
     program = compile_ruleset(ruleset)
     manifest = getattr(args, "loaded_manifest", None)

@@ -16,7 +16,7 @@ from lark import Lark
 
 from rlvp_dsl import check_text, loads
 from rlvp_dsl.events import Episode, Event
-from rlvp_dsl.parser import get_parser, grammar_text, keywords, parse_tree
+from rlvp_dsl.syntax import get_parser, grammar_text, keywords, parse_tree
 from rlvp_dsl.readers import read_episodes
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""Tests for rlvp_dsl.derive: rules derived from tags, printed text that parses and compiles back."""
+"""Tests for rlvp_dsl.manifests.derive: rules derived from tags, printed text that parses and compiles back."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import attrs
 import pytest
 
 from rlvp_dsl import ast
-from rlvp_dsl.derive import DeriveWeights, derive_rules, derive_text
+from rlvp_dsl.manifests.derive import DeriveWeights, derive_rules, derive_text
 from rlvp_dsl.manifests import load_manifest, parse_manifest
 from rlvp_dsl.parser import parse
 from rlvp_dsl.source import SourceFile

@@ -8,7 +8,7 @@ import pytest
 
 from rlvp_dsl import check_text, load_program, loads
 from rlvp_dsl.cli.compile import main as compile_main
-from rlvp_dsl.derive import derive_text
+from rlvp_dsl.manifests.derive import derive_text
 from rlvp_dsl.diagnostics import CODES
 from rlvp_dsl.events import Episode, Event
 from rlvp_dsl.lints import LINT_CODES, LintOptions, lint

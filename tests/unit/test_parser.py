@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rlvp_dsl import ast
-from rlvp_dsl.parser import get_parser, parse
-from rlvp_dsl.syntax_errors import describe_terminal
+from rlvp_dsl.parser import parse
+from rlvp_dsl.syntax import get_parser
+from rlvp_dsl.syntax.errors import describe_terminal
 from rlvp_dsl.source import SourceFile
 
 INTERNAL = ("__ANON", "$END", "LPAR", "RPAR", "LBRACE", "RBRACE", "LSQB", "SIGNED_NUMBER", "QUOTED_NAME")

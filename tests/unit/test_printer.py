@@ -1,4 +1,4 @@
-"""Tests for rlvp_dsl.printer: parse(print(tree)) == tree, on written texts and generated trees."""
+"""Tests for rlvp_dsl.syntax.printer: parse(print(tree)) == tree, on written texts and generated trees."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlvp_dsl import ast
-from rlvp_dsl.parser import keywords, parse
-from rlvp_dsl.printer import print_expr, print_number, print_regex, print_rule_file, print_string
+from rlvp_dsl.parser import parse
+from rlvp_dsl.syntax import keywords
+from rlvp_dsl.syntax.printer import print_expr, print_number, print_regex, print_rule_file, print_string
 from rlvp_dsl.source import SourceFile
 
 PATH = "t.rlvp"

@@ -100,7 +100,8 @@ def test_vocabulary_mines_the_rules_literals():
     assert len(samples) >= 2
     assert all(compile_regex(pattern).search(s) for s in samples)
     assert regex_samples(r"[^a]+") == ["b"]
-    assert regex_samples(r"[^ab]x") == []  # negated classes are not sampled
+    assert regex_samples(r"[^ab]x") == ["cx"]  # a negated class: the first pool character it accepts
+    assert regex_samples(r"(?=x)") == []  # outside the supported syntax: no sample
 
 
 def test_bad_arguments_are_clear_errors():
@@ -116,10 +117,11 @@ def test_bad_arguments_are_clear_errors():
 
 
 def test_core_library_imports_without_hypothesis():
-    """Without hypothesis, `import rlvp_dsl` works and rlvp_dsl.testing names the pip command."""
+    """Without hypothesis, `import rlvp_dsl` and the in-file test runner work, and the
+    strategies of rlvp_dsl.testing name the pip command."""
     code = ("import sys; sys.modules['hypothesis'] = None\n"
-            "import rlvp_dsl, rlvp_dsl.compile\n"
-            "try:\n    import rlvp_dsl.testing\nexcept ImportError as e:\n    print(e)\n")
+            "import rlvp_dsl, rlvp_dsl.compile, rlvp_dsl.testing.rule_tests\n"
+            "try:\n    from rlvp_dsl.testing import episodes\nexcept ImportError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert "pip install hypothesis" in out.stdout
 

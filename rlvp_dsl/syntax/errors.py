@@ -11,9 +11,9 @@ from __future__ import annotations
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
-from .diagnostics import Diagnostic
-from .parser import get_parser, keywords
-from .source import SourceFile
+from ..diagnostics import Diagnostic
+from ..source import SourceFile
+from .grammar import get_parser, keywords
 
 # ---- describing terminals in the language's words -------------------------
 

@@ -2,7 +2,7 @@
 
 `derive_rules(manifest)` builds the syntax tree (`ast.RuleFile`); `derive_text(manifest)`
 prints it as a commented `.rlvp` file that parses back to the same tree.  What is derived,
-from the tags alone (`rlvp_dsl.manifests` explains where tags and targets come from):
+from the tags alone (`rlvp_dsl.manifests.formats` explains where tags and targets come from):
 
 1. ``tool`` declarations for every tool, with its tags (sorted) and target.
 2. ``repeat_error`` -- always: a call identical to an earlier errored call, with no
@@ -34,9 +34,10 @@ import os
 
 import attrs
 
-from . import ast
-from .manifests import Manifest, ToolSpec
-from .printer import print_item
+from .. import ast
+from ..syntax.printer import print_item
+from ..tools import ToolSpec
+from .formats import Manifest
 
 _WRITE = ("write", "destructive")
 _VERIFY = ("verify", "test")

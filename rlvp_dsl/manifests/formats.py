@@ -1,4 +1,4 @@
-"""Tool manifests: the tools an agent can call, their category tags and target argument.
+"""Tool manifests (the four formats): the tools an agent can call, their category tags and target argument.
 
 `load_manifest(path)` reads a JSON file, detects its format and returns a `Manifest`;
 `parse_manifest(data, path)` does the same for already-decoded JSON.  Four formats:
@@ -39,15 +39,7 @@
    (and an optional ``target``) may also sit inside ``function``.  The flat form
    ``{"type": "function", "name": ..., "parameters": ...}`` is accepted too.
 
-**Target inference.**  Where a tool declares no target (tau2 and MCP never do), it is
-inferred per side (agent tools and user-side tools separately): the target of a
-write/destructive tool is its first *identifier-like* parameter (``id``, ``path``,
-``file``, ``filename``, ``url``, ``uri`` or a name ending in ``_id``, ``_path``,
-``_file``, ``_filename``, ``_url``, ``_uri``) that some read tool also takes; the target
-of a read tool (tagged read, verify or test, and not write) is its first identifier-like
-parameter that some write tool also takes.
-Shared parameters that are not identifiers (``origin``, ``date``) never become targets.
-Every inference is recorded in `Manifest.notes`.
+Missing targets are inferred (`rlvp_dsl.manifests.targets`).
 
 Errors: `ManifestError` (`ManifestNotFound`, also a FileNotFoundError, for a missing file), naming the file, the record (``tools[3]``) and the field, with
 what was expected and what was found; invalid JSON is reported with line:col.
@@ -60,14 +52,13 @@ from typing import Any
 
 import attrs
 
+from ..tools import ToolSpec
+from .targets import infer_targets
+
 #: The format tag of our own manifest.
 OURS = "rlvp-tools/1"
 
 _TAU2_TAGS = {"READ": "read", "WRITE": "write", "THINK": "think", "GENERIC": "generic"}
-_ID_NAMES = frozenset({"id", "path", "file", "filename", "url", "uri"})
-_ID_SUFFIXES = ("_id", "_path", "_file", "_filename", "_url", "_uri")
-_WRITE_TAGS = frozenset({"write", "destructive"})
-_READ_TAGS = frozenset({"read", "verify", "test"})  # tools that look at objects without changing them
 
 
 class ManifestError(Exception):
@@ -84,24 +75,6 @@ class ManifestError(Exception):
 
 class ManifestNotFound(ManifestError, FileNotFoundError):
     """The manifest file does not exist (also a FileNotFoundError, for callers that map it to a usage error)."""
-
-
-@attrs.frozen
-class ToolSpec:
-    """One tool of a manifest.
-
-    `target` is the argument that names the object the tool reads or changes (None: no
-    target); `target_inferred` is true when it was inferred rather than declared.
-    `params` are the parameter names in declaration order.
-    """
-
-    name: str
-    tags: frozenset[str] = frozenset()
-    target: str | None = None
-    params: tuple[str, ...] = ()
-    target_inferred: bool = False
-    description: str = ""
-    side: str = attrs.field(default="", eq=False, repr=False)  # toolkit (tau2 agent/user); inference groups
 
 
 @attrs.frozen
@@ -146,7 +119,7 @@ def load_manifest(path: str) -> Manifest:
     return parse_manifest(data, path)
 
 
-def detect_format(data: Any, path: str = "<manifest>") -> str:
+def detect_manifest_format(data: Any, path: str = "<manifest>") -> str:
     """``rlvp-tools/1``, ``tau2``, ``mcp`` or ``openai`` (ManifestError when none fits)."""
     if isinstance(data, list):
         return "openai"
@@ -183,7 +156,7 @@ def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
     Raises:
         ManifestError: naming the record and field, with expected vs actual.
     """
-    fmt = detect_format(data, path)
+    fmt = detect_manifest_format(data, path)
     reader = {OURS: _read_ours, "tau2": _read_tau2, "mcp": _read_mcp, "openai": _read_openai}[fmt]
     specs = reader(data, path)
     seen: dict[str, str] = {}
@@ -194,60 +167,6 @@ def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
         seen[spec.name] = record
     tools, notes = infer_targets([spec for _, spec in specs])
     return Manifest(path, fmt, tuple(tools), tuple(notes))
-
-
-# ---- target inference -------------------------------------------------------
-
-
-def is_identifier_param(name: str) -> bool:
-    """True for identifier-like parameter names (`reservation_id`, `id`, `path`, `url`, ...)."""
-    low = name.lower()
-    return low in _ID_NAMES or low.endswith(_ID_SUFFIXES)
-
-
-def _is_write(spec: ToolSpec) -> bool:
-    return bool(spec.tags & _WRITE_TAGS)
-
-
-def _is_read(spec: ToolSpec) -> bool:
-    return bool(spec.tags & _READ_TAGS) and not _is_write(spec)
-
-
-def infer_targets(tools: list[ToolSpec]) -> tuple[list[ToolSpec], list[str]]:
-    """Infer the target of every tool whose target is still open.
-
-    On input, ``target_inferred=True`` marks a tool that declared no target (the readers
-    set it); on output it is true only where a target was actually found.  Returns the
-    tools (in order) and one note per inference.
-    """
-    out: list[ToolSpec] = []
-    notes: list[str] = []
-    for spec in tools:
-        if not spec.target_inferred:
-            out.append(spec)
-            continue
-        if _is_write(spec):
-            partners = [t for t in tools if t.side == spec.side and _is_read(t)]
-        elif _is_read(spec):
-            partners = [t for t in tools if t.side == spec.side and _is_write(t)]
-        else:
-            partners = []
-        found = None
-        for param in spec.params:
-            if not is_identifier_param(param):
-                continue
-            sharing = [t.name for t in partners if param in t.params]
-            if sharing:
-                found = (param, sharing)
-                break
-        if found is None:
-            out.append(attrs.evolve(spec, target=None, target_inferred=False))
-            continue
-        param, sharing = found
-        shown = ", ".join(sharing[:3]) + (f" and {len(sharing) - 3} more" if len(sharing) > 3 else "")
-        notes.append(f"target of {spec.name} inferred as {param} (shared with {shown})")
-        out.append(attrs.evolve(spec, target=param, target_inferred=True))
-    return out, notes
 
 
 # ---- readers: each returns [(record, ToolSpec)]; target_inferred=True marks "to infer" ----
@@ -338,7 +257,7 @@ def _read_ours(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
         target, infer = _target(rec, params_t, path, record)
         description = rec.get("description", "")
         _need(isinstance(description, str), path, record, "description", "a string", description)
-        out.append((record, ToolSpec(name, tags, target, params_t, infer, description)))
+        out.append((record, ToolSpec(name, tags, target, params_t, target_inferred=infer, description=description)))
     return out
 
 
@@ -370,7 +289,7 @@ def _read_tau2(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
                 names.append(_name(p, path, f"{record}.parameters[{i}]"))
             params = tuple(names)
             description = rec.get("doc_first_sentence") or ""
-            out.append((record, ToolSpec(name, frozenset(tags), None, params, True, str(description), side)))
+            out.append((record, ToolSpec(name, frozenset(tags), None, params, target_inferred=True, description=str(description), side=side)))
     return out
 
 
@@ -404,7 +323,7 @@ def _read_mcp(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
         description = rec.get("description") or ""
         _need(isinstance(description, str), path, record, "description", "a string", description)
         target, infer = _target(rec, params, path, record)
-        out.append((record, ToolSpec(name, frozenset(tags), target, params, infer, description)))
+        out.append((record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description)))
     return out
 
 
@@ -429,5 +348,5 @@ def _read_openai(data: Any, path: str) -> list[tuple[str, ToolSpec]]:
         target, infer = _target(holder, params, path, record, field)
         description = fn.get("description") or ""
         _need(isinstance(description, str), path, record, f"{prefix}description", "a string", description)
-        out.append((record, ToolSpec(name, frozenset(tags), target, params, infer, description)))
+        out.append((record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description)))
     return out

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from . import ast
-from .analysis import Universe
-from .compile import Program, compile_ruleset
-from .events import CALL, STATUSES, USER, Episode
-from .ir import ObligationRule, RuleSet, ToolInfo, ViolationRule
-from .predicates import FALSE, build, specialise
-from .printer import print_expr
-from .testing import Vocabulary
+from .. import ast
+from ..analysis import Universe
+from ..compile import Program, compile_ruleset
+from ..events import CALL, STATUSES, USER, Episode
+from ..ir import ObligationRule, RuleSet, ViolationRule
+from ..tools import ToolSpec
+from ..predicates import FALSE, build, specialise
+from ..syntax.printer import print_expr
+from .strategies import Vocabulary
 
 class Reasons:
     """Static and dynamic explanations of an unreached rule outcome."""
@@ -28,7 +29,7 @@ class Reasons:
         for t in vocab.tools:
             declared = program.tools.get(t.name)
             tags = t.tags | (declared.tags if declared else frozenset())
-            table[t.name] = ToolInfo(t.name, tags, t.target, t.params or None)
+            table[t.name] = ToolSpec(t.name, tags, t.target, t.params or None)
         self.declared_only = sorted(set(program.tools) - generated)
         self.universe = Universe(table)
         self.generatable = self.universe.messages | self.universe.calls_of(sorted(generated))

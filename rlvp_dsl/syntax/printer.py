@@ -29,8 +29,8 @@ import functools
 import math
 import re
 
-from . import ast
-from .parser import get_parser, keywords
+from .. import ast
+from .grammar import get_parser, keywords
 
 INDENT = "  "
 

@@ -17,7 +17,7 @@ readable episode (few events, values ``"A"``/``"B"``, status ``ok``)::
 
 `tools` may be a `Program` (its tool table; the literals its rules test are mined so
 generated events can match them), a `Manifest` (`rlvp_dsl.manifests.load_manifest`),
-a mapping name -> `ToolInfo`, or a list of ToolSpec/ToolInfo-like objects (``name``,
+a mapping name -> `ToolSpec`, or a list of `rlvp_dsl.tools.ToolSpec`-like objects (``name``,
 ``tags``, ``target``, ``params``) or plain tool names.  Pass ``rules=program`` to mine a
 program's literals while taking the tools from a manifest.
 
@@ -52,12 +52,13 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
         "rlvp_dsl.testing needs the hypothesis package: pip install hypothesis"
     ) from exc
 
-from . import ast
-from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER, Episode, Event
-from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
-from .regex_samples import regex_samples
+from .. import ast
+from ..events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER, Episode, Event
+from ..ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
+from ..tools import ToolSpec
+from .regex_sampling import regex_samples
 
-__all__ = ["ToolShape", "Vocabulary", "vocabulary", "calls", "events", "episodes", "regex_samples", "reindexed",
+__all__ = ["Vocabulary", "vocabulary", "calls", "events", "episodes", "regex_samples", "reindexed",
            "noop_read", "read_only_tools"]
 
 #: The default pool of argument values (shared by all arguments, so targets collide).
@@ -72,20 +73,10 @@ _STATUS_WEIGHTS = (OK, OK, OK, ERROR, MALFORMED, NO_RESULT)
 
 
 @attrs.frozen
-class ToolShape:
-    """What the generator knows of one tool: tags, target argument, parameter names."""
-
-    name: str
-    tags: frozenset[str] = frozenset()
-    target: str | None = None
-    params: tuple[str, ...] = ()
-
-
-@attrs.frozen
 class Vocabulary:
     """The pools episodes are drawn from (see the module docstring)."""
 
-    tools: tuple[ToolShape, ...]
+    tools: tuple[ToolSpec, ...]
     values: Mapping[str, tuple] = attrs.field(factory=dict)
     default_values: tuple = VALUES
     extra_args: tuple[str, ...] = ()
@@ -99,7 +90,7 @@ class Vocabulary:
     def values_for(self, arg: str) -> tuple:
         return self.values.get(arg, self.default_values)
 
-    def arg_names(self, tool: ToolShape) -> tuple[str, ...]:
+    def arg_names(self, tool: ToolSpec) -> tuple[str, ...]:
         """The tool's arguments, target first (parameters, else the rules' argument names)."""
         names = tool.params or self.extra_args
         rest = tuple(n for n in names if n != tool.target)
@@ -109,20 +100,20 @@ class Vocabulary:
 # ---- building the vocabulary ------------------------------------------------------
 
 
-def _shape(obj: Any) -> ToolShape:
+def _shape(obj: Any) -> ToolSpec:
     if isinstance(obj, str):
-        return ToolShape(obj)
+        return ToolSpec(obj)
     name = getattr(obj, "name", None)
     if not isinstance(name, str):
         raise TypeError(f"a tool must be a name or have a 'name' attribute (got {type(obj).__name__})")
     params = getattr(obj, "params", None) or ()
-    return ToolShape(name, frozenset(getattr(obj, "tags", None) or ()), getattr(obj, "target", None),
+    return ToolSpec(name, frozenset(getattr(obj, "tags", None) or ()), getattr(obj, "target", None),
                      tuple(params))
 
 
-def _tool_shapes(tools: Any) -> tuple[ToolShape, ...]:
-    from .compile import Program
-    from .manifests import Manifest
+def _tool_shapes(tools: Any) -> tuple[ToolSpec, ...]:
+    from ..compile import Program
+    from ..manifests import Manifest
 
     if isinstance(tools, Program):
         tools = tools.tools
@@ -133,7 +124,7 @@ def _tool_shapes(tools: Any) -> tuple[ToolShape, ...]:
     if isinstance(tools, Mapping):
         tools = list(tools.values())
     if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
-        raise TypeError("tools must be a Program, a Manifest, a mapping of ToolInfo or a list of tools "
+        raise TypeError("tools must be a Program, a Manifest, a mapping of ToolSpec or a list of tools "
                         f"(got {type(tools).__name__})")
     shapes = tuple(sorted((_shape(t) for t in tools), key=lambda s: s.name))
     if not shapes:
@@ -142,7 +133,7 @@ def _tool_shapes(tools: Any) -> tuple[ToolShape, ...]:
 
 
 def _rules_of(rules: Any) -> tuple:
-    from .compile import Program
+    from ..compile import Program
 
     if rules is None:
         return ()
@@ -175,8 +166,8 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Voca
         TypeError: `tools` is none of the accepted forms.
         ValueError: `tools` is empty.
     """
-    from .analysis import walk
-    from .compile import Program
+    from ..analysis import walk
+    from ..compile import Program
 
     shapes = _tool_shapes(tools)
     if rules is None and isinstance(tools, Program):
@@ -401,14 +392,14 @@ def reindexed(events: Iterable[Event]) -> tuple[Event, ...]:
     return tuple(attrs.evolve(e, index=i) for i, e in enumerate(events))
 
 
-def noop_read(tool: ToolShape, index: int, value: str) -> Event:
+def noop_read(tool: ToolSpec, index: int, value: str) -> Event:
     """A read-only call that learns nothing: status ok, empty result, its target (if any) set to
     `value`, no other argument."""
     arguments = {tool.target: value} if tool.target else {}
     return Event(index, CALL, tool=tool.name, arguments=arguments, status=OK, tags=tool.tags)
 
 
-def read_only_tools(vocab: Vocabulary, program=None) -> tuple[ToolShape, ...]:
+def read_only_tools(vocab: Vocabulary, program=None) -> tuple[ToolSpec, ...]:
     """Tools tagged ``read`` (by the catalogue or by `program`'s table) and not write/destructive."""
     out = []
     for tool in vocab.tools:

@@ -48,9 +48,9 @@ import functools
 import threading
 from typing import Optional
 
-from .regex_prefilter import required_strings
-from .regex_syntax import (  # noqa: F401  (MAX_REPEAT, RegexSyntaxError are re-exported)
-    _BOL, _BOL_M, _EOL, _EOL_M, _NWORDB, _WORDB, MAX_REPEAT, RegexSyntaxError, _is_word, _Parser,
+from .prefilter import required_strings
+from .syntax import (  # noqa: F401  (MAX_REPEAT, RegexSyntaxError are re-exported)
+    _BOL, _BOL_M, _EOL, _EOL_M, _NWORDB, _WORDB, MAX_REPEAT, RegexSyntaxError, _is_word, parse_pattern,
 )
 
 __all__ = ["Regex", "RegexSyntaxError", "compile_regex", "MAX_REPEAT", "MAX_STATES"]
@@ -265,7 +265,7 @@ def compile_regex(pattern: str, flags: str = "") -> Regex:
             hint = "verbose mode (x) is not supported" if f == "x" else "the flags are i (ignore case), m, s"
             raise RegexSyntaxError(f"unknown regex flag '{f}'", len(pattern) + 1 + k, hint)
     canonical = "".join(f for f in "ims" if f in flags)
-    tree = _Parser(pattern, canonical).parse()
+    tree = parse_pattern(pattern, canonical)
     _size(tree)
     builder = _Builder()
     start = builder.build(tree, builder.new(_MATCH))

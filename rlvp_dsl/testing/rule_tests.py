@@ -21,9 +21,9 @@ import os
 
 import attrs
 
-from .compile import Program
-from .events import CALL, Credit, Episode, Event
-from .ir import RuleTest
+from ..compile import Program
+from ..events import CALL, Credit, Episode, Event
+from ..ir import RuleTest
 
 TOLERANCE = 1e-9
 
@@ -64,7 +64,7 @@ def test_episode(test: RuleTest) -> Episode:
             else:
                 events.append(Event(i, e.kind, text=e.text))
         return Episode(f"test {block.name!r}", tuple(events), source=test.file)
-    from .readers import ReaderError, read_episodes
+    from ..readers import ReaderError, read_episodes
 
     path = os.path.join(os.path.dirname(test.file), block.episode_file)
     try:

@@ -1,6 +1,6 @@
 """The part of the lark tree -> AST transformer that builds `test` blocks.
 
-A mixin of `rlvp_dsl.parser._ToAst`: inline test episodes (events with JSON
+A mixin of `rlvp_dsl.syntax.transform._ToAst`: inline test episodes (events with JSON
 arguments) and expectations.  It uses the host transformer's `_string`, `_span`
 and `diagnostics`.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from lark import v_args
 
-from . import ast
-from .diagnostics import Diagnostic
+from .. import ast
+from ..diagnostics import Diagnostic
 
 
 class _JsonObject(list):
@@ -27,7 +27,7 @@ def _json(value):
 
 
 
-class TestBlockTransformer:
+class InlineTestTransformer:
     """Transformer methods for `test_block` and everything inside it."""
 
     # -- tests inside rule files

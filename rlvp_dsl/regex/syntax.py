@@ -219,7 +219,7 @@ class _Parser:
             self.fail(f"unknown escape \\{e}", start, hint)
         else:
             ch = e
-        return ch if in_set else ("char", _literal_test(ch, self.icase))
+        return ch if in_set else ("char", _literal_test(ch, self.icase), ch)
 
     def char_set(self) -> Test:
         start, self.i = self.i, self.i + 1
@@ -250,3 +250,12 @@ class _Parser:
             return self.escape(in_set=True)
         self.i += 1
         return self.p[self.i - 1]
+
+
+def parse_pattern(pattern: str, flags: str = "") -> tuple:
+    """Parse a rule-file regex into its tree (the node tuples of this module's docstring).
+
+    Raises:
+        RegexSyntaxError: outside the supported subset, with a 0-based offset and a hint.
+    """
+    return _Parser(pattern, flags).parse()

@@ -39,13 +39,13 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 
-from . import ast
-from .analysis import walk
-from .compile import Program
-from .events import ASSISTANT, CALL, Credit, Episode, normalise_value
-from .ir import ObligationRule, ViolationRule
+from .. import ast
+from ..analysis import walk
+from ..compile import Program
+from ..events import ASSISTANT, CALL, Credit, Episode, normalise_value
+from ..ir import ObligationRule, ViolationRule
 from .reachability import Reasons
-from .testing import Vocabulary, episodes, noop_read, read_only_tools, reindexed, vocabulary
+from .strategies import Vocabulary, episodes, noop_read, read_only_tools, reindexed, vocabulary
 
 PROPERTIES = ("bounded", "not_farmable", "discharge_once", "reachable", "deterministic")
 DEFAULT_EXAMPLES = 200

@@ -1,0 +1,13 @@
+"""Tool catalogues and the rules derived from them.
+
+* `formats` -- manifest files (ours, tau2, MCP ``tools/list``, OpenAI tool schemas) -> `Manifest`;
+* `targets` -- target inference from the identifiers tools share;
+* `derive` -- a manifest -> derived rules (``rlvp-compile --auto-from-tags``).
+"""
+
+from ..tools import ToolSpec
+from .formats import OURS, Manifest, ManifestError, ManifestNotFound, detect_manifest_format, load_manifest, parse_manifest
+from .targets import infer_targets, is_identifier_param
+
+__all__ = ["OURS", "Manifest", "ManifestError", "ManifestNotFound", "ToolSpec", "detect_manifest_format",
+           "infer_targets", "is_identifier_param", "load_manifest", "parse_manifest"]

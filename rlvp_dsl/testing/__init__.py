@@ -1,0 +1,27 @@
+"""Testing tools for rule authors.
+
+* `strategies` -- public Hypothesis strategies: episodes generated from a manifest or a
+  program (`episodes`, `events`, `calls`, `vocabulary`, ...), importable from here;
+* `properties` -- the built-in properties of ``rlvp-compile --check``;
+* `reachability` -- why a rule never fired;
+* `rule_tests` -- runs the ``test`` blocks inside rule files (``rlvp-compile --test``);
+* `regex_sampling` -- short strings that match a rule's regex, to seed generated episodes.
+
+Only `strategies` and `properties` need Hypothesis; the names of `strategies` are loaded
+when first used, so ``rlvp-compile --test`` works without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_STRATEGIES = ("Vocabulary", "vocabulary", "calls", "events", "episodes", "regex_samples", "reindexed",
+               "noop_read", "read_only_tools")
+
+__all__ = list(_STRATEGIES)
+
+
+def __getattr__(name: str):
+    if name in _STRATEGIES:
+        return getattr(importlib.import_module(".strategies", __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
