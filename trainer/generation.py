@@ -17,9 +17,9 @@ A turn of the policy is sampled under a mask of valid calls:
    and two log-probabilities per token:
 
    * ``logprobs``: log softmax(masked logits / temperature) of the sampled token --
-     the distribution it was actually drawn from (forced tokens get 0).  This is
-     `Rollout.old_logprobs`; a trainer recomputes it from its own logits and the
-     recorded ``allowed`` id sets (`masked_logprobs`).
+     the distribution it was actually drawn from (forced tokens get 0).  The trainer
+     recomputes it from its own logits and the ``allowed`` id sets, which the
+     rollout keeps (`Rollout.allowed_ids`, `trainer.logprobs.completion_logprobs`).
    * ``policy_logprobs``: the same without the mask (the unconstrained policy, what
      a plain full-softmax forward pass recomputes).
 
@@ -348,27 +348,6 @@ class HFGenerator:
                 call_start=call_start, call_end=call_end, ended_with_eos=ended,
             ))
         return samples
-
-
-def masked_logprobs(logits, targets, allowed: Sequence[tuple[int, ...] | None]):
-    """Log-probs of `targets` under the call mask, for a trainer that optimises the masked policy.
-
-    Args:
-        logits: `[seq_len, vocab]` (already divided by the temperature).
-        targets: `[seq_len]` token ids.
-        allowed: per position the allowed ids, or None (no mask at that position).
-    Returns: `[seq_len]` log-probs (0 where exactly one id is allowed).
-    """
-    import torch
-
-    mask = torch.zeros_like(logits, dtype=torch.bool)
-    for t, ids in enumerate(allowed):
-        if ids is None:
-            mask[t] = True
-        else:
-            mask[t, list(ids)] = True
-    masked = logits.masked_fill(~mask, float("-inf"))
-    return torch.log_softmax(masked, dim=-1).gather(-1, targets[:, None])[:, 0]
 
 
 def as_generator(policy, tokenizer) -> Any:

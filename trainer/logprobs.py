@@ -62,11 +62,11 @@ def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad
 def allowed_mask(rollouts: Sequence[Rollout], T: int, V: int) -> torch.Tensor | None:
     """``[B, T, V]`` bool: the ids the sampler allowed per completion token (all True where
     unconstrained); None when no rollout recorded any."""
-    if not any(r.info.get("allowed_ids") for r in rollouts):
+    if not any(r.allowed_ids for r in rollouts):
         return None
     allow = torch.ones(len(rollouts), T, V, dtype=torch.bool)
     for i, r in enumerate(rollouts):
-        for t, ids in enumerate(r.info.get("allowed_ids") or []):
+        for t, ids in enumerate(r.allowed_ids or []):
             if ids is not None and r.completion_mask[t]:
                 allow[i, t] = False
                 allow[i, t, list(ids)] = True

@@ -18,14 +18,17 @@ Where this departs from GRPO as published (Shao et al. 2024, DeepSeekMath):
    ``beta > 0`` the reference is the base model with the LoRA adapter disabled,
    and the k3 KL continues linearly past ``kl_clip`` so it stays finite.
 5. One optimiser pass per batch by default (``updates_per_batch = 1``), so the
-   "old" log-probs are the current ones detached (ratio 1) -- on-policy.
+   "old" log-probs are the current ones detached (ratio 1) -- on-policy.  With more
+   passes they are recomputed once before the first, under the call mask and
+   temperature the sampler used (`Rollout.allowed_ids`); sampled log-probs are not kept.
 6. Loss aggregation is selectable (``loss_type``), token-mean by default.
 7. An iteration whose advantages are all zero (dead) makes no optimiser step
    when ``beta = 0``: Adam's momentum would otherwise move the weights with no
    gradient, and "no gradient" would not mean "no update".
 8. ``dapo`` resamples zero-variance groups (capped), and every generated episode
    counts in ``rollout/episodes_generated``; success rate is measured on each
-   iteration's first round, the same unbiased sample for every method.
+   iteration's first round, the same unbiased sample for every method.  Each
+   episode of the first round and of the batch is scored by the rules once.
 
 Beside it, one job each: `trainer.backend` (model, rollout collection, rule scorer),
 `trainer.batch` (padded batch tensors), `trainer.logprobs` (completion log-probs),
@@ -35,6 +38,7 @@ Beside it, one job each: `trainer.backend` (model, rollout collection, rule scor
 
 from __future__ import annotations
 
+import functools
 import random
 import sys
 import time
@@ -50,10 +54,19 @@ from trainer.backend import Backend, build_backend
 from trainer.batch import pad_batch
 from trainer.config import TrainConfig
 from trainer.logprobs import completion_logprobs
-from trainer.loss import policy_loss
+from trainer.loss import normaliser, policy_loss
 from trainer.methods import SamplingResult, dynamic_sampling, get_method
 from trainer.metrics import MetricsLogger
 from trainer.types import Rollout
+
+
+def _sample_round(be: Backend, cfg: TrainConfig, it: int, rounds: list, rnd: int, n: int) -> list[list[Rollout]]:
+    """Round ``rnd`` of iteration ``it``: ``n`` new tasks, one group of ``num_generations``
+    rollouts each, seeded from (seed, it, rnd, group); the groups are also appended to ``rounds``."""
+    tasks = be.make_tasks(n, _seed_of(cfg.seed, it, rnd, 17))
+    groups = [be.collect(task, cfg.num_generations, _seed_of(cfg.seed, it, rnd, j)) for j, task in enumerate(tasks)]
+    rounds.append(groups)
+    return groups
 
 
 def _seed_of(*parts: int) -> int:
@@ -115,24 +128,14 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
 
         bar = tqdm(total=cfg.iterations, initial=start_it, desc=f"{cfg.method} s{cfg.seed}", dynamic_ncols=True)
     rows: list[dict] = []
-    G, B_groups = cfg.num_generations, cfg.tasks_per_iteration
+    B_groups = cfg.tasks_per_iteration
 
     for it in range(start_it, cfg.iterations):
         t0 = time.perf_counter()
         # --- rollout ---
         model.eval()
-        first_round: list[list[Rollout]] = []
-        gen_tokens = 0
-
-        def generate(rnd: int, n: int) -> list[list[Rollout]]:
-            nonlocal gen_tokens
-            tasks = be.make_tasks(n, _seed_of(cfg.seed, it, rnd, 17))
-            groups = [be.collect(task, G, _seed_of(cfg.seed, it, rnd, j)) for j, task in enumerate(tasks)]
-            gen_tokens += sum(sum(r.completion_mask) for g in groups for r in g)
-            if rnd == 0:
-                first_round.extend(groups)
-            return groups
-
+        rounds: list[list[list[Rollout]]] = []  # [round][group][G]: every group generated this iteration
+        generate = functools.partial(_sample_round, be, cfg, it, rounds)  # generate(round, n) -> n groups
         with torch.no_grad():
             if method.dynamic_sampling:
                 sampled = dynamic_sampling(generate, B_groups, cfg.dapo_max_rounds)
@@ -142,11 +145,15 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
         if sampled.message:
             say(f"iteration {it}: {sampled.message}")
         episodes_generated += sampled.episodes_generated
-        groups = sampled.groups  # [n_groups][G]
+        first_round, groups = rounds[0], sampled.groups  # [n_groups][G]
+        gen_tokens = sum(sum(r.completion_mask) for round_groups in rounds for g in round_groups for r in g)
         t_roll = time.perf_counter() - t0
 
         # --- process credit (scored for every method: metrics; used by scalar_fold / rlvp) ---
-        first_credits = [[score_calls(be.scorer, r.episode) for r in g] for g in first_round]
+        # each episode once: the first round (metrics) and the batch (dapo: its kept groups) overlap
+        to_score = {id(g): g for g in first_round + groups}
+        credits_of = {key: [score_calls(be.scorer, r.episode) for r in g] for key, g in to_score.items()}
+        first_credits = [credits_of[id(g)] for g in first_round]
         flat_first = [c for g in first_credits for c in g]
         n_first = max(1, len(flat_first))
         viol = sum(c.n_violations for c in flat_first) / n_first
@@ -154,10 +161,7 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
         credit_sum = sum(c.total for c in flat_first) / n_first
         schedule.observe(it, viol)
         weight = schedule.weight(it) if method.credit_mode != "none" else 0.0
-        if method.dynamic_sampling:
-            credits: list[list[CallCredits]] = [[score_calls(be.scorer, r.episode) for r in g] for g in groups]
-        else:
-            credits = first_credits
+        credits: list[list[CallCredits]] = [credits_of[id(g)] for g in groups]
 
         if on_batch is not None:
             on_batch(it, groups, credits, weight)
@@ -234,7 +238,7 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
     B, T = cmask.shape  # (B, T)
     mbs = [list(range(s, min(B, s + cfg.micro_batch))) for s in range(0, B, cfg.micro_batch)]
     n_tok = float(cmask.sum().clamp(min=1))
-    n_seq = float((cmask.sum(1) > 0).sum().clamp(min=1))
+    batch_norm = float(normaliser(cmask, cfg.loss_type, T))
     old: dict[int, torch.Tensor] = {}
     ref: dict[int, torch.Tensor] = {}
     with torch.no_grad():
@@ -268,12 +272,7 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
                     ref_logp=ref.get(k), kl_clip=cfg.kl_clip, loss_type=cfg.loss_type, max_len=T,
                 )
                 # micro-batch share of the batch-level normaliser
-                if cfg.loss_type == "token_mean":
-                    share = float(m.sum()) / n_tok
-                elif cfg.loss_type == "seq_mean":
-                    share = float((m.sum(1) > 0).sum()) / n_seq
-                else:
-                    share = len(idx) / B
+                share = float(normaliser(m, cfg.loss_type, T)) / batch_norm
                 if step:
                     (out.loss * share).backward()
             if epoch == 0:

@@ -62,6 +62,25 @@ class LossOut:
     n_tokens: int
 
 
+def normaliser(mask: torch.Tensor, loss_type: str, max_len: int | None = None) -> torch.Tensor:
+    """The denominator of `aggregate` for ``mask`` (see the module docstring).
+
+    ``token_mean``: the number of action tokens; ``seq_mean``: the number of episodes
+    with any; ``constant``: ``B * max_len``.  Never below 1.  The loop splits a batch
+    into micro-batches and weighs each one's loss by its share of the batch's
+    normaliser, so the summed loss is the batch's.
+    """
+    m = mask.float() if not mask.is_floating_point() else mask
+    if loss_type == "token_mean":
+        return m.sum().clamp(min=1.0)
+    if loss_type == "seq_mean":
+        return (m.sum(dim=1) > 0).to(m.dtype).sum().clamp(min=1.0)
+    if loss_type == "constant":
+        L = max_len if max_len is not None else m.shape[1]
+        return torch.tensor(float(max(1, m.shape[0] * L)), dtype=m.dtype)
+    raise ValueError(f"'loss_type' must be token_mean, seq_mean or constant (got {loss_type!r})")
+
+
 def aggregate(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, max_len: int | None = None) -> torch.Tensor:
     """Reduce ``[B, T]`` per-token losses to a scalar (see the module docstring).
 
@@ -72,16 +91,11 @@ def aggregate(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, max_l
         max_len: the constant normaliser's length (default T).
     """
     m = mask.to(per_token.dtype)
-    if loss_type == "token_mean":
-        return (per_token * m).sum() / m.sum().clamp(min=1.0)
     if loss_type == "seq_mean":
         per_seq = (per_token * m).sum(dim=1) / m.sum(dim=1).clamp(min=1.0)  # (B,)
         has = (m.sum(dim=1) > 0).to(per_token.dtype)
-        return (per_seq * has).sum() / has.sum().clamp(min=1.0)
-    if loss_type == "constant":
-        L = max_len if max_len is not None else per_token.shape[1]
-        return (per_token * m).sum() / float(max(1, per_token.shape[0] * L))
-    raise ValueError(f"'loss_type' must be token_mean, seq_mean or constant (got {loss_type!r})")
+        return (per_seq * has).sum() / normaliser(m, loss_type)
+    return (per_token * m).sum() / normaliser(m, loss_type, max_len)
 
 
 def policy_loss(

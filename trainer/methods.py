@@ -15,9 +15,12 @@ metrics), they just never enter the advantage.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 import attrs
+import torch
+
+from trainer.advantages import constant_groups
 
 
 @attrs.frozen
@@ -83,18 +86,14 @@ class SamplingResult:
     message: str = ""
 
 
-def _is_live(group: Sequence, rtol: float = 1e-6) -> bool:
-    rewards = [float(r.outcome) for r in group]
-    return max(rewards) - min(rewards) > rtol * max(1.0, max(abs(x) for x in rewards))
-
-
 def dynamic_sampling(
     generate: Callable[[int, int], list[list]],
     n_groups: int,
     max_rounds: int,
 ) -> SamplingResult:
-    """DAPO dynamic sampling: generate groups, keep those whose outcome rewards differ,
-    generate more until ``n_groups`` are kept or ``max_rounds`` rounds were spent.
+    """DAPO dynamic sampling: generate groups, keep those whose outcome rewards differ
+    (`trainer.advantages.constant_groups`, the test the advantage uses), generate more
+    until ``n_groups`` are kept or ``max_rounds`` rounds were spent.
 
     Args:
         generate: ``generate(round, n) -> n groups`` (new tasks each call).
@@ -122,10 +121,11 @@ def dynamic_sampling(
         rounds += 1
         for group in new:
             generated += len(group)
-            if _is_live(group):
-                kept.append(group)
-            else:
+            rewards = torch.tensor([[float(r.outcome) for r in group]], dtype=torch.float64)  # (1, G)
+            if constant_groups(rewards)[0]:
                 dropped += 1
+            else:
+                kept.append(group)
     message = ""
     if len(kept) < n_groups:
         message = (

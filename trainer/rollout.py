@@ -8,10 +8,10 @@ How the training sequence is built (never by re-tokenising text):
 
 * ``prompt_ids``: the chat template rendered for [system, user(task text)] plus the
   generation prompt, tokenised once.
-* per turn: the ids the policy generated, exactly as sampled (mask 1, with their
-  log-probs under the call mask, and the allowed ids per token in
-  ``info["allowed_ids"]``), then the turn's close, the tool message and the next generation
-  prompt, tokenised *on their own* and appended (mask 0, log-prob 0).
+* per turn: the ids the policy generated, exactly as sampled (mask 1, with the ids the
+  call mask allowed per token in ``allowed_ids``), then the turn's close, the tool
+  message and the next generation prompt, tokenised *on their own* and appended
+  (mask 0, allowed None).
 * ``call_spans[k]``: the positions of call k's own tokens among the generated ids
   (reasoning text and the EOS excluded), so the span decodes to exactly the call.
 
@@ -77,8 +77,6 @@ class _Episode:
         self.env = env
         self.ids: list[int] = []
         self.mask: list[int] = []
-        self.logprobs: list[float] = []
-        self.policy_logprobs: list[float] = []
         self.allowed: list[tuple[int, ...] | None] = []
         self.spans: list[tuple[int, int]] = []
         self.call_texts: list[str] = []
@@ -89,11 +87,9 @@ class _Episode:
                                           signals=initial() if initial is not None else {})]
         self.done = False
 
-    def append(self, ids, mask_value, logprobs=None, policy=None, allowed=None) -> None:
+    def append(self, ids, mask_value, allowed=None) -> None:
         self.ids.extend(ids)
         self.mask.extend([mask_value] * len(ids))
-        self.logprobs.extend(logprobs if logprobs is not None else [0.0] * len(ids))
-        self.policy_logprobs.extend(policy if policy is not None else [0.0] * len(ids))
         self.allowed.extend(allowed if allowed is not None else [None] * len(ids))
 
 
@@ -140,7 +136,7 @@ def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: T
             samples = generator.sample_turns([prompt_ids + ep.ids for ep in active], trie, cfg)
             for ep, sample in zip(active, samples):
                 offset = len(ep.ids)
-                ep.append(sample.ids, 1, sample.logprobs, sample.policy_logprobs, sample.allowed)
+                ep.append(sample.ids, 1, sample.allowed)
                 ep.spans.append((offset + sample.call_start, offset + sample.call_end))
                 ep.call_texts.append(sample.call_text)
                 index = len(ep.events)
@@ -170,12 +166,10 @@ def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: T
                           meta={"task_id": task.task_id, "seed": seed, "generation": g})
         rollouts.append(Rollout(
             task_id=task.task_id, prompt_ids=list(prompt_ids), completion_ids=ep.ids, completion_mask=ep.mask,
-            call_spans=ep.spans, episode=episode, outcome=outcome, old_logprobs=ep.logprobs,
+            call_spans=ep.spans, episode=episode, outcome=outcome, allowed_ids=ep.allowed,
             info={
                 "call_texts": ep.call_texts,
                 "call_event_indices": [e.index for e in episode.calls],
-                "policy_logprobs": ep.policy_logprobs,  # unmasked (full softmax) log-probs
-                "allowed_ids": ep.allowed,
                 "num_turns": len(ep.spans),
                 "env": ep.env.name,
             },

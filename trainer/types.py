@@ -2,7 +2,7 @@
 
 One `Rollout` is one episode of one policy sample on one task; a *group* is the
 `num_generations` rollouts of the same task.  Token lists are aligned: index t of
-`completion_ids`, `completion_mask` and `old_logprobs` is the same token.
+`completion_ids`, `completion_mask` and `allowed_ids` is the same token.
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ class Rollout:
         episode: the same rollout as rlvp events (calls with status/result), the
             input of the compiled rules.
         outcome: the outcome reward (1.0 success, 0.0 failure).
-        old_logprobs: log-probabilities of the completion tokens under the sampling
-            policy, `[completion_len]` (0.0 on masked tokens); None if not recorded.
+        allowed_ids: per completion token, the ids the constrained decoder allowed when
+            it was sampled (None at a token: unconstrained, e.g. free reasoning or tool
+            output), `[completion_len]`; None when not recorded.  The loss renormalises
+            over them (`trainer.logprobs`, ``constrained_logprobs``).
+        info: diagnostics that no computation reads (call texts, turn count, env name).
     """
 
     task_id: str
@@ -41,7 +44,7 @@ class Rollout:
     call_spans: list[tuple[int, int]]
     episode: Episode
     outcome: float
-    old_logprobs: list[float] | None = None
+    allowed_ids: list[tuple[int, ...] | None] | None = None
     info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -51,9 +54,9 @@ class Rollout:
                 f"rollout {self.task_id!r}: completion_mask has {len(self.completion_mask)} entries, "
                 f"completion_ids has {n}"
             )
-        if self.old_logprobs is not None and len(self.old_logprobs) != n:
+        if self.allowed_ids is not None and len(self.allowed_ids) != n:
             raise ValueError(
-                f"rollout {self.task_id!r}: old_logprobs has {len(self.old_logprobs)} entries, "
+                f"rollout {self.task_id!r}: allowed_ids has {len(self.allowed_ids)} entries, "
                 f"completion_ids has {n}"
             )
         if len(self.call_spans) != len(self.episode.calls):

@@ -1,6 +1,7 @@
 """The GRPO loop on a fake backend: metrics, dead iterations, resume == uninterrupted."""
 
 import json
+from collections import Counter
 
 import torch
 
@@ -77,3 +78,38 @@ def test_dapo_all_fail_stops_at_cap_and_counts_every_episode(tmp_path):
     assert len(msgs) == 2 and "cap of 3 rounds" in msgs[0]
     for line in (tmp_path / "metrics.jsonl").read_text().splitlines():
         json.loads(line, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(c)))
+
+
+def test_dapo_scores_each_episode_once(tmp_path):
+    """dapo: every episode of the first round and of the batch is scored by the rules exactly once,
+    including the first-round groups that dynamic sampling keeps."""
+    be = fake_backend(calls=1)  # success 1 in 6 per episode: some groups live, some resampled
+    scored, events = Counter(), []
+    score, collect = be.scorer, be.collect
+
+    def counting_scorer(episode):
+        scored[id(episode)] += 1
+        return score(episode)
+
+    def recording_collect(task, n, seed):
+        group = collect(task, n, seed)
+        events.append(("collect", group))  # keeps every episode alive: ids stay unique
+        return group
+
+    be.scorer, be.collect = counting_scorer, recording_collect
+    cfg = _cfg(tmp_path, method="dapo", iterations=3, dapo_max_rounds=4)
+    rows = train(cfg, backend=be, progress=False, log=lambda s: None,
+                 on_batch=lambda it, groups, credits, weight: events.append(("batch", groups)))
+    assert any(r["rollout/rounds"] > 1 for r in rows)
+    overlap, expected = 0, set()
+    collected = []
+    for kind, payload in events:
+        if kind == "collect":
+            collected.append(payload)
+            continue
+        first_round = collected[: cfg.tasks_per_iteration]
+        overlap += sum(any(g is f for f in first_round) for g in payload)
+        expected |= {id(r.episode) for g in first_round + payload for r in g}
+        collected = []
+    assert overlap > 0  # kept first-round groups: the case that used to be scored twice
+    assert set(scored) == expected and set(scored.values()) == {1}

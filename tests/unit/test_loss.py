@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from trainer.loss import aggregate, kl_k3, policy_loss
+from trainer.loss import aggregate, kl_k3, normaliser, policy_loss
 
 torch.set_num_threads(1)
 
@@ -75,3 +75,17 @@ def test_policy_gradient_direction():
     out = policy_loss(logp, logp.detach(), torch.tensor([[1.0, -1.0]]), torch.ones(1, 2))
     out.loss.backward()
     assert logp.grad[0, 0] < 0 < logp.grad[0, 1]
+
+
+@pytest.mark.parametrize("loss_type", ["token_mean", "seq_mean", "constant"])
+def test_micro_batch_shares_of_the_normaliser_sum_to_the_batch_loss(loss_type):
+    """Weighing each micro-batch's loss by its share of the batch normaliser gives the batch's loss."""
+    g = torch.Generator().manual_seed(0)
+    per_token = torch.randn(5, 7, generator=g)
+    mask = (torch.rand(5, 7, generator=g) > 0.4).float()
+    mask[3] = 0.0  # an episode without action tokens
+    whole = aggregate(per_token, mask, loss_type)
+    total = normaliser(mask, loss_type, 7)
+    parts = sum(aggregate(per_token[idx], mask[idx], loss_type, 7) * normaliser(mask[idx], loss_type, 7) / total
+                for idx in ([0, 1], [2, 3], [4]))
+    assert torch.allclose(parts, whole)

@@ -7,7 +7,8 @@ import torch
 
 from rlvp_dsl.events import ERROR, MALFORMED, OK
 from trainer.envs import env_factory, make_env, make_tasks
-from trainer.generation import CallFormat, CallTrie, GenConfig, HFGenerator, TurnSample, masked_logprobs
+from trainer.generation import CallFormat, CallTrie, GenConfig, HFGenerator, TurnSample
+from trainer.logprobs import completion_logprobs
 from trainer.model import TinyModelConfig, build_tiny_model
 from trainer.rollout import collect_group, prompt_words
 from trainer.tokenizer import ChatFormat, build_tiny_tokenizer, encode
@@ -24,7 +25,7 @@ def tiny():
 def check_invariants(rollout, tok, trie):
     """Lengths agree, spans lie inside generated tokens and decode to the call, outputs are mask 0."""
     n = len(rollout.completion_ids)
-    assert len(rollout.completion_mask) == n == len(rollout.old_logprobs) == len(rollout.info["allowed_ids"])
+    assert len(rollout.completion_mask) == n == len(rollout.allowed_ids)
     assert len(rollout.call_spans) == len(rollout.episode.calls) == rollout.info["num_turns"]
     previous_end = 0
     for (start, end), event, text in zip(rollout.call_spans, rollout.episode.calls, rollout.info["call_texts"]):
@@ -34,11 +35,11 @@ def check_invariants(rollout, tok, trie):
         if event.status != MALFORMED:
             assert text in trie.texts and trie.calls[trie.texts.index(text)].tool == event.tool
         previous_end = end
-    for t, m in enumerate(rollout.completion_mask):
+    for t, (m, allowed) in enumerate(zip(rollout.completion_mask, rollout.allowed_ids)):
         if m == 0:
-            assert rollout.old_logprobs[t] == 0.0
-        else:
-            assert rollout.old_logprobs[t] <= 0.0
+            assert allowed is None
+        elif allowed is not None:
+            assert rollout.completion_ids[t] in allowed
 
 
 @pytest.mark.parametrize("env_name", ["chain4", "gated"])
@@ -97,23 +98,33 @@ def test_contexts_are_the_training_sequence(tiny):
             assert seen[turn][g] == r.prompt_ids + r.completion_ids[:turn_start]
 
 
-def test_old_logprobs_match_a_forward_pass(tiny):
-    """Recorded log-probs equal a full forward pass: masked (old_logprobs) and unmasked (policy_logprobs)."""
+def test_trainer_logprobs_equal_the_samplers(tiny):
+    """The trainer's log-probs of a rollout equal the sampler's: over the recorded allowed ids (masked)
+    and over the full vocabulary (policy_logprobs); the EOS forced at a leaf of the trie gets 0."""
     model, tok = tiny
-    rollouts = collect_group(model, tok, env_factory("chain4", max_turns=4), make_tasks(1)[0], 3,
+    turns = []
+
+    class Recorder(HFGenerator):
+        def sample_turns(self, contexts, trie, cfg):
+            turns.append(super().sample_turns(contexts, trie, cfg))
+            return turns[-1]
+
+    rollouts = collect_group(Recorder(model, tok), tok, env_factory("chain4", max_turns=4), make_tasks(1)[0], 3,
                              GenConfig(temperature=0.7), seed=5)
-    for r in rollouts:
-        ids = torch.tensor([r.prompt_ids + r.completion_ids])
-        with torch.no_grad():
-            logits = model(ids).logits[0, len(r.prompt_ids) - 1:-1] / 0.7  # predicts each completion token
-        targets = torch.tensor(r.completion_ids)
+    for g, r in enumerate(rollouts):
+        # turn k was sampled in row `active.index(g)` of the k-th call, active = the rollouts still playing
+        samples = [turns[k][[h for h, q in enumerate(rollouts) if len(q.call_spans) > k].index(g)]
+                   for k in range(len(r.call_spans))]
         gen = torch.tensor(r.completion_mask, dtype=torch.bool)
-        masked = masked_logprobs(logits, targets, r.info["allowed_ids"])
-        full = torch.log_softmax(logits, -1).gather(-1, targets[:, None])[:, 0]
-        assert torch.allclose(masked[gen], torch.tensor(r.old_logprobs)[gen], atol=1e-4)
-        assert torch.allclose(full[gen], torch.tensor(r.info["policy_logprobs"])[gen], atol=1e-4)
+        with torch.no_grad():
+            masked, _ = completion_logprobs(model, [r], tok.pad_token_id, constrained=True, temperature=0.7)
+            full, _ = completion_logprobs(model, [r], tok.pad_token_id, constrained=False, temperature=0.7)
+        sampled = torch.tensor([x for s in samples for x in s.logprobs])
+        sampled_full = torch.tensor([x for s in samples for x in s.policy_logprobs])
+        assert torch.allclose(masked[0][gen], sampled, atol=1e-4)
+        assert torch.allclose(full[0][gen], sampled_full, atol=1e-4)
         eos = [t for t, tid in enumerate(r.completion_ids) if gen[t] and tid == tok.eos_token_id]
-        assert eos and all(r.old_logprobs[t] == 0.0 for t in eos)  # forced at a leaf of the trie
+        assert eos and all(masked[0, t] == 0.0 for t in eos)
 
 
 def test_same_seed_same_rollouts_and_global_rng_untouched(tiny):

@@ -113,7 +113,7 @@ def test_masks_and_spans_never_drift(bpe, rollouts):
     chat = ChatFormat.from_tokenizer(bpe)
     for r in rs:
         n = len(r.completion_ids)
-        assert len(r.completion_mask) == n == len(r.old_logprobs) == len(r.info["policy_logprobs"])
+        assert len(r.completion_mask) == n == len(r.allowed_ids)
         position = 0
         calls = r.episode.calls
         for k, ((start, end), event) in enumerate(zip(r.call_spans, calls)):
