@@ -342,7 +342,7 @@ class Expect:
 
 
 @attrs.frozen
-class TestBlock:
+class InlineTest:
     """``test "NAME" { episode ... expect ... }``: an episode and the credits it must get."""
 
     name: str
@@ -354,7 +354,7 @@ class TestBlock:
 
 Rule = Union[Violation, Obligation, RepeatError, BlindDestructive, Progress]
 Item = Union[Include, ToolsFrom, ToolDecl, ConstDecl, Violation, Obligation, RepeatError, BlindDestructive, Progress,
-             TestBlock]
+             InlineTest]
 RULE_TYPES = (Violation, Obligation, RepeatError, BlindDestructive, Progress)
 
 

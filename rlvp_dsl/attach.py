@@ -29,11 +29,11 @@ Choices (documented in docs/trainer.md):
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import attrs
 
-from rlvp_dsl.events import CALL, Credit, Episode
+from rlvp_dsl.events import Credit, Episode
 
 __all__ = [
     "CallCredits",
@@ -93,7 +93,7 @@ class CallCredits:
 
 
 def _is_discharge(credit: Credit) -> bool:
-    return credit.outcome == "discharge" or (credit.kind == "progress" and credit.value > 0)
+    return credit.trigger == "discharge" or (credit.kind == "progress" and credit.value > 0)
 
 
 def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rules") -> CallCredits:
@@ -230,17 +230,3 @@ def token_credits(values: Sequence[float], spans: Sequence[tuple[int, int]], n_t
             if mask is None or mask[t]:
                 out[t] += value
     return out
-
-
-def is_call_event(episode: Episode, index: int) -> bool:
-    """True when event ``index`` of ``episode`` is a tool call."""
-    return 0 <= index < len(episode.events) and episode.events[index].kind == CALL
-
-
-def credit_sources_check(sources: dict[str, Callable[[Episode], Sequence[float]]], episode: Episode) -> dict[str, CallCredits]:
-    """Score ``episode`` with several named per-call sources; each must return one value per call.
-
-    Raises:
-        CreditCountError: naming the first source whose count is wrong.
-    """
-    return {name: per_call_values(name, episode, fn(episode)) for name, fn in sources.items()}

@@ -231,7 +231,7 @@ class _Checker:
     def collect_tests(self, rule_names: dict[str, Span]) -> tuple[RuleTest, ...]:
         tests = []
         names: dict[str, Span] = {}
-        for f, block in self.items(ast.TestBlock):
+        for f, block in self.items(ast.InlineTest):
             if block.name in names:
                 self.error("RV203", f"duplicate test name {block.name!r} (first at {names[block.name].location})",
                            block.span, "test names must be unique: the test runner reports by name")
@@ -287,8 +287,9 @@ class _Checker:
             self.check_expr(r.reset)
             reset = r.reset
         failed = ast.And((ast.CallAtom(), ast.StatusAtom("error")))
-        cond = ast.And((ast.CallAtom(), ast.Seen(failed, ast.Binding("call"), reset)))
-        return ViolationRule(r.name.text, "repeat_error", w, cond, r.span)
+        earlier = ast.Seen(failed, ast.Binding("call"), reset)
+        cond = ast.And((ast.CallAtom(), earlier))
+        return ViolationRule(r.name.text, "repeat_error", w, cond, r.span, failed_call=earlier)
 
     def rule_blind_destructive(self, r: ast.BlindDestructive) -> ViolationRule:
         w = self.sign("blind_destructive", "weight", self.weight(r.weight), "negative", r.weight.span)

@@ -90,15 +90,8 @@ class Program:
 
     def score(self, episode: Episode | Iterable[Event]) -> list[Credit]:
         """Batch scoring: every credit of one episode (same result as streaming it)."""
-        scorer = Scorer(self)
-        out: list[Credit] = []
         events = episode.events if isinstance(episode, Episode) else tuple(episode)
-        step = scorer._step
-        for event in events:
-            step(event, out)
-        scorer.next_index = len(events)
-        out.extend(scorer.finish())
-        return out
+        return Scorer(self).run(events)
 
     def to_json(self) -> dict:
         """The canonical program (deterministic: the same rules give byte-identical JSON)."""
@@ -258,14 +251,31 @@ class Scorer:
 
     def step(self, event: Event) -> list[Credit]:
         """Score one event; returns the credits decided by it."""
+        out: list[Credit] = []
+        self._admit(event)
+        self._step(event, out)
+        return out
+
+    def run(self, events: Iterable[Event]) -> list[Credit]:
+        """Score every remaining event of the episode, in order, then `finish`: all the
+        credits, as `step` and `finish` would return them (batch scoring).
+
+        Raises:
+            ValueError: as `step`.
+        """
+        out: list[Credit] = []
+        for event in events:
+            self._admit(event)
+            self._step(event, out)
+        out.extend(self.finish())
+        return out
+
+    def _admit(self, event: Event) -> None:
         if self.finished:
             raise ValueError("this scorer has finished its episode; call program.stream() for a new one")
         if event.index != self.next_index:
             raise ValueError(f"events must arrive in order: expected index {self.next_index}, got {event.index}")
         self.next_index += 1
-        out: list[Credit] = []
-        self._step(event, out)
-        return out
 
     def _step(self, event: Event, out: list[Credit]) -> None:
         plan = self.program.plan(event)

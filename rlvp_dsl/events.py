@@ -182,7 +182,8 @@ class Credit:
         reason: why, in words ("discharges the obligation opened at event 2").
         kind: the rule kind (``violation``, ``obligation``, ``repeat_error``,
             ``blind_destructive``, ``progress``).
-        outcome: for obligations, ``discharge`` or ``expire``; otherwise ``fire``.
+        trigger: what produced the credit: ``fire`` (a violation or progress rule fired
+            on the event), ``discharge`` or ``expire`` (an obligation).
     """
 
     event_index: int
@@ -191,7 +192,7 @@ class Credit:
     location: str
     reason: str
     kind: str
-    outcome: str = "fire"
+    trigger: str = "fire"
 
     def to_json(self) -> dict[str, Any]:
         return attrs.asdict(self)

@@ -56,8 +56,8 @@ def new_best(signal: str, value: float, best: float) -> str:
 def violation_reason(rule, program) -> Callable[[Event, list], str]:
     """A function (event, states) -> reason for a violation-like rule of `program`."""
     tools = program.tools
-    if rule.kind == "repeat_error":
-        seen = rule.cond.items[1]
+    if rule.failed_call is not None:
+        seen = rule.failed_call
         slot = program.slots[id(seen)]
 
         def repeat(event, states):

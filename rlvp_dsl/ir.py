@@ -29,6 +29,9 @@ class ViolationRule:
     weight: float
     cond: ast.Expr
     span: Span = attrs.field(default=NO_SPAN, eq=False)
+    #: For ``repeat_error``: the ``seen`` node of `cond` that finds the earlier failed call
+    #: (explanations cite it); None for the other kinds.
+    failed_call: ast.Seen | None = attrs.field(default=None, eq=False)
 
 
 @attrs.frozen
@@ -73,7 +76,7 @@ class RuleTest:
     """A ``test`` block and the file it came from (episode paths are relative to it)."""
 
     file: str
-    block: ast.TestBlock
+    block: ast.InlineTest
 
 
 @attrs.frozen

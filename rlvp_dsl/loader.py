@@ -109,7 +109,7 @@ def load_manifests(files: list[ast.RuleFile]) -> tuple[dict[tuple[str, str], Man
                                                   "paths are relative to the rule file that names them"))
                 except (ManifestError, OSError, ValueError) as exc:
                     diagnostics.append(Diagnostic("RV002", f"cannot read the tool manifest: {exc}", item.span))
-            elif isinstance(item, ast.TestBlock) and item.episode_file is not None:
+            elif isinstance(item, ast.InlineTest) and item.episode_file is not None:
                 path = os.path.join(base, item.episode_file)
                 if not os.path.isfile(path):
                     diagnostics.append(Diagnostic("RV001", f"test episode file not found: {path}", item.span,

@@ -85,7 +85,6 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
     events = episode.events
     out: list[Credit] = []
     open_: dict[int, list] = {k: [] for k, r in enumerate(ruleset.rules) if isinstance(r, ObligationRule)}
-    best: dict[int, float | None] = {k: None for k, r in enumerate(ruleset.rules) if isinstance(r, ProgressRule)}
     for i, e in enumerate(events):
         calls_before = sum(1 for x in events[:i] if x.kind == CALL)
         creditable = e.kind in (CALL, ASSISTANT)
@@ -97,7 +96,7 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
             elif isinstance(rule, ObligationRule):
                 _obligation(ep, rule, k, i, calls_before, creditable, open_[k], out)
             else:
-                _progress(rule, k, e, best, out)
+                _progress(rule, ep, i, out)
     for k, instances in open_.items():
         rule = ruleset.rules[k]
         for opened in sorted(inst[1] for inst in instances):
@@ -108,8 +107,8 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
 
 def _violation_reason(ep: _Episode, rule: ViolationRule, i: int) -> str:
     e = ep.events[i]
-    if rule.kind == "repeat_error":
-        j = ep.seen_at(rule.cond.items[1], i)
+    if rule.failed_call is not None:
+        j = ep.seen_at(rule.failed_call, i)
         return explain.repeat_reason(e, -1 if j is None else j)
     if rule.kind == "blind_destructive":
         info = ep.tools.get(e.tool or "")
@@ -147,26 +146,34 @@ def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instan
             instances.append([key, i, end])
 
 
-def _progress(rule: ProgressRule, k, e: Event, best: dict, out) -> None:
-    value = e.signals.get(rule.signal)
+def _signal_value(e: Event, signal: str) -> float | None:
+    value = e.signals.get(signal)
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _progress(rule: ProgressRule, ep: _Episode, i: int, out) -> None:
+    """docs/language.md, "progress": the initial best is ``from START``, else the first value
+    observed on any event; the best before a call is the better of the initial best and every
+    earlier call's value; a call whose value is strictly better earns the credit."""
+    e = ep.events[i]
+    value = _signal_value(e, rule.signal)
+    if e.kind != CALL or value is None:
         return
-    value = float(value)
-    previous = best[k]
-    if e.kind != CALL:  # a value reported with a message only sets the start
-        if previous is None and rule.start is None:
-            best[k] = value
-        return
-    if previous is None:
-        if rule.start is None:
-            best[k] = value
-            return
-        previous = best[k] = rule.start
-    gain = (previous - value) if rule.direction == "decreasing" else (value - previous)
-    if gain > 0:
+    better = min if rule.direction == "decreasing" else max
+    earlier = [(x.kind, v) for x in ep.events[:i] if (v := _signal_value(x, rule.signal)) is not None]
+    if rule.start is not None:
+        initial = rule.start
+    elif earlier:
+        initial = earlier[0][1]
+    else:
+        return  # the first value observed sets the best
+    best = better([initial] + [v for kind, v in earlier if kind == CALL])
+    if better(value, best) == value and value != best:
+        gain = abs(value - best)
         credit = rule.weight * gain if rule.per_unit else rule.weight
         if rule.max is not None:
             credit = min(credit, rule.max)
-        best[k] = value
-        out.append(Credit(e.index, rule.name, credit, rule.span.location,
-                          explain.new_best(rule.signal, value, previous), "progress"))
+        out.append(Credit(i, rule.name, credit, rule.span.location, explain.new_best(rule.signal, value, best),
+                          "progress"))

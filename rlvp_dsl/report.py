@@ -87,8 +87,8 @@ def summarise(program: Program, scored: Sequence[tuple[Episode, Sequence[Credit]
             process_totals[k] += c.value
             entry = counts[c.rule]
             entry[0] += 1
-            entry[1] += c.outcome == "discharge"
-            entry[2] += c.outcome == "expire"
+            entry[1] += c.trigger == "discharge"
+            entry[2] += c.trigger == "expire"
             entry[3].add(k)
     have = [k for k, (ep, _) in enumerate(scored) if ep.outcome is not None]
     outcomes = [float(scored[k][0].outcome) for k in have]

@@ -95,7 +95,7 @@ def credits_json(case: str) -> str:
     program = load_program(f"tests/golden/credits/{case}.rlvp")
     out = []
     for episode in read_case_episodes(case):
-        credits = sorted(program.score(episode), key=lambda c: (c.event_index, c.rule, c.outcome))
+        credits = sorted(program.score(episode), key=lambda c: (c.event_index, c.rule, c.trigger))
         out.append({"episode": episode.id, "credits": [c.to_json() for c in credits]})
     return json.dumps(out, indent=1, ensure_ascii=False) + "\n"
 
@@ -113,7 +113,7 @@ def test_credits_reference(case):
     result = check_file(f"tests/golden/credits/{case}.rlvp")
     program = load_program(f"tests/golden/credits/{case}.rlvp")
     for episode in read_case_episodes(case):
-        key = lambda c: (c.event_index, c.rule, c.value, c.outcome, c.reason)  # noqa: E731
+        key = lambda c: (c.event_index, c.rule, c.value, c.trigger, c.reason)  # noqa: E731
         assert sorted(map(key, reference.score_reference(result.ruleset, episode))) == \
             sorted(map(key, program.score(episode)))
 

@@ -1,11 +1,13 @@
 """Command-line tools: `rlvp-compile` and `rlvp-score` (thin layers over the library).
 
-Exit codes, as ruff and ty use them: 0 ok, 1 the input has errors, 2 usage or I/O error.
+The exit codes of all three CLIs (`rlvp-train` too), as ruff and ty use them: 0 ok,
+1 the input has errors, 2 usage or I/O error; 130 interrupted (Ctrl-C), as shells do.
 """
 
 EXIT_OK = 0
 EXIT_INPUT_ERRORS = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
 
 #: The worst exit status a command has decided so far; `console` uses it when a closed
 #: pipe interrupts the output, so `rlvp-compile bad.rlvp | head` still exits 1.
@@ -32,5 +34,5 @@ def console(main) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
         code = _decided[0]
     except KeyboardInterrupt:
-        code = 130
+        code = EXIT_INTERRUPTED
     sys.exit(code)

@@ -17,7 +17,7 @@ folders).
 """
 
 from ._base import DEFAULT_ERROR_SIGNALS, SWE_AGENT_MARKERS, ErrorSignal, ReaderError
-from .loading import FORMATS, ReadReport, SkippedFile, detect_format, read_episodes, read_paths, read_report
+from .loading import FORMATS, ReadReport, SkippedFile, detect_trajectory_format, read_episodes, read_paths, read_report
 
 __all__ = [
     "DEFAULT_ERROR_SIGNALS",
@@ -27,7 +27,7 @@ __all__ = [
     "ReaderError",
     "SWE_AGENT_MARKERS",
     "SkippedFile",
-    "detect_format",
+    "detect_trajectory_format",
     "read_episodes",
     "read_paths",
     "read_report",

@@ -67,7 +67,7 @@ class ReadReport:
     errors: tuple[ReaderError, ...] = attrs.field(default=(), converter=tuple)
 
 
-def detect_format(data: Any, path: str = "") -> tuple[str | None, str]:
+def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str]:
     """Guess the format of parsed file content (see the module docstring for the order).
 
     Args:
@@ -153,7 +153,7 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, er
     text, data = _load(real, file)
     fmt = format
     if fmt is None:
-        fmt, reason = detect_format(data, file)
+        fmt, reason = detect_trajectory_format(data, file)
         if fmt is None:
             raise ReaderError(file, detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
     return _read_loaded(real, file, text, data, fmt, error_signal)
@@ -202,7 +202,7 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
             text, data = _load(path, file)
             fmt = format
             if fmt is None:
-                fmt, reason = detect_format(data, file)
+                fmt, reason = detect_trajectory_format(data, file)
                 if fmt is None:
                     skipped.append(SkippedFile(file, reason))
                     continue

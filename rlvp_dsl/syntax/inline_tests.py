@@ -34,7 +34,7 @@ class InlineTestTransformer:
     @v_args(meta=True)
     def test_block(self, meta, children):
         name, (events, path), *expects = children
-        return ast.TestBlock(self._string(name), tuple(expects), events, path, self._span(meta))
+        return ast.InlineTest(self._string(name), tuple(expects), events, path, self._span(meta))
 
     def episode_file(self, children):
         return None, self._string(children[0])

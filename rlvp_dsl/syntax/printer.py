@@ -313,7 +313,7 @@ def print_item(item: ast.Item) -> str:
         if item.start is not None:
             body += " from " + print_number(item.start)
         return _block(f"progress {print_name(item.name)} ({inside})", [body])
-    if isinstance(item, ast.TestBlock):
+    if isinstance(item, ast.InlineTest):
         return _test_block(item)
     raise ValueError(f"not a rule-file item: {type(item).__name__}")
 
@@ -343,7 +343,7 @@ def _episode_event(event: ast.EpisodeEvent) -> str:
     return text
 
 
-def _test_block(item: ast.TestBlock) -> str:
+def _test_block(item: ast.InlineTest) -> str:
     if item.episode_file is not None:
         lines = ["episode " + print_string(item.episode_file)]
     else:
@@ -360,7 +360,7 @@ def print_rule_file(tree: ast.RuleFile) -> str:
     chunks: list[str] = []
     previous_rule = False
     for item in tree.items:
-        is_rule = isinstance(item, (*ast.RULE_TYPES, ast.TestBlock))
+        is_rule = isinstance(item, (*ast.RULE_TYPES, ast.InlineTest))
         if chunks and (is_rule or previous_rule):
             chunks.append("")
         chunks.append(print_item(item))

@@ -123,7 +123,7 @@ def _insert(episode: Episode, at: int, event) -> Episode:
 # ---- the properties -------------------------------------------------------------------
 
 
-class _Checker:
+class _PropertySearch:
     def __init__(self, program: Program, vocab: Vocabulary, examples: int, max_events: int):
         self.program, self.vocab, self.examples = program, vocab, examples
         self.strategy = episodes(vocab, max_events=max_events)
@@ -181,7 +181,7 @@ class _Checker:
                     # a read may complete an obligation a real action opened (verify-after-write): the
                     # discharges landing on the read itself are not counted; anything else it adds is farmed
                     after = sum(c.value for c in self.program.score(variant)
-                                if c.value > 0 and not (c.event_index == at and c.outcome == "discharge"))
+                                if c.value > 0 and not (c.event_index == at and c.trigger == "discharge"))
                     if after > positive + TOLERANCE:
                         return (f"inserting a no-op read `{read.name}` (ok, empty result, target {value!r}) at "
                                 f"event {at} raises the positive credit of the other events from {positive:g} "
@@ -202,7 +202,7 @@ class _Checker:
             for c in self.program.score(episode):
                 if c.kind != "obligation":
                     continue
-                if c.outcome == "discharge":
+                if c.trigger == "discharge":
                     match = _OPENED.search(c.reason)
                     opened = int(match.group(1)) if match else -1
                     if not 0 <= opened < c.event_index:
@@ -273,7 +273,7 @@ class _Checker:
         def search(episode) -> None:
             if not reached.issuperset(goals):
                 sample.append(episode)
-                reached.update((c.rule, c.outcome) for c in self.program.score(episode))
+                reached.update((c.rule, c.trigger) for c in self.program.score(episode))
             if reached.issuperset(goals):
                 raise _AllReached
 
@@ -322,7 +322,7 @@ def check_program(program: Program, *, tools: Any = None, tools_source: str = "t
         raise ValueError(f"properties must be among {', '.join(PROPERTIES)} and examples >= 1 "
                          f"(got {unknown or examples})")
     vocab = vocabulary(program if tools is None else tools, rules=program)
-    checker = _Checker(program, vocab, examples, max_events)
+    checker = _PropertySearch(program, vocab, examples, max_events)
     out = []
     for name in properties:
         out.append(checker.reachable(tools_source) if name == "reachable" else getattr(checker, name)())

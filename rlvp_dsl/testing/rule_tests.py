@@ -29,7 +29,7 @@ TOLERANCE = 1e-9
 
 
 @attrs.frozen
-class TestOutcome:
+class RuleTestResult:
     """The result of one test block: its failures (empty when it passed) and the credits seen."""
 
     name: str
@@ -47,7 +47,7 @@ class EpisodeLoadError(Exception):
     """A test's episode file cannot be read (missing, not a trajectory, not exactly one episode)."""
 
 
-def test_episode(test: RuleTest) -> Episode:
+def episode_of_test(test: RuleTest) -> Episode:
     """The episode of a test block: built from the inline events, or read from its file.
 
     Raises:
@@ -84,13 +84,13 @@ def _describe_credits(credits: list[Credit]) -> str:
     return "; ".join(f"{c.rule} {c.value:+g} ({c.reason})" for c in credits)
 
 
-def run_test(program: Program, test: RuleTest) -> TestOutcome:
+def run_test(program: Program, test: RuleTest) -> RuleTestResult:
     """Run one test block against the compiled program."""
     block = test.block
     try:
-        episode = test_episode(test)
+        episode = episode_of_test(test)
     except EpisodeLoadError as exc:
-        return TestOutcome(block.name, block.span.location, (str(exc),))
+        return RuleTestResult(block.name, block.span.location, (str(exc),))
     credits = program.score(episode)
     calls = [e.index for e in episode.events if e.kind == CALL]
     failures = []
@@ -111,9 +111,9 @@ def run_test(program: Program, test: RuleTest) -> TestOutcome:
         if abs(got - expect.value) > TOLERANCE:
             failures.append(f"{expect.span.location}: expect {what}{where} == {expect.value:g}: got {got:g} "
                             f"({_describe_credits(chosen)})")
-    return TestOutcome(block.name, block.span.location, tuple(failures), tuple(credits), episode)
+    return RuleTestResult(block.name, block.span.location, tuple(failures), tuple(credits), episode)
 
 
-def run_tests(program: Program) -> list[TestOutcome]:
+def run_tests(program: Program) -> list[RuleTestResult]:
     """Run every test block of the program's rule files, in source order."""
     return [run_test(program, t) for t in program.ruleset.tests]

@@ -20,7 +20,7 @@ _OPENED = re.compile(r"opened at event (\d+)")
 
 
 def key(credit):
-    return (credit.event_index, credit.rule, credit.value, credit.outcome, credit.reason)
+    return (credit.event_index, credit.rule, credit.value, credit.trigger, credit.reason)
 
 
 def multiset(credits):
@@ -79,11 +79,11 @@ def test_obligation_instance_paid_at_most_once(case):
     for credit in loads(text).score(episode):
         if credit.kind != "obligation":
             continue
-        if credit.outcome == "discharge":
+        if credit.trigger == "discharge":
             opened = int(_OPENED.search(credit.reason).group(1))
             assert opened < credit.event_index
         else:
-            assert credit.outcome == "expire"
+            assert credit.trigger == "expire"
             opened = credit.event_index
         paid[(credit.rule, opened)] += 1
     assert all(n == 1 for n in paid.values()), paid
@@ -98,7 +98,7 @@ def test_repeating_a_discharging_call_never_raises_the_total(data):
     credits = program.score(episode)
     total = sum(c.value for c in credits)
     discharging = sorted({c.event_index for c in credits
-                          if c.outcome == "discharge" and episode.events[c.event_index].kind == "call"})
+                          if c.trigger == "discharge" and episode.events[c.event_index].kind == "call"})
     for d in discharging:
         events = list(episode.events)
         events.insert(d + 1, events[d])

@@ -49,7 +49,7 @@ def _write_jsonl(tmp_path, messages) -> str:
 def _by_event(credits):
     out = {}
     for c in credits:
-        out.setdefault(c.event_index, set()).add((c.rule, c.outcome))
+        out.setdefault(c.event_index, set()).add((c.rule, c.trigger))
     return out
 
 

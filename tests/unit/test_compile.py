@@ -16,7 +16,7 @@ def C(i, tool, status="ok", **kw):
 
 
 def score(rules, *events):
-    return sorted((c.event_index, c.rule, c.value, c.outcome) for c in loads(TOOLS + rules).score(Episode("e", events)))
+    return sorted((c.event_index, c.rule, c.value, c.trigger) for c in loads(TOOLS + rules).score(Episode("e", events)))
 
 
 def test_discharging_event_never_opens():
@@ -135,7 +135,7 @@ def test_credits_carry_location_and_kind():
     """Each credit names its rule's file:line:col and its kind."""
     program = loads(TOOLS + "\nviolation v (-1) { on call }", "x.rlvp")
     (credit,) = program.score(Episode("e", (C(0, "get"),)))
-    assert (credit.location, credit.kind, credit.outcome) == ("x.rlvp:6:1", "violation", "fire")
+    assert (credit.location, credit.kind, credit.trigger) == ("x.rlvp:6:1", "violation", "fire")
 
 
 def test_progress_start_from_a_message_signal():

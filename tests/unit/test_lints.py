@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rlvp_dsl import check_text, load_program, loads
+from rlvp_dsl import check_text, loads
 from rlvp_dsl.cli.compile import main as compile_main
 from rlvp_dsl.manifests.derive import derive_text
 from rlvp_dsl.diagnostics import CODES

@@ -14,7 +14,7 @@ from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Credit
 from rlvp_dsl.testing.properties import check_program, episode_json, render
 
-from conftest import DATA, REPO
+from conftest import REPO
 
 RULES = REPO / "tests" / "rules"
 EXAMPLES = 40
@@ -70,7 +70,7 @@ class _Broken(Program):
         if self.bug == "unbounded" and episode.events:
             credits.append(Credit(0, "extra", 100.0, "x:1:1", "seeded", "violation"))
         if self.bug == "twice":
-            credits += [c for c in credits if c.outcome == "discharge"]
+            credits += [c for c in credits if c.trigger == "discharge"]
         if self.bug == "reversed":
             credits = credits[::-1]
         return credits

@@ -12,7 +12,7 @@ from rlvp_dsl.readers import (
     DEFAULT_ERROR_SIGNALS,
     ErrorSignal,
     ReaderError,
-    detect_format,
+    detect_trajectory_format,
     read_episodes,
     read_paths,
     read_report,
@@ -327,13 +327,13 @@ def test_invalid_json_and_bad_jsonl_line(tmp_path):
 
 def test_detection_and_not_a_trajectory(tmp_path):
     """Formats are detected from content and extension; other JSON is refused by read_episodes and skipped by read_report."""
-    assert detect_format({"simulations": []})[0] == "tau2"
-    assert detect_format([{"task_id": 0, "traj": []}])[0] == "tau_bench_v1"
-    assert detect_format({"messages": []})[0] == "openai"
-    assert detect_format([{"role": "user", "content": "x"}])[0] == "openai"
-    assert detect_format({"trajectory": [], "info": {}})[0] == "swe_agent"
-    assert detect_format(None, "x.traj")[0] == "swe_agent"
-    assert detect_format(None, "x.jsonl")[0] == "openai"
+    assert detect_trajectory_format({"simulations": []})[0] == "tau2"
+    assert detect_trajectory_format([{"task_id": 0, "traj": []}])[0] == "tau_bench_v1"
+    assert detect_trajectory_format({"messages": []})[0] == "openai"
+    assert detect_trajectory_format([{"role": "user", "content": "x"}])[0] == "openai"
+    assert detect_trajectory_format({"trajectory": [], "info": {}})[0] == "swe_agent"
+    assert detect_trajectory_format(None, "x.traj")[0] == "swe_agent"
+    assert detect_trajectory_format(None, "x.jsonl")[0] == "openai"
     manifest = _write(tmp_path, "tools_manifest.json", {"domain": "airline", "toolkits": {}})
     with pytest.raises(ReaderError, match="not a trajectory"):
         read_episodes(manifest)
