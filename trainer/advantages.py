@@ -210,7 +210,7 @@ def compute_advantages(
                 process[g * G + i] = scale * (sum(cc.values) + cc.unattached)
                 if cc.unattached:
                     u = scale * cc.unattached
-                    rows[-1] = [x + u * m for x, m in zip(rows[-1], row_mask)]
+                    rows[-1] = [x + u * m for x, m in zip(rows[-1], row_mask, strict=True)]
         adv = adv + torch.tensor(rows, dtype=torch.float32).reshape(B, T)
 
     # --- dead groups: no non-zero advantage on any action token ---

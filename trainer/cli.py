@@ -4,8 +4,8 @@
     rlvp-train CONFIG --compare grpo,rlvp [--seeds 0,1,2] [--jobs 2] [--out DIR]
     rlvp-train CONFIG --paired grpo,rlvp            # first method drives the batches
 
-Exit codes: 0 ok, 1 the config (or a rule file) has errors, 2 usage or I/O error.
-Progress bars only on a TTY.
+Exit codes, those of `rlvp_dsl.cli`: 0 ok, 1 the config (or a rule file) has errors,
+2 usage or I/O error, 130 interrupted (Ctrl-C).  Progress bars only on a TTY.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 
+from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
 from trainer.config import ConfigError, TrainConfig, load_config
 
 # Known, harmless library warnings that would otherwise bury the run's output:
@@ -24,7 +25,7 @@ from trainer.config import ConfigError, TrainConfig, load_config
 warnings.filterwarnings("ignore", message=r".*tie_word_embeddings.*", category=UserWarning)
 warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
 
-EXIT_OK, EXIT_INPUT, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # as rlvp_dsl.cli.console
 
 
 def _load(config: str, **overrides) -> TrainConfig:
@@ -116,16 +117,19 @@ def main(config, method, iterations, seed, out_dir, resume, compare_methods, pai
             code = EXIT_OK
     except ConfigError as exc:
         click.echo(f"error: {exc}", err=True)
-        code = EXIT_INPUT
+        code = EXIT_INPUT_ERRORS
     except FileNotFoundError as exc:
         click.echo(f"error: {exc}", err=True)
         code = EXIT_USAGE
     except ValueError as exc:  # bad rule file (RuleError), bad knob, bad manifest: the input's fault
         click.echo(f"error: {exc}", err=True)
-        code = EXIT_INPUT
+        code = EXIT_INPUT_ERRORS
     except OSError as exc:  # an output folder that cannot be created or written
         click.echo(f"error: cannot write {exc.filename or ''}: {exc.strerror or exc}", err=True)
         code = EXIT_USAGE
+    except KeyboardInterrupt:  # the last checkpoint stays; --resume continues from it
+        click.echo("interrupted", err=True)
+        code = EXIT_INTERRUPTED
     sys.exit(code)
 
 

@@ -33,7 +33,8 @@ from typing import Any, Sequence
 
 import attrs
 
-from trainer.envs.base import ToolCall, ToolSpec
+from rlvp_dsl.tools import ToolSpec
+from trainer.envs.base import ToolCall, all_calls
 from trainer.tokenizer import THINK_CLOSE, THINK_OPEN, encode
 
 
@@ -131,13 +132,13 @@ class CallTrie:
         back to its text (its span could not be checked), or contain the EOS token.
         """
         fmt = call_format or CallFormat()
-        calls = [call for spec in schema for call in spec.calls()]
+        calls = [call for spec in schema for call in all_calls(spec)]
         if not calls:
             raise ValueError("environment schema offers no calls (no tools, or a parameter with no values)")
         texts = [fmt.render(c) for c in calls]
         ids = [encode(tokenizer, t) for t in texts]
         eos = int(tokenizer.eos_token_id)
-        for text, seq in zip(texts, ids):
+        for text, seq in zip(texts, ids, strict=True):
             if not seq or eos in seq:
                 raise ValueError(f"call {text!r} tokenises to {seq}: empty or containing the EOS token")
             back = tokenizer.decode(seq)

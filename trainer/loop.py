@@ -1,8 +1,8 @@
 """The GRPO loop with token-attached rlvp credit -- one readable function, `train`.
 
-Per iteration: sample tasks -> G rollouts per task -> score every episode with the
-compiled rules -> advantages (outcome + process) -> clipped policy-gradient update
-of the LoRA adapter -> metrics.
+Per iteration: sample tasks -> G rollouts per task -> score the episodes (each
+once) with the compiled rules -> advantages (outcome + process) -> clipped
+policy-gradient update of the LoRA adapter -> metrics.
 
 Where this departs from GRPO as published (Shao et al. 2024, DeepSeekMath):
 

@@ -67,23 +67,6 @@ class MetricsLogger:
             self.tb.close()
 
 
-def read_metrics(path: str | os.PathLike) -> list[dict[str, Any]]:
-    """Rows of a metrics.jsonl file.
-
-    Raises:
-        ValueError: a line is not JSON (names file and line).
-    """
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{path}:{n}: not a JSON object ({exc.msg})") from None
-    return rows
-
-
 def trailing_mean(values: Sequence[float], window: int) -> list[float]:
     """Mean of the last ``window`` values at each position (shorter at the start)."""
     out = []
@@ -97,7 +80,7 @@ def episodes_to_success(rows: Sequence[dict], threshold: float = 0.5, window: in
     """Episodes generated (cumulative, resampling included) when the trailing-``window``
     mean success rate first reaches ``threshold``; None if never."""
     succ = trailing_mean([float(r["rollout/success_rate"]) for r in rows], window)
-    for i, (row, s) in enumerate(zip(rows, succ)):
+    for i, (row, s) in enumerate(zip(rows, succ, strict=True)):
         if i >= window - 1 and s >= threshold:  # full windows only: one lucky early batch does not count
             return float(row["rollout/episodes_generated"])
     return None

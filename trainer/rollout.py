@@ -26,13 +26,12 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from rlvp_dsl.events import CALL, ERROR, MALFORMED, OK, USER, Episode, Event
-from trainer.envs.base import Task, ToolEnv
+from trainer.envs.base import Task, ToolEnv, all_calls
 from trainer.generation import CallFormat, CallTrie, GenConfig, as_generator
 from trainer.tokenizer import ChatFormat
 from trainer.types import Rollout
 
 MALFORMED_TEXT = "error malformed call"
-GenerationConfig = GenConfig  # the name the training loop uses
 # Caches keyed by the tokenizer's id; each entry keeps the tokenizer alive, so an id is never reused.
 _TRIES: dict[tuple, tuple[object, CallTrie]] = {}
 _CHATS: dict[int, tuple[object, ChatFormat]] = {}
@@ -51,14 +50,16 @@ def prompt_words(env: ToolEnv, call_styles: Sequence[str] = ("plain",)) -> set[s
         fmt = CallFormat(style)
         words.update(system_prompt(env, fmt).split())
         for spec in env.schema():
-            for call in spec.calls():
+            for call in all_calls(spec):
                 words.update(fmt.render(call).split())
     return words
 
 
 def _trie(env: ToolEnv, tokenizer, call_format: CallFormat) -> CallTrie:
     schema = tuple(env.schema())
-    key = (id(tokenizer), call_format.style, tuple((s.name, s.parameters) for s in schema))
+    # ToolSpec equality ignores `values`: the key spells out what the trie is built from
+    calls = tuple((s.name, s.params, tuple(s.values_for(p) for p in s.params or ())) for s in schema)
+    key = (id(tokenizer), call_format.style, calls)
     if key not in _TRIES:
         _TRIES[key] = (tokenizer, CallTrie.build(schema, tokenizer, call_format))
     return _TRIES[key][1]
@@ -123,7 +124,7 @@ def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: T
     if cfg.system_prompt:
         messages.insert(0, {"role": "system", "content": system_prompt(envs[0], fmt)})
     prompt_ids = chat.prompt_ids(tokenizer, messages)
-    episodes = [_Episode(env, obs) for env, obs in zip(envs, observations)]
+    episodes = [_Episode(env, obs) for env, obs in zip(envs, observations, strict=True)]
     generator = as_generator(policy, tokenizer)
     max_turns = cfg.max_turns or envs[0].max_turns
 
@@ -134,7 +135,7 @@ def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: T
             if not active:
                 break
             samples = generator.sample_turns([prompt_ids + ep.ids for ep in active], trie, cfg)
-            for ep, sample in zip(active, samples):
+            for ep, sample in zip(active, samples, strict=True):
                 offset = len(ep.ids)
                 ep.append(sample.ids, 1, sample.allowed)
                 ep.spans.append((offset + sample.call_start, offset + sample.call_end))

@@ -109,7 +109,7 @@ class VLLMGenerator:
             completion = out.outputs[0]
             ids = list(completion.token_ids)
             logprobs = [float(step[tok].logprob) if step and tok in step else 0.0
-                        for tok, step in zip(ids, completion.logprobs or [None] * len(ids))]
+                        for tok, step in zip(ids, completion.logprobs or [None] * len(ids), strict=False)]
             ended = bool(ids) and ids[-1] == trie.eos_id
             call_end = len(ids) - 1 if ended else len(ids)
             text = self.tokenizer.decode(ids[:call_end])

@@ -61,3 +61,15 @@ def test_wrong_type_names_the_field(tmp_path):
     path.write_text(CONFIG.read_text().replace("learning_rate = 0.003", 'learning_rate = "fast"'))
     done = invoke(path, "--iterations", "1")
     assert done.exit_code == 1 and "'learning_rate' must be a number" in done.output
+
+
+def test_ctrl_c_exits_130(tmp_path, monkeypatch):
+    """Ctrl-C during training: one line, exit 130 (as rlvp-compile and rlvp-score), no traceback."""
+    import trainer.loop
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer.loop, "train", interrupted)
+    done = invoke(CONFIG, "--iterations", "1", "--out", tmp_path / "out")
+    assert done.exit_code == 130 and "interrupted" in done.output and "Traceback" not in done.output

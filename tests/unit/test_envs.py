@@ -16,8 +16,10 @@ from trainer.envs import (
     Task,
     ToolCall,
     ToolEnv,
+    all_calls,
     make_env,
     make_tasks,
+    write_default_manifests,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -139,7 +141,7 @@ def test_random_policy_succeeds_rarely_but_not_never():
     """The calibrated chain4 defaults: a uniform random valid-call policy wins a few percent."""
     env = make_env("chain4")
     rng = random.Random(0)
-    calls = [c for spec in env.schema() for c in spec.calls()]
+    calls = [c for spec in env.schema() for c in all_calls(spec)]
     wins = 0
     for task in make_tasks(2000, seed=1):
         env.reset(task)
@@ -168,7 +170,26 @@ def test_protocol_schema_and_manifest(name, cls):
 def test_shipped_manifests_are_current(name, file):
     """examples/manifests/*.json equal what the default environments write."""
     shipped = json.loads((ROOT / "examples" / "manifests" / file).read_text())
-    assert shipped == make_env(name).manifest()
+    assert shipped == make_env(name).manifest(), "regenerate: write_default_manifests('examples/manifests')"
+
+
+def test_default_manifests_round_trip(tmp_path):
+    """write_default_manifests writes exactly the shipped files."""
+    for path in write_default_manifests(tmp_path):
+        assert json.loads(path.read_text()) == json.loads((ROOT / "examples" / "manifests" / path.name).read_text())
+
+
+def test_schema_is_the_core_tool_spec_with_closed_values():
+    """The schema is rlvp_dsl's ToolSpec: params in order, closed values; all_calls is their product."""
+    from rlvp_dsl.tools import ToolSpec
+
+    env = make_env("chain4", num_values=3)
+    spec = env.schema()[0]
+    assert isinstance(spec, ToolSpec) and spec.params == ("token",) and spec.target == "token"
+    assert spec.values_for("token") == ("k0", "k1", "k2") and spec.tags == frozenset({"read"})
+    assert all_calls(spec) == [ToolCall(spec.name, {"token": v}) for v in ("k0", "k1", "k2")]
+    two = ToolSpec("move", params=("a", "b"), values={"a": ("x", "y"), "b": ("1",)})
+    assert [c.arguments for c in all_calls(two)] == [{"a": "x", "b": "1"}, {"a": "y", "b": "1"}]
 
 
 def test_vocabulary_covers_every_text():
@@ -177,7 +198,7 @@ def test_vocabulary_covers_every_text():
         env = make_env(name)
         vocab = env.vocabulary()
         rng = random.Random(2)
-        calls = [c for spec in env.schema() for c in spec.calls()]
+        calls = [c for spec in env.schema() for c in all_calls(spec)]
         for task in make_tasks(30, seed=3):
             assert set(env.reset(task).split()) <= vocab
             for _ in range(env.max_turns):

@@ -61,7 +61,7 @@ def test_resume_equals_uninterrupted(tmp_path):
     strip = lambda rs: [{k: v for k, v in r.items() if not k.startswith("perf/")} for r in rs]
     assert strip(rest) == strip(full[2:])
     assert [r["process/weight"] for r in rest] != [1.0, 1.0]  # the annealing state was carried over
-    for (n, p), (_, q) in zip(be_full.model.named_parameters(), be2.model.named_parameters()):
+    for (n, p), (_, q) in zip(be_full.model.named_parameters(), be2.model.named_parameters(), strict=True):
         assert torch.equal(p, q), n
     lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()
     assert len(lines) == 4

@@ -55,7 +55,7 @@ def test_tiny_model_deterministic_by_seed(tok):
     a = build_tiny_model(tok, TinyModelConfig(seed=3))
     b = build_tiny_model(tok, TinyModelConfig(seed=3))
     c = build_tiny_model(tok, TinyModelConfig(seed=4))
-    for (_, pa), (_, pb) in zip(a.named_parameters(), b.named_parameters()):
+    for (_, pa), (_, pb) in zip(a.named_parameters(), b.named_parameters(), strict=True):
         assert torch.equal(pa, pb)
     assert not torch.equal(a.model.embed_tokens.weight, c.model.embed_tokens.weight)
     assert a.config.vocab_size == len(tok) and a.config.num_hidden_layers == 2
@@ -131,7 +131,7 @@ def test_smollm2_constrained_rollout():
     rollouts = collect_group(policy, tokenizer, factory, make_tasks(1)[0], 2, GenConfig(), seed=0)
     for r in rollouts:
         assert len(r.call_spans) == 2
-        for (start, end), event in zip(r.call_spans, r.episode.calls):
+        for (start, end), event in zip(r.call_spans, r.episode.calls, strict=True):
             text = tokenizer.decode(r.completion_ids[start:end])
             assert text in trie.texts and event.status in ("ok", "error")
             assert text == f"{event.tool} {event.arguments['token']}"

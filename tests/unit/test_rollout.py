@@ -28,14 +28,15 @@ def check_invariants(rollout, tok, trie):
     assert len(rollout.completion_mask) == n == len(rollout.allowed_ids)
     assert len(rollout.call_spans) == len(rollout.episode.calls) == rollout.info["num_turns"]
     previous_end = 0
-    for (start, end), event, text in zip(rollout.call_spans, rollout.episode.calls, rollout.info["call_texts"]):
+    calls = zip(rollout.call_spans, rollout.episode.calls, rollout.info["call_texts"], strict=True)
+    for (start, end), event, text in calls:
         assert previous_end <= start < end <= n
         assert all(rollout.completion_mask[t] == 1 for t in range(start, end))
         assert tok.decode(rollout.completion_ids[start:end]) == text
         if event.status != MALFORMED:
             assert text in trie.texts and trie.calls[trie.texts.index(text)].tool == event.tool
         previous_end = end
-    for t, (m, allowed) in enumerate(zip(rollout.completion_mask, rollout.allowed_ids)):
+    for t, (m, allowed) in enumerate(zip(rollout.completion_mask, rollout.allowed_ids, strict=True)):
         if m == 0:
             assert allowed is None
         elif allowed is not None:
@@ -66,7 +67,7 @@ def test_mask_zero_tokens_are_exactly_the_separately_tokenised_outputs(tiny):
     chat = ChatFormat.from_tokenizer(tok)
     (r,) = collect_group(model, tok, env_factory("chain4", max_turns=5), make_tasks(1)[0], 1, GenConfig(), seed=3)
     segments, current = [], [r.completion_mask[0], []]
-    for tid, m in zip(r.completion_ids, r.completion_mask):
+    for tid, m in zip(r.completion_ids, r.completion_mask, strict=True):
         if m != current[0]:
             segments.append(current)
             current = [m, []]
@@ -75,7 +76,7 @@ def test_mask_zero_tokens_are_exactly_the_separately_tokenised_outputs(tiny):
     outputs = [ids for m, ids in segments if m == 0]
     calls = r.episode.calls
     assert len(outputs) == len(calls)
-    for k, (ids, event) in enumerate(zip(outputs, calls)):
+    for k, (ids, event) in enumerate(zip(outputs, calls, strict=True)):
         text = event.result if event.status == OK else event.error_text
         assert ids == chat.after_turn_ids(tok, text, True, next_turn=k + 1 < len(calls))
 
@@ -226,3 +227,15 @@ def test_gen_config_validation():
         GenConfig(temperature=-1)
     with pytest.raises(ValueError, match="max_new_tokens"):
         GenConfig(max_new_tokens=0)
+
+
+def test_rollout_rejects_misaligned_token_lists():
+    """A Rollout whose mask or allowed_ids do not match completion_ids names the list."""
+    from rlvp_dsl.events import Episode
+    from trainer.types import Rollout
+
+    episode = Episode(id="e", events=[], outcome=0.0)
+    with pytest.raises(ValueError, match="allowed_ids has 1 entries, completion_ids has 2"):
+        Rollout("t", [1], [5, 6], [1, 1], [], episode, 0.0, allowed_ids=[None])
+    with pytest.raises(ValueError, match="completion_mask has 1 entries"):
+        Rollout("t", [1], [5, 6], [1], [], episode, 0.0)

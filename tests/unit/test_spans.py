@@ -8,7 +8,7 @@ import random
 import pytest
 import torch
 
-from trainer.envs import env_factory, make_env, make_tasks
+from trainer.envs import all_calls, env_factory, make_env, make_tasks
 from trainer.generation import CallTrie, GenConfig
 from trainer.model import TinyModelConfig, build_tiny_model
 from trainer.rollout import collect_group, system_prompt
@@ -38,7 +38,7 @@ def _corpus(n: int = 300):
         while (call := env.expected_call()) is not None:
             if rng.random() < 0.5:  # some wrong calls, for error texts
                 spec = rng.choice(list(env.schema()))
-                call = rng.choice(spec.calls())
+                call = rng.choice(all_calls(spec))
             think = "".join(rng.choice(FILLER) for _ in range(rng.randint(0, 3)))
             result = env.step(call)
             text += f"<assistant>{THINK_OPEN}{think}{THINK_CLOSE}{fmt.render(call)}</assistant>\n"
@@ -83,7 +83,7 @@ def test_the_case_is_hard(bpe, rollouts):
     r = rs[0]
     sequence = bpe.decode(r.prompt_ids + r.completion_ids)
     messages = [{"role": "user", "content": r.episode.events[0].text}]
-    for (start, end), event in zip(r.call_spans, r.episode.calls):
+    for (start, end), event in zip(r.call_spans, r.episode.calls, strict=True):
         turn_start = max(i for i in range(start + 1) if i == 0 or r.completion_mask[i - 1] == 0)
         messages.append({"role": "assistant", "content": bpe.decode(r.completion_ids[turn_start:end])})
         messages.append({"role": "tool", "content": event.result or event.error_text})
@@ -96,13 +96,13 @@ def test_spans_decode_to_their_call_and_appear_once(bpe, rollouts):
     rs, trie = rollouts
     for r in rs:
         ids, mask = r.completion_ids, r.completion_mask
-        for (start, end), text in zip(r.call_spans, r.info["call_texts"]):
+        for (start, end), text in zip(r.call_spans, r.info["call_texts"], strict=True):
             assert bpe.decode(ids[start:end]) == text and text in trie.texts
             assert ids[start:end] == trie.ids[trie.texts.index(text)]
             span_ids, width = ids[start:end], end - start
             hits = {i for i in range(len(ids) - width + 1)
                     if ids[i:i + width] == span_ids and all(mask[i:i + width])}
-            same_text = {s for (s, _), t in zip(r.call_spans, r.info["call_texts"]) if t == text}
+            same_text = {s for (s, _), t in zip(r.call_spans, r.info["call_texts"], strict=True) if t == text}
             assert hits == same_text
 
 
@@ -116,7 +116,7 @@ def test_masks_and_spans_never_drift(bpe, rollouts):
         assert len(r.completion_mask) == n == len(r.allowed_ids)
         position = 0
         calls = r.episode.calls
-        for k, ((start, end), event) in enumerate(zip(r.call_spans, calls)):
+        for k, ((start, end), event) in enumerate(zip(r.call_spans, calls, strict=True)):
             turn = r.completion_ids[position:end + 1]
             assert all(r.completion_mask[position:end + 1])
             assert bpe.decode(turn[: start - position]).startswith(THINK_OPEN)
@@ -154,6 +154,6 @@ def test_turn_cut_inside_reasoning_is_one_malformed_call(bpe):
     cfg = GenConfig(think_max_tokens=3, think_token_ids=think_ids, max_new_tokens=2)
     (r,) = collect_group(model, bpe, env_factory("chain4", max_turns=2), make_tasks(1)[0], 1, cfg, seed=0)
     assert [e.status for e in r.episode.calls] == ["malformed", "malformed"]
-    for (start, end), text in zip(r.call_spans, r.info["call_texts"]):
+    for (start, end), text in zip(r.call_spans, r.info["call_texts"], strict=True):
         assert end - start == 2 and bpe.decode(r.completion_ids[start:end]) == text
         assert text.startswith(THINK_OPEN)

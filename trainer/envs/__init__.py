@@ -18,7 +18,7 @@ from trainer.envs.base import (
     ToolCall,
     ToolEnv,
     ToolResult,
-    ToolSpec,
+    all_calls,
     manifest_from_schema,
     write_manifest,
 )
@@ -36,7 +36,7 @@ __all__ = [
     "ToolCall",
     "ToolEnv",
     "ToolResult",
-    "ToolSpec",
+    "all_calls",
     "env_factory",
     "make_env",
     "make_tasks",

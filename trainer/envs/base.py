@@ -7,9 +7,10 @@ An environment is a small, deterministic tool world.  One episode is:
         result = env.step(ToolCall(tool, {"arg": value}))   # a ToolResult
     reward = env.outcome()          # 1.0 on success, 0.0 otherwise
 
-`env.schema()` lists every tool with the finite set of values each argument may
-take; the constrained decoder enumerates tool names x argument values from it, so
-even an untrained policy emits only well-formed calls.  `env.manifest()` is the
+`env.schema()` lists every tool as a `rlvp_dsl.tools.ToolSpec` (the one tool type of
+rlvp) whose ``values`` hold the finite set of values each argument may take; the
+constrained decoder enumerates tool names x argument values from it (`all_calls`),
+so even an untrained policy emits only well-formed calls.  `env.manifest()` is the
 tool manifest (`rlvp-tools/1` JSON, tags per tool) the rule files are written
 against.
 """
@@ -23,7 +24,11 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import attrs
 
+from rlvp_dsl.tools import ToolSpec
+
 MANIFEST_FORMAT = "rlvp-tools/1"
+# A manifest lists a tool's tags in this order (a ToolSpec's tags are a set); others follow, sorted.
+TAG_ORDER = ("read", "write", "destructive", "verify", "submit")
 
 
 @attrs.frozen
@@ -59,29 +64,12 @@ class ToolResult:
     signals: Mapping[str, float] = attrs.field(factory=dict, converter=dict, hash=False)
 
 
-@attrs.frozen
-class ToolSpec:
-    """One tool of an environment's schema.
-
-    Attributes:
-        name: the tool name the policy writes.
-        tags: category tags (``read``, ``write``, ``verify``, ``submit``, ``destructive``).
-        parameters: ``(argument name, allowed values)`` in call order; the values are
-            the closed set the constrained decoder may emit.
-        target: the argument naming the object the tool acts on (for ``same target``
-            bindings and blind-destructive rules), or None.
-    """
-
-    name: str
-    tags: tuple[str, ...]
-    parameters: tuple[tuple[str, tuple[str, ...]], ...]
-    target: str | None = None
-
-    def calls(self) -> list[ToolCall]:
-        """Every well-formed call of this tool (the cartesian product of argument values)."""
-        names = [p for p, _ in self.parameters]
-        value_sets = [values for _, values in self.parameters]
-        return [ToolCall(self.name, dict(zip(names, combo))) for combo in itertools.product(*value_sets)]
+def all_calls(spec: ToolSpec) -> list[ToolCall]:
+    """Every well-formed call of ``spec``: the cartesian product of its parameters' closed
+    value sets (`ToolSpec.values_for`), parameters in declaration order."""
+    names = list(spec.params or ())
+    value_sets = [spec.values_for(p) for p in names]
+    return [ToolCall(spec.name, dict(zip(names, combo, strict=True))) for combo in itertools.product(*value_sets)]
 
 
 @runtime_checkable
@@ -111,13 +99,18 @@ def manifest_from_schema(schema: Sequence[ToolSpec]) -> dict[str, Any]:
         "tools": [
             {
                 "name": spec.name,
-                "tags": list(spec.tags),
+                "tags": _ordered_tags(spec.tags),
                 "target": spec.target,
-                "parameters": [{"name": p, "type": "string"} for p, _ in spec.parameters],
+                "parameters": [{"name": p, "type": "string"} for p in spec.params or ()],
             }
             for spec in schema
         ],
     }
+
+
+def _ordered_tags(tags: frozenset[str]) -> list[str]:
+    known = [t for t in TAG_ORDER if t in tags]
+    return known + sorted(tags - set(TAG_ORDER))
 
 
 def write_manifest(env: ToolEnv, path: str | Path) -> Path:

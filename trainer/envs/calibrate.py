@@ -20,6 +20,8 @@ import random
 import sys
 import time
 
+from trainer.envs.base import all_calls
+
 
 def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson score interval of a binomial proportion (Wilson 1927)."""
@@ -39,7 +41,7 @@ def uniform_policy_success(env_factory, tasks, episodes_per_task: int, seed: int
         for _ in range(episodes_per_task):
             env = env_factory()
             env.reset(task)
-            calls = [c for spec in env.schema() for c in spec.calls()]
+            calls = [c for spec in env.schema() for c in all_calls(spec)]
             for _turn in range(env.max_turns):
                 if env.step(rng.choice(calls)).done:
                     break

@@ -34,7 +34,8 @@ from typing import Any, Sequence
 
 import attrs
 
-from trainer.envs.base import Task, ToolCall, ToolResult, ToolSpec, manifest_from_schema
+from rlvp_dsl.tools import ToolSpec
+from trainer.envs.base import Task, ToolCall, ToolResult, manifest_from_schema
 
 STAGE_TOOLS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("fetch", ("read",)),
@@ -117,7 +118,8 @@ class ChainEnv:
     # --- schema -----------------------------------------------------------
     def schema(self) -> Sequence[ToolSpec]:
         """Every tool with its argument values, in a fixed order."""
-        return [ToolSpec(name, self._tags[name], ((ARGUMENT, self.values),), ARGUMENT) for name in self._tools]
+        return [ToolSpec(name, tags=self._tags[name], target=ARGUMENT, params=(ARGUMENT,),
+                         values={ARGUMENT: self.values}) for name in self._tools]
 
     def manifest(self) -> dict[str, Any]:
         return manifest_from_schema(self.schema())
