@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
+from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
 from trainer.config import ConfigError, TrainConfig, load_config
 
 # Known, harmless library warnings that would otherwise bury the run's output:
@@ -24,8 +24,6 @@ from trainer.config import ConfigError, TrainConfig, load_config
 # transformers deprecation inside its own code.
 warnings.filterwarnings("ignore", message=r".*tie_word_embeddings.*", category=UserWarning)
 warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
-
-EXIT_INTERRUPTED = 130  # as rlvp_dsl.cli.console
 
 
 def _load(config: str, **overrides) -> TrainConfig:
