@@ -31,6 +31,7 @@ __all__ = [
     "check_file",
     "check_text",
     "compile_ruleset",
+    "episode_from_messages",
     "has_errors",
     "load_program",
     "loads",
@@ -47,3 +48,10 @@ def read_paths(paths, **kwargs):
     from .readers import read_paths as _read_paths
 
     return _read_paths(paths, **kwargs)
+
+
+def episode_from_messages(messages, **kwargs):
+    """An episode from OpenAI/TRL/verl chat messages in memory (see `rlvp_dsl.readers.messages`)."""
+    from .readers.messages import episode_from_messages as _episode_from_messages
+
+    return _episode_from_messages(messages, **kwargs)

@@ -13,14 +13,18 @@ content (see :mod:`rlvp_dsl.readers.loading`).
 
 Module map: ``_base`` (errors, :class:`ErrorSignal`, the episode builder), ``openai_chat``,
 ``tau2``, ``tau_bench_v1``, ``swe_agent`` (one reader each), ``loading`` (detection, files,
-folders).
+folders), ``messages`` (chat messages in memory: `episode_from_messages`, for TRL and verl).
 """
 
-from ._base import DEFAULT_ERROR_SIGNALS, SWE_AGENT_MARKERS, ErrorSignal, ReaderError
+from ._base import DEFAULT_ERROR_SIGNALS, ERROR_SIGNALS, SWE_AGENT_MARKERS, ErrorSignal, ReaderError, error_signal
+from .call_markers import HERMES_MARKERS, marked_calls
+from .messages import episode_from_messages, episode_from_text
 from .loading import FORMATS, ReadReport, SkippedFile, detect_trajectory_format, read_episodes, read_paths, read_report
 
 __all__ = [
     "DEFAULT_ERROR_SIGNALS",
+    "ERROR_SIGNALS",
+    "HERMES_MARKERS",
     "FORMATS",
     "ErrorSignal",
     "ReadReport",
@@ -28,6 +32,10 @@ __all__ = [
     "SWE_AGENT_MARKERS",
     "SkippedFile",
     "detect_trajectory_format",
+    "episode_from_messages",
+    "episode_from_text",
+    "error_signal",
+    "marked_calls",
     "read_episodes",
     "read_paths",
     "read_report",

@@ -202,6 +202,39 @@ DEFAULT_ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
     "swe_agent": ErrorSignal(markers=SWE_AGENT_MARKERS),
 }
 
+#: The tool-error formats the trainers write into chat messages, by name:
+#:
+#: * ``trl`` -- TRL's GRPOTrainer (1.x) writes a failed tool as the Python repr of a dict,
+#:   ``{'error': "multiply() got an unexpected keyword argument 'x'"}`` or
+#:   ``{'error': 'Tool divide not found.'}`` (and JSON ``{"error": ...}`` from user tools);
+#: * ``verl`` -- verl's tool agent loop (0.9): ``Unknown function 'NAME'. Available tools: [...]``,
+#:   ``Invalid JSON in arguments for 'NAME': ...``, ``Error executing tool 'NAME': ...``, and the
+#:   ``Error...`` texts tools return themselves;
+#: * ``mcp`` -- an MCP ``tools/call`` result with ``isError`` (or ``is_error``) true;
+#: * ``openai`` -- the chat default: an ``error``/``isError`` flag or an ``Error`` prefix.
+ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
+    "trl": ErrorSignal(flags=("error", "isError", "is_error"), prefixes=("{'error':", '{"error":', "Error")),
+    "verl": ErrorSignal(flags=("isError", "is_error"),
+                        prefixes=("Unknown function '", "Invalid JSON in arguments for '", "Error")),
+    "mcp": ErrorSignal(flags=("isError", "is_error")),
+    "openai": DEFAULT_ERROR_SIGNALS["openai"],
+}
+
+
+def error_signal(signal: "ErrorSignal | str | None", default: str = "openai") -> ErrorSignal:
+    """An `ErrorSignal`, or one of `ERROR_SIGNALS` by name; None gives `default`'s.
+
+    Raises:
+        ValueError: an unknown name (the message lists the known ones).
+    """
+    if isinstance(signal, ErrorSignal):
+        return signal
+    name = default if signal is None else signal
+    if name not in ERROR_SIGNALS:
+        raise ValueError(f"unknown error signal {name!r}: expected an ErrorSignal or one of "
+                         f"{', '.join(sorted(ERROR_SIGNALS))}")
+    return ERROR_SIGNALS[name]
+
 
 def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
     """Parse a call's arguments.

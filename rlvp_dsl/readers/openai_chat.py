@@ -23,6 +23,7 @@ from typing import Any
 
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
+from .call_markers import marked_calls
 from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, load_json_text, message_text
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
@@ -60,7 +61,8 @@ def _call_parts(entry: Any) -> tuple[Any, Any, Any, str]:
     return entry.get("name"), entry.get("arguments"), entry.get("id"), ""
 
 
-def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str, field: str = "messages") -> dict[str, Any]:
+def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str, field: str = "messages",
+                  *, call_markers: tuple[str, str] | None = None) -> dict[str, Any]:
     """Feed a chat message list into ``builder``.
 
     Args:
@@ -68,6 +70,10 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
         builder: the episode being built.
         file, record, field: where the list is, for error messages
             (``[3]`` and ``traj`` give ``[3].traj[5]``).
+        call_markers: the chat template's tool-call markers (``("<tool_call>", "</tool_call>")``);
+            a marked block left in an assistant's text is a call the trainer could not parse
+            (TRL keeps a call whose arguments are not valid JSON as plain text): it becomes a
+            malformed call (`rlvp_dsl.readers.messages.marked_calls`).
 
     Returns:
         meta gathered on the way (``policy`` from the first system message).
@@ -94,7 +100,7 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
         elif role == "user":
             builder.message(USER, message_text(content))
         elif role == "assistant":
-            _assistant(message, content, builder, file, where)
+            _assistant(message, content, builder, file, where, call_markers)
         else:
             text, records = tool_result(content)
             builder.result(text, call_id=message.get("tool_call_id"), records=[message, *records])
@@ -108,8 +114,17 @@ def _sep(record: str) -> str:
     return ": " if record.startswith("line ") else "."
 
 
-def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, file: str, where: str) -> None:
-    builder.message(ASSISTANT, message_text(content))
+def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, file: str, where: str,
+               call_markers: tuple[str, str] | None = None) -> None:
+    text = message_text(content)
+    if call_markers is not None and call_markers[0] in text:
+        text, blocks = marked_calls(text, call_markers)
+        builder.message(ASSISTANT, text)
+        for block in blocks:
+            builder.call(block.tool, block.raw, problem=block.problem or "the trainer did not run this call "
+                         "(it stayed text in the message)")
+    else:
+        builder.message(ASSISTANT, text)
     cut = "call cut off by the length limit (finish_reason 'length')" if message.get("finish_reason") == "length" else ""
     calls = message.get("tool_calls")
     if calls is None and isinstance(message.get("function_call"), dict):

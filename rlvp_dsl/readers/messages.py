@@ -1,0 +1,97 @@
+"""Episodes from chat messages in memory: what TRL, verl and OpenAI-style loops hold.
+
+    from rlvp_dsl import episode_from_messages
+    episode = episode_from_messages(messages, error_signal="trl")
+
+`messages` is an OpenAI-style list: ``user`` / ``system`` / ``assistant`` / ``tool``
+messages; an assistant message may carry ``tool_calls`` (``{"function": {"name",
+"arguments"}}`` or flat ``{"name", "arguments"}``, arguments a dict or JSON text); a
+``tool`` message answers the call with its ``tool_call_id``, or else the oldest
+unanswered call (TRL's messages carry no ids).  No file is written.
+
+Calls left as text.  With ``call_markers`` (the chat template's tool-call markers,
+``("<tool_call>", "</tool_call>")`` for Qwen/Hermes templates), a marked block inside an
+assistant's text is a call the trainer did not execute -- TRL keeps a message whose call
+arguments are not valid JSON as plain text, but the model did emit the call's tokens.
+Each such block becomes a ``malformed`` call (scored as failed, never a discharge).
+`marked_calls` parses plain text the same way, for completions that are text.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+import attrs
+
+from rlvp_dsl.events import ASSISTANT, CALL, Episode
+from rlvp_dsl.tools import ToolSpec
+
+from ._base import EpisodeBuilder, ErrorSignal, error_signal as resolve_signal
+from .call_markers import HERMES_MARKERS, marked_calls
+from .openai_chat import read_messages
+
+def _tool_table(tools: Any) -> Mapping[str, ToolSpec]:
+    if tools is None:
+        return {}
+    if isinstance(tools, Mapping):
+        return dict(tools)
+    if hasattr(tools, "tools"):  # a Manifest or a Program
+        return _tool_table(tools.tools)
+    return {t.name: t for t in tools}
+
+
+def _with_tags(episode: Episode, tools: Any) -> Episode:
+    table = _tool_table(tools)
+    if not table:
+        return episode
+    events = tuple(attrs.evolve(e, tags=e.tags | table[e.tool].tags) if e.kind == CALL and e.tool in table else e
+                   for e in episode.events)
+    return attrs.evolve(episode, events=events)
+
+
+def episode_from_messages(
+    messages: list[Mapping[str, Any]],
+    *,
+    tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | None = None,
+    error_signal: ErrorSignal | str | None = None,
+    call_markers: tuple[str, str] | None = None,
+    outcome: float | None = None,
+    id: str = "episode",
+) -> Episode:
+    """An `Episode` from chat messages (see the module docstring).
+
+    Args:
+        messages: OpenAI-style message dicts, in order (a prompt's messages and a
+            completion's may simply be concatenated).
+        tools: tools whose tags the call events carry (a mapping or list of `ToolSpec`,
+            a `Manifest`, or a `Program`); the program's own tool table applies anyway.
+        error_signal: how a tool message is recognised as an error: an `ErrorSignal` or
+            a name of `rlvp_dsl.readers.ERROR_SIGNALS` (``trl``, ``verl``, ``mcp``,
+            ``openai``); default ``openai``.
+        call_markers: the tool-call markers of the chat template; blocks left in
+            assistant text become malformed calls.
+        outcome: the outcome reward, if known.
+        id: the episode id.
+
+    Raises:
+        ReaderError: a message that is not an object, an unknown role, content of a wrong
+            type (naming ``messages[i]`` and the field).
+        ValueError: an unknown error-signal name.
+    """
+    builder = EpisodeBuilder(resolve_signal(error_signal))
+    meta = read_messages(messages, builder, "<messages>", "", call_markers=call_markers)
+    return _with_tags(builder.episode(id, outcome=outcome, source="", meta=meta), tools)
+
+
+def episode_from_text(text: str, *, call_markers: tuple[str, str] = HERMES_MARKERS,
+                      tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | None = None, id: str = "episode") -> Episode:
+    """An `Episode` from a completion that is plain text: the text outside marked blocks is
+    one assistant turn; each block is a call (``no_result``: text carries no tool output),
+    or a malformed call when it does not parse."""
+    builder = EpisodeBuilder(resolve_signal(None))
+    rest, blocks = marked_calls(text, call_markers)
+    builder.message(ASSISTANT, rest)
+    for block in blocks:
+        builder.call(block.tool, dict(block.arguments) if block.arguments is not None else block.raw,
+                     problem=block.problem)
+    return _with_tags(builder.episode(id, outcome=None, source="", meta={}), tools)
