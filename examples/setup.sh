@@ -16,9 +16,9 @@ fi
 source "$venv/bin/activate"
 stamp="$venv/.rlvp-installed"
 if [[ ! -f "$stamp" || "$repo/pyproject.toml" -nt "$stamp" ]]; then
-  echo "setup: installing (torch==2.13.0 first, then the project with its train and test extras)" >&2
+  echo "setup: installing (torch==2.13.0 first, then the project with its train, test and trl extras)" >&2
   python -m pip install --quiet --upgrade pip
   python -m pip install --quiet "torch==2.13.0"
-  python -m pip install --quiet -e "$repo[train,test]"
+  python -m pip install --quiet -e "$repo[train,test,trl]"
   touch "$stamp"
 fi

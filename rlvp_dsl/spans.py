@@ -115,15 +115,23 @@ def align_call_spans(episode: Episode, spans: Sequence[Span], span_tools: Sequen
         first_call: how many leading calls are not in the completion.
 
     Returns:
-        `CallAlignment`.  Pairing is in order: a span goes to the next call it is
-        compatible with (same tool; a span naming no tool goes to a malformed call);
-        calls skipped on the way keep no span; a span that fits no later call is
-        inserted as a malformed call just before the next call (or at the end).
+        `CallAlignment`.  As many spans as calls (from `first_call` on): the k-th span is
+        the k-th call's, whatever the names say (a lossy decode cannot break it).
+        Otherwise, with `span_tools`, a span goes to the next call it is compatible with
+        (same tool; a span naming no tool goes to a malformed call); calls skipped on
+        the way keep no span; a span that fits no later call is inserted as a malformed
+        call just before the next call (or at the end).  Without `span_tools`, spans
+        pair in order and the spans left over are inserted at the end.
+
+    Raises:
+        ValueError: `span_tools` of another length than `spans`.
     """
     calls = [e for e in episode.events if e.kind == CALL]
     names = list(span_tools) if span_tools is not None else [None] * len(spans)
     if len(names) != len(spans):
         raise ValueError(f"span_tools has {len(names)} entries for {len(spans)} spans")
+    if len(spans) == len(calls) - first_call:
+        span_tools = None  # counts agree: pair in order
     paired: dict[int, Span] = {}  # call position -> span
     extra: list[tuple[int, Span, str | None]] = []  # (insert before call position, span, tool)
     j = first_call

@@ -1,0 +1,304 @@
+"""rlvp credit in Hugging Face TRL's `GRPOTrainer` (extra ``trl``; tested with TRL 1.16).
+
+Two ways in, one line each::
+
+    from rlvp_dsl.integrations.trl import RlvpReward, RlvpGRPOTrainer
+
+    # scalar mode: the stock GRPOTrainer, rule credit added to the reward
+    trainer = GRPOTrainer(model, reward_funcs=[outcome, RlvpReward("rules/my.rlvp", mode="scalar")], ...)
+
+    # token mode: each call's credit on exactly the tokens of that call
+    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome, RlvpReward("rules/my.rlvp")], ...)
+
+**Scalar mode.**  `RlvpReward` returns ``process_weight * (total rule credit)`` per
+completion; TRL adds it to the other reward functions' outputs before its group
+advantage (the ``scalar_fold`` of docs/results.md).
+
+**Token mode.**  `RlvpReward` adds nothing to the scalar reward (it returns 0.0) and
+keeps each row's episode; `RlvpGRPOTrainer` (or `RlvpAdvantageMixin` on a trainer you
+already subclass) replaces TRL's ``[B]`` advantages with ``[B, T]`` ones::
+
+    A[i, t] = mask[i, t] * (A_out[i] + w * u[i]) + w * C[i, t]
+
+computed by `trainer.advantages.compute_advantages` -- the same function the compact
+trainer and the verl estimator use: ``A_out`` is the group-normalised outcome (the
+other reward functions' weighted sum, TRL's ``scale_rewards``; a group with equal
+outcomes gets exactly 0), ``C[i, t]`` the credit of the call whose tokens include t,
+``u`` the credit of assistant turns (no span), ``w`` the process weight (optionally
+annealed, `trainer.annealing.ProcessWeightSchedule`).  TRL's ``_compute_loss`` takes 2-D
+advantages as they are, for every ``loss_type``.
+
+**Reading TRL's completions.**  Tool mode (``tools=``, ``environment_factory``) gives
+message lists: tool errors are TRL's ``{'error': ...}`` text (error signal ``trl``), and
+a call whose arguments were not valid JSON stays text in the message -- with the
+template's markers it becomes a malformed call.  Plain-text completions are read for
+marked calls.  In ``rollout_func`` mode a rollout may return the messages under the key
+``rlvp_messages`` (one message list per completion), which takes precedence.  The
+prompt's messages are part of the episode (a rule may look at what the user said), but
+credit never lands on them.
+
+**Spans.**  In token mode the trainer finds each call's tokens from the completion ids,
+the completion mask times the tool mask, and the marker tokens, and pairs them with
+the episode's calls (`rlvp_dsl.spans`); a span TRL did not read as a call becomes a
+malformed call, scored as failed.  A bad completion never stops training: the row
+gets no credit and is counted (``rlvp/unscorable_rows``).
+
+**Outcome once.**  In ``environment_factory`` mode TRL adds the environment's
+``get_reward`` as a reward function of its own; it is part of the outcome here, and
+`RlvpReward` never adds an outcome, so nothing is counted twice.
+
+Metrics, next to TRL's (``frac_reward_zero_std`` reads 1.0 where every group's outcomes
+are equal; ``rlvp/live_groups`` shows that token credit kept them live):
+``rlvp/live_groups``, ``rlvp/dead_groups``, ``rlvp/violations_per_episode``,
+``rlvp/credit_per_episode``, ``rlvp/process_weight``, ``rlvp/unmatched_spans``,
+``rlvp/unscorable_rows``.
+
+Importing this module imports torch and trl.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Sequence
+
+import attrs
+import torch
+import trl
+from trl import GRPOTrainer
+
+from rlvp_dsl.attach import CallCredits, call_credits
+from rlvp_dsl.compile import Program
+from rlvp_dsl.events import Episode
+from rlvp_dsl.pipeline import load_program
+from rlvp_dsl.readers import HERMES_MARKERS, ReaderError, episode_from_messages, episode_from_text, marked_calls
+from rlvp_dsl.spans import align_call_spans, find_call_spans
+from trainer.advantages import compute_advantages
+from trainer.annealing import ProcessWeightSchedule
+
+__all__ = ["RlvpAdvantageMixin", "RlvpGRPOTrainer", "RlvpReward", "ScoredRow", "TESTED_TRL"]
+
+#: The TRL minor version this module is tested with (the ``trl`` extra pins it).
+TESTED_TRL = "1.16"
+
+log = logging.getLogger(__name__)
+
+if not trl.__version__.startswith(TESTED_TRL + "."):  # pragma: no cover - depends on the install
+    log.warning("rlvp_dsl.integrations.trl is tested with TRL %s.x; this is TRL %s "
+                "(pip install 'rlvp[trl]' installs the tested version)", TESTED_TRL, trl.__version__)
+
+
+@attrs.frozen
+class ScoredRow:
+    """One completion as rlvp read it.
+
+    Attributes:
+        episode: the prompt's and the completion's events.
+        first_event: index of the completion's first event (credit before it is dropped).
+        first_call: how many calls precede the completion (in the prompt's messages).
+        problem: why the row could not be read (then `episode` is empty), else ``""``.
+    """
+
+    episode: Episode
+    first_event: int = 0
+    first_call: int = 0
+    problem: str = ""
+
+
+def _as_program(rules: Program | str | os.PathLike) -> Program:
+    return rules if isinstance(rules, Program) else load_program(os.fspath(rules))
+
+
+class RlvpReward:
+    """A TRL reward function that scores completions with an rlvp rule program.
+
+    Args:
+        rules: a compiled `Program` or the path of a ``.rlvp`` file (raises `RuleError`
+            with rendered diagnostics when it has errors).
+        mode: ``token`` (credit on tokens via `RlvpGRPOTrainer`; returns 0.0 per
+            completion) or ``scalar`` (returns ``process_weight`` x total credit).
+        process_weight: w, the weight of rule credit against the outcome.
+        error_signal: how a tool message is recognised as an error (``trl``, ``verl``,
+            ``mcp``, ``openai`` or an `ErrorSignal`); default TRL's ``{'error': ...}``.
+        call_markers: the chat template's tool-call markers.
+        name: the name TRL logs the function under (``rewards/<name>/mean``).
+
+    Call: ``reward(prompts=..., completions=..., completion_ids=..., **kwargs) ->
+    list[float]`` (TRL's reward-function contract); `last_rows` keeps the rows of the
+    latest call, in batch order.
+
+    Raises:
+        ValueError: an unknown mode or a negative process weight.
+    """
+
+    def __init__(self, rules: Program | str | os.PathLike, *, mode: str = "token", process_weight: float = 1.0,
+                 error_signal: Any = "trl", call_markers: tuple[str, str] = HERMES_MARKERS, name: str = "rlvp"):
+        if mode not in ("token", "scalar"):
+            raise ValueError(f"'mode' must be token or scalar (got {mode!r})")
+        if process_weight < 0:
+            raise ValueError(f"'process_weight' must be non-negative (got {process_weight})")
+        self.program = _as_program(rules)
+        self.mode = mode
+        self.process_weight = float(process_weight)
+        self.error_signal = error_signal
+        self.call_markers = call_markers
+        self.__name__ = name
+        self.last_rows: list[ScoredRow] = []
+        self.unscorable_rows = 0
+
+    # ---- reading one completion ------------------------------------------------------
+    def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
+        """The episode of one prompt + completion; never raises for a bad completion."""
+        try:
+            prompt_part = prompt if isinstance(prompt, list) else (
+                [{"role": "user", "content": prompt}] if isinstance(prompt, str) and prompt else [])
+            if messages is None and isinstance(completion, str):
+                head = episode_from_messages(prompt_part, error_signal=self.error_signal)
+                tail = episode_from_text(completion, call_markers=self.call_markers)
+                events = head.events + tuple(attrs.evolve(e, index=len(head.events) + e.index) for e in tail.events)
+                return ScoredRow(Episode("completion", events), len(head.events), len(head.calls))
+            completion_part = messages if messages is not None else completion
+            head = episode_from_messages(prompt_part, error_signal=self.error_signal, call_markers=self.call_markers)
+            whole = episode_from_messages(list(prompt_part) + list(completion_part), error_signal=self.error_signal,
+                                          call_markers=self.call_markers, id="completion")
+            return ScoredRow(whole, len(head.events), len(head.calls))
+        except (ReaderError, TypeError, ValueError) as exc:
+            self.unscorable_rows += 1
+            log.warning("rlvp: a completion could not be read, it gets no rule credit: %s", exc)
+            return ScoredRow(Episode("completion", ()), problem=str(exc))
+
+    def credits(self, row: ScoredRow, episode: Episode | None = None) -> CallCredits:
+        """Per-call credit of a row's episode (credit on the prompt's events dropped)."""
+        episode = row.episode if episode is None else episode
+        credits = [c for c in self.program.score(episode) if c.event_index >= row.first_event]
+        return call_credits(episode, credits, source=self.__name__)
+
+    # ---- TRL's reward-function contract ------------------------------------------------
+    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
+                 **kwargs: Any) -> list[float]:
+        messages = kwargs.get("rlvp_messages")
+        self.last_rows = [self.read(p, c, messages[k] if messages is not None else None)
+                          for k, (p, c) in enumerate(zip(prompts, completions, strict=True))]
+        if self.mode == "token":
+            return [0.0] * len(self.last_rows)
+        return [self.process_weight * self.credits(row).total for row in self.last_rows]
+
+
+def _marker_ids(tokenizer: Any, marker: str) -> list[int]:
+    ids = tokenizer.encode(marker, add_special_tokens=False)
+    if not ids:
+        raise ValueError(f"the tokenizer encodes the call marker {marker!r} as no tokens")
+    return list(ids)
+
+
+class RlvpAdvantageMixin:
+    """Per-token rlvp advantages for a `trl.GRPOTrainer` (subclass: ``class T(RlvpAdvantageMixin,
+    GRPOTrainer)``).  The constructor is GRPOTrainer's, plus ``process_schedule`` (a
+    `ProcessWeightSchedule`; default: the reward's constant ``process_weight``).
+
+    One `RlvpReward` in ``mode="token"`` must be among ``reward_funcs``; the outcome is
+    the weighted sum of the other reward functions (``multi_objective_aggregation`` is
+    ``sum_then_normalize``).
+
+    Raises:
+        ValueError: no token-mode `RlvpReward` among the reward functions.
+    """
+
+    def __init__(self, *args: Any, process_schedule: ProcessWeightSchedule | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        found = [k for k, f in enumerate(self.reward_funcs) if isinstance(f, RlvpReward) and f.mode == "token"]
+        if len(found) != 1:
+            raise ValueError(f"{type(self).__name__} needs exactly one RlvpReward(rules, mode='token') among "
+                             f"reward_funcs (found {len(found)}); for scalar credit use the stock GRPOTrainer "
+                             "with RlvpReward(rules, mode='scalar')")
+        self.rlvp_index = found[0]
+        self.rlvp_reward: RlvpReward = self.reward_funcs[self.rlvp_index]
+        self.rlvp_schedule = process_schedule or ProcessWeightSchedule(self.rlvp_reward.process_weight, enabled=False)
+        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
+        self._rlvp_tokenizer = tokenizer
+        self._rlvp_markers = tuple(_marker_ids(tokenizer, m) for m in self.rlvp_reward.call_markers)
+        self._rlvp_rewards_per_func: torch.Tensor | None = None
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._rlvp_rewards_per_func = rewards  # [B_global, n_funcs], NaN where a function returned None
+        return rewards
+
+    def _generate_and_score_completions(self, inputs):
+        out = super()._generate_and_score_completions(inputs)
+        out["advantages"] = self.rlvp_advantages(out)
+        return out
+
+    # ---- the advantages ------------------------------------------------------------------
+    def _local_outcomes(self, n_rows: int) -> list[float]:
+        rewards = self._rlvp_rewards_per_func
+        weights = self.reward_weights.to(rewards.device).clone()
+        weights[self.rlvp_index] = 0.0
+        others = torch.ones(rewards.shape[1], dtype=torch.bool, device=rewards.device)
+        others[self.rlvp_index] = False
+        summed = (rewards * weights.unsqueeze(0)).nansum(dim=1)  # (B_global,)
+        summed[torch.isnan(rewards[:, others]).all(dim=1)] = torch.nan  # no outcome at all: unscorable
+        start = self.accelerator.process_index * n_rows
+        local = summed[start:start + n_rows].double()
+        G = self.num_generations
+        groups = local.view(-1, G)
+        fill = torch.nanmean(groups, dim=1, keepdim=True).nan_to_num(0.0).expand_as(groups)
+        return torch.where(torch.isnan(groups), fill, groups).reshape(-1).tolist()  # unscorable: the group mean
+
+    def _span_tools(self, ids: list[int], spans: list[tuple[int, int]]) -> list[str | None]:
+        names = []
+        for start, end in spans:
+            text = self._rlvp_tokenizer.decode(ids[start:end], skip_special_tokens=False)
+            _, blocks = marked_calls(text, self.rlvp_reward.call_markers)
+            names.append(blocks[0].tool if blocks else None)
+        return names
+
+    def rlvp_advantages(self, out: dict[str, Any]) -> torch.Tensor:
+        """The ``[B, T]`` advantages for one generation batch (`out` is what TRL's
+        ``_generate_and_score_completions`` returned; T is its completion length)."""
+        completion_mask = out["completion_mask"]
+        mask = completion_mask * out["tool_mask"] if "tool_mask" in out else completion_mask  # (B, T)
+        B, T = mask.shape
+        G = self.num_generations
+        if B % G:
+            raise ValueError(f"RlvpGRPOTrainer needs whole groups on each process: {B} local rows for "
+                             f"num_generations={G}; make per_device_train_batch_size * steps_per_generation "
+                             "a multiple of num_generations")
+        rows = self.rlvp_reward.last_rows
+        if len(rows) != B:
+            raise RuntimeError(f"RlvpReward scored {len(rows)} completions for a batch of {B}")
+        ids, masks = out["completion_ids"].tolist(), mask.tolist()
+        credits: list[CallCredits] = []
+        spans: list[tuple[tuple[int, int], ...]] = []
+        unmatched = 0
+        for row, row_ids, row_mask in zip(rows, ids, masks, strict=True):
+            found = find_call_spans(row_ids, *self._rlvp_markers, row_mask)
+            aligned = align_call_spans(row.episode, found, self._span_tools(row_ids, found), first_call=row.first_call)
+            unmatched += aligned.inserted
+            credits.append(self.rlvp_reward.credits(row, aligned.episode))
+            spans.append(aligned.spans)
+        step = self.state.global_step
+        violations = sum(sum(1 for v in cc.values if v < 0) for cc in credits) / B
+        self.rlvp_schedule.observe(step, violations)
+        w = self.rlvp_schedule.weight(step)
+        outcomes = self._local_outcomes(B)
+        result = compute_advantages(
+            [outcomes[g * G:(g + 1) * G] for g in range(B // G)],
+            [credits[g * G:(g + 1) * G] for g in range(B // G)],
+            [spans[g * G:(g + 1) * G] for g in range(B // G)],
+            mask.detach().cpu(), credit_mode="token", process_weight=w, scale_rewards=self.scale_rewards)
+        mode = "train" if self.model.training else "eval"
+        metrics = self._metrics[mode]
+        metrics["rlvp/live_groups"].append(1.0 - result.frac_dead_groups)
+        metrics["rlvp/dead_groups"].append(result.frac_dead_groups)
+        metrics["rlvp/violations_per_episode"].append(violations)
+        metrics["rlvp/credit_per_episode"].append(sum(cc.total for cc in credits) / B)
+        metrics["rlvp/process_weight"].append(w)
+        metrics["rlvp/unmatched_spans"].append(float(unmatched))
+        metrics["rlvp/unscorable_rows"].append(float(sum(1 for r in rows if r.problem)))
+        return result.advantages.to(completion_mask.device)
+
+
+class RlvpGRPOTrainer(RlvpAdvantageMixin, GRPOTrainer):
+    """`trl.GRPOTrainer` with rlvp's per-token advantages (see `RlvpAdvantageMixin`)."""
+
