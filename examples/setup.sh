@@ -19,6 +19,7 @@ if [[ ! -f "$stamp" || "$repo/pyproject.toml" -nt "$stamp" ]]; then
   echo "setup: installing (torch==2.13.0 first, then the project with its train, test and trl extras)" >&2
   python -m pip install --quiet --upgrade pip
   python -m pip install --quiet "torch==2.13.0"
-  python -m pip install --quiet -e "$repo[train,test,trl]"
+  python -m pip freeze | grep -i '^torch==' > "$venv/torch-constraint.txt"  # nothing may replace it
+  python -m pip install --quiet -c "$venv/torch-constraint.txt" -e "$repo[train,test,trl]"
   touch "$stamp"
 fi
