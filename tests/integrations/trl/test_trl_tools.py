@@ -133,3 +133,59 @@ def test_trl_tool_errors_and_unparsed_calls_get_the_failed_call_credit(tmp_path)
                 if tool_mask[t] == 0:
                     assert value == 0.0  # tool output carries no credit
     assert changed(before, trainer.model)
+
+
+class Reservations:
+    """A TRL environment: its public methods are the tools, `get_reward` the outcome."""
+
+    def reset(self, **row) -> None:
+        self.looked_up = False
+
+    def get_reservation(self, reservation_id: str) -> str:
+        """Look up a reservation.
+
+        Args:
+            reservation_id: The reservation to look up.
+        """
+        self.looked_up = True
+        return f"reservation {reservation_id}: 1 passenger"
+
+    def cancel_reservation(self, reservation_id: str) -> str:
+        """Cancel a reservation.
+
+        Args:
+            reservation_id: The reservation to cancel.
+        """
+        raise ValueError(f"reservation {reservation_id} cannot be cancelled")
+
+    def get_reward(self) -> float:
+        return 1.0 if self.looked_up else 0.0
+
+
+def test_environment_factory_counts_the_outcome_once(tmp_path):
+    """environment_factory: the env's get_reward is the outcome (TRL adds it), rlvp adds only token credit."""
+    from datasets import Dataset
+
+    tok = _tokenizer()
+    reward = RlvpReward(loads(RULES), process_weight=W)
+    data = Dataset.from_dict({"prompt": [[{"role": "user", "content": "Cancel reservation A please."}]] * 2})
+    trainer = ScriptedTools(model=_model(tok), reward_funcs=[reward], args=config(tmp_path, max_steps=1,
+                            max_completion_length=128), train_dataset=data, processing_class=tok,
+                            environment_factory=Reservations)
+    trainer.seen = []
+    trainer.train()
+    assert trainer.reward_func_names == ["rlvp", "Reservations"]
+    r = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64)  # only the get_reservation rollout looked up
+    a_out = ((r - r.mean()) / (r.std(unbiased=False) + 1e-4)).tolist()
+    for batch in trainer.seen:
+        for ids, adv, mask, tool_mask in zip(batch["completion_ids"].tolist(), batch["advantages"].tolist(),
+                                             batch["completion_mask"].tolist(), batch["tool_mask"].tolist(),
+                                             strict=True):
+            text = tok.decode(ids)
+            k = next(i for i, first in enumerate(FIRST_TURN) if tok.decode(tok(first)["input_ids"]) in text)
+            action = [m * t for m, t in zip(mask, tool_mask, strict=True)]
+            start = ids.index(tok.convert_tokens_to_ids("<tool_call>")) if k < 3 else None
+            end = ids.index(tok.convert_tokens_to_ids("</tool_call>")) + 1 if k < 3 else None
+            for t, value in enumerate(adv):
+                credit = W * -0.1 if k in (0, 2) and start <= t < end else 0.0
+                assert value == pytest.approx(a_out[k] * action[t] + credit, abs=1e-5), (k, t)
