@@ -24,10 +24,16 @@ Choices (documented in docs/trainer.md):
 4. Nothing is broadcast: a credit source that returns the wrong number of values
    for an episode raises `CreditCountError` naming the source, the expected and
    the actual count.
+5. A bad value is isolated to its call, never spread and never fatal: a credit that
+   is None, NaN or infinite (or names an event the episode does not have, or a user
+   message) gives that call nothing; it is listed in `CallCredits.flagged` and
+   logged once per source and rule (logger ``rlvp_dsl.attach``), and everything
+   else of the episode keeps its credit.  Nothing non-finite reaches a trainer.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any, Iterable, Sequence
 
@@ -43,6 +49,17 @@ __all__ = [
     "token_credits",
     "score_calls",
 ]
+
+log = logging.getLogger(__name__)
+_warned: set[tuple[str, str]] = set()
+
+
+def _flag(source: str, rule: str, message: str) -> str:
+    """Log `message` once per (source, rule); returns it for `CallCredits.flagged`."""
+    if (source, rule) not in _warned:
+        _warned.add((source, rule))
+        log.warning("%s (this call gets no credit; further ones from this rule are counted, not logged)", message)
+    return message
 
 
 class CreditCountError(ValueError):
@@ -69,7 +86,9 @@ class CallCredits:
         violations: per call, the number of negative credits it received.
         discharges: per call, the number of obligation discharges it received.
         unattached: summed credit on non-call events (assistant turns).
-        credits: the credits themselves, as given.
+        credits: the credits kept (every finite credit on a call or an assistant turn).
+        flagged: one sentence per value that was dropped (non-finite, missing, or on an
+            event that cannot take credit), naming the source, the rule and the event.
     """
 
     values: tuple[float, ...]
@@ -77,6 +96,7 @@ class CallCredits:
     discharges: tuple[int, ...]
     unattached: float = 0.0
     credits: tuple[Credit, ...] = ()
+    flagged: tuple[str, ...] = ()
 
     @property
     def total(self) -> float:
@@ -105,12 +125,10 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
         source: a name for error messages (the rule file).
 
     Returns:
-        `CallCredits` with one value per call (``episode.calls`` order).
-
-    Raises:
-        ValueError: a credit names an event index outside the episode, or a user
-            message (credit lands only on calls and assistant turns); the message
-            names the rule, its location and the index.
+        `CallCredits` with one value per call (``episode.calls`` order); a credit that is
+        not a finite number, names an index outside the episode, or lands on a user
+        message is dropped and listed in ``flagged`` (never raised: one bad value must
+        not stop a training run).
     """
     position = {e.index: k for k, e in enumerate(episode.calls)}
     n_calls = len(position)
@@ -119,28 +137,26 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
     discharges = [0] * n_calls
     unattached = 0.0
     kept = []
+    flagged = []
     for credit in credits:
-        value = float(credit.value)
-        if not math.isfinite(value):
-            raise ValueError(
-                f"{source}: rule {credit.rule!r} ({credit.location}) gave a non-finite credit {value!r} "
-                f"to event {credit.event_index} of episode {episode.id!r}"
-            )
         idx = credit.event_index
+        where = f"{source}: rule {credit.rule!r} ({credit.location})"
+        value = _number(credit.value)
+        if value is None:
+            flagged.append(_flag(source, credit.rule, f"{where} gave {credit.value!r}, not a finite number, "
+                                                     f"to event {idx} of episode {episode.id!r}"))
+            continue
         if not 0 <= idx < len(episode.events):
-            raise ValueError(
-                f"{source}: rule {credit.rule!r} ({credit.location}) credited event {idx}, "
-                f"but episode {episode.id!r} has {len(episode.events)} events"
-            )
-        kept.append(credit)
+            flagged.append(_flag(source, credit.rule, f"{where} credited event {idx}, but episode "
+                                                     f"{episode.id!r} has {len(episode.events)} events"))
+            continue
         k = position.get(idx)
+        if k is None and episode.events[idx].kind == "user":
+            flagged.append(_flag(source, credit.rule, f"{where} credited user event {idx} of episode "
+                                                     f"{episode.id!r}; credit lands only on calls and assistant turns"))
+            continue
+        kept.append(credit)
         if k is None:
-            kind = episode.events[idx].kind
-            if kind == "user":
-                raise ValueError(
-                    f"{source}: rule {credit.rule!r} ({credit.location}) credited user event {idx} "
-                    f"of episode {episode.id!r}; credit lands only on calls and assistant turns"
-                )
             unattached += value
             continue
         values[k] += value
@@ -148,34 +164,47 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
             violations[k] += 1
         if _is_discharge(credit):
             discharges[k] += 1
-    return CallCredits(tuple(values), tuple(violations), tuple(discharges), unattached, tuple(kept))
+    return CallCredits(tuple(values), tuple(violations), tuple(discharges), unattached, tuple(kept), tuple(flagged))
 
 
-def per_call_values(source: str, episode: Episode, values: Sequence[float]) -> CallCredits:
+def _number(value: Any) -> float | None:
+    """`value` as a finite float, or None (None, NaN, infinities, non-numbers, booleans)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> CallCredits:
     """Check and wrap a plain per-call credit list (the `fn(episode) -> list[float]` contract).
+
+    A value that is None, NaN, infinite or not a number gives its call nothing and is
+    listed in ``flagged`` (logged once per source).
 
     Raises:
         CreditCountError: ``len(values) != len(episode.calls)`` (nothing is broadcast).
-        ValueError: a value is not a finite number.
     """
     n_calls = len(episode.calls)
     if isinstance(values, (int, float)) or not hasattr(values, "__len__"):
         raise CreditCountError(source, episode.id, n_calls, 1)
     if len(values) != n_calls:
         raise CreditCountError(source, episode.id, n_calls, len(values))
-    out = []
+    out, flagged = [], []
     for k, v in enumerate(values):
-        try:
-            f = float(v)
-        except (TypeError, ValueError):
-            raise ValueError(f"credit source {source!r}: value {k} for episode {episode.id!r} is {v!r}, not a number") from None
-        if not math.isfinite(f):
-            raise ValueError(f"credit source {source!r}: value {k} for episode {episode.id!r} is {f!r}, not finite")
+        f = _number(v)
+        if f is None:
+            flagged.append(_flag(source, "", f"credit source {source!r}: value {k} for episode {episode.id!r} "
+                                             f"is {v!r}, not a finite number"))
+            f = 0.0
         out.append(f)
     return CallCredits(
         tuple(out),
         tuple(int(v < 0) for v in out),
         tuple(0 for _ in out),
+        flagged=tuple(flagged),
     )
 
 
@@ -188,7 +217,6 @@ def score_calls(scorer: Any, episode: Episode, source: str | None = None) -> Cal
 
     Raises:
         CreditCountError: a callable returned the wrong number of values.
-        ValueError: see `call_credits`.
     """
     name = source or str(getattr(scorer, "path", None) or getattr(scorer, "name", None)
                          or getattr(scorer, "__name__", None) or type(scorer).__name__)

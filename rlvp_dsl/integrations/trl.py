@@ -51,7 +51,8 @@ Metrics, next to TRL's (``frac_reward_zero_std`` reads 1.0 where every group's o
 are equal; ``rlvp/live_groups`` shows that token credit kept them live):
 ``rlvp/live_groups``, ``rlvp/dead_groups``, ``rlvp/violations_per_episode``,
 ``rlvp/credit_per_episode``, ``rlvp/process_weight``, ``rlvp/unmatched_spans``,
-``rlvp/unscorable_rows``.
+``rlvp/unscorable_rows``, ``rlvp/flagged_credits`` (non-finite credits dropped,
+`rlvp_dsl.attach`).
 
 Importing this module imports torch and trl.
 """
@@ -296,6 +297,7 @@ class RlvpAdvantageMixin:
         metrics["rlvp/process_weight"].append(w)
         metrics["rlvp/unmatched_spans"].append(float(unmatched))
         metrics["rlvp/unscorable_rows"].append(float(sum(1 for r in rows if r.problem)))
+        metrics["rlvp/flagged_credits"].append(float(sum(len(cc.flagged) for cc in credits)))
         return result.advantages.to(completion_mask.device)
 
 

@@ -1,5 +1,7 @@
 """Per-call and per-token credits from rule credits (issue 2 case 7, issue 3 attachment)."""
 
+import math
+
 import pytest
 
 from rlvp_dsl.attach import CreditCountError, call_credits, per_call_values, score_calls, token_credits
@@ -29,12 +31,36 @@ def test_credits_summed_per_call():
     assert cc.total == pytest.approx(0.65)
 
 
-def test_credit_on_user_or_missing_event_is_an_error():
-    """A credit on a user message or outside the episode names the rule and index."""
-    with pytest.raises(ValueError, match="rule 'r'.*user event 0"):
-        call_credits(_episode(), [_credit(0, -1.0)])
-    with pytest.raises(ValueError, match="credited event 9"):
-        call_credits(_episode(), [_credit(9, -1.0)])
+def test_credit_on_user_or_missing_event_is_flagged_not_fatal():
+    """A credit on a user message or outside the episode is dropped and named (rule, index); the rest is kept."""
+    cc = call_credits(_episode(), [_credit(0, -1.0), _credit(9, -1.0), _credit(1, -0.5)])
+    assert cc.values[0] == -0.5 and cc.total == pytest.approx(-0.5)
+    assert len(cc.flagged) == 2
+    assert "rule 'r'" in cc.flagged[0] and "user event 0" in cc.flagged[0] and "credited event 9" in cc.flagged[1]
+
+
+@pytest.mark.parametrize("bad", [None, float("nan"), float("inf"), "x", True])
+def test_a_non_finite_credit_is_isolated_to_its_call(bad, caplog):
+    """None/NaN/inf/non-numbers from a program give that call nothing, one warning, and never spread."""
+    import rlvp_dsl.attach as attach
+
+    attach._warned.clear()
+    credits = [_credit(1, bad, rule="broken"), _credit(1, -0.5), _credit(3, 1.0, trigger="discharge",
+                                                                       kind="obligation")]
+    with caplog.at_level("WARNING", logger="rlvp_dsl.attach"):
+        cc = call_credits(_episode(), credits)
+        call_credits(_episode(), credits)  # the second time: counted, not logged again
+    assert cc.values == (-0.5, 1.0) and all(math.isfinite(v) for v in cc.values)
+    assert len(cc.flagged) == 1 and "'broken'" in cc.flagged[0] and "event 1" in cc.flagged[0]
+    assert len([r for r in caplog.records if "broken" in r.getMessage()]) == 1
+
+
+def test_a_function_returning_none_or_nan_flags_those_calls():
+    """A user credit function's None/NaN values: 0 for those calls, flagged; the others kept."""
+    cc = per_call_values("fn", _episode(), [None, 0.25])
+    assert cc.values == (0.0, 0.25) and len(cc.flagged) == 1 and "value 0" in cc.flagged[0]
+    cc = per_call_values("fn", _episode(), [0.5, float("nan")])
+    assert cc.values == (0.5, 0.0) and "value 1" in cc.flagged[0]
 
 
 def test_wrong_count_raises_naming_rule_expected_actual():
