@@ -24,6 +24,7 @@ Order within one event (this is the semantics, docs/language.md):
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Callable, Iterable
 
@@ -206,6 +207,8 @@ class Program:
             if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
                 return
             value = float(value)
+            if not math.isfinite(value):  # a NaN or infinite reading is skipped, never a baseline
+                return
             best = states[slot]
             if event.kind != CALL:  # a value reported with a message only sets the start
                 if best is None and rule.start is None:

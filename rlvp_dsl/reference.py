@@ -8,6 +8,8 @@ on purpose, and short enough to check by reading.
 
 from __future__ import annotations
 
+import math
+
 from . import ast, explain
 from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, Credit, Episode, Event
 from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
@@ -150,7 +152,7 @@ def _signal_value(e: Event, signal: str) -> float | None:
     value = e.signals.get(signal)
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    return float(value) if math.isfinite(value) else None  # NaN and infinities are no reading
 
 
 def _progress(rule: ProgressRule, ep: _Episode, i: int, out) -> None:

@@ -9,6 +9,24 @@ EXIT_INPUT_ERRORS = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
+
+def json_text(value, **kwargs) -> str:
+    """`json.dumps` that always writes valid JSON: a NaN or infinite number (an outcome
+    read as NaN, a correlation of a constant column) becomes ``null``."""
+    import json
+    import math
+
+    def finite(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {k: finite(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [finite(x) for x in v]
+        return v
+
+    return json.dumps(finite(value), allow_nan=False, **kwargs)
+
 #: The worst exit status a command has decided so far; `console` uses it when a closed
 #: pipe interrupts the output, so `rlvp-compile bad.rlvp | head` still exits 1.
 _decided = [EXIT_OK]

@@ -14,7 +14,7 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text
 from ..diagnostics import MAX_PER_FILE, has_errors, render_json, render_text, sort_and_cap
 from ..loader import read_source
 from ..pipeline import check_file
@@ -168,14 +168,14 @@ def main(argv: list[str] | None = None) -> int:
         if not args.json:
             print(f"{path}: ok: {_describe(result.ruleset)}", file=sys.stderr)
         if args.emit_program or args.output:
-            program_text = json.dumps(result.ruleset.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            program_text = json_text(result.ruleset.to_json(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
             if args.output:
                 if not _write(args.output, program_text):
                     return EXIT_USAGE
             else:
                 sys.stdout.write(program_text)
     if args.json:  # always a list: one object per rule file
-        print(json.dumps(all_json, indent=2, ensure_ascii=False))
+        print(json_text(all_json, indent=2, ensure_ascii=False))
     if args.test:
         print(f"{totals['passed']} passed, {totals['failed']} failed")
     return status

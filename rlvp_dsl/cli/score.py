@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text
 from ..diagnostics import render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         kept, dropped = sort_and_cap(result.diagnostics)
         decided(EXIT_INPUT_ERRORS)
         if args.json:
-            print(json.dumps({"rules": args.rules, "ok": False, **json.loads(render_json(kept, dropped=dropped))},
+            print(json_text({"rules": args.rules, "ok": False, **json.loads(render_json(kept, dropped=dropped))},
                              indent=1, ensure_ascii=False))
         else:
             print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
                 for episode, credits in scored
             ],
         }
-        print(json.dumps(doc, indent=1, ensure_ascii=False))
+        print(json_text(doc, indent=1, ensure_ascii=False))
         return status
     if args.explain:
         print(_explain(scored, args.limit))

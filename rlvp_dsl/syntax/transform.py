@@ -7,6 +7,7 @@ by the mixin in `rlvp_dsl.syntax.inline_tests`.
 
 from __future__ import annotations
 
+import math
 import unicodedata
 
 from lark import Token, Transformer_NonRecursive, Tree, v_args
@@ -92,7 +93,14 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         return ast.Name(text, self._tok_span(tok))
 
     def number(self, children):
-        return float(children[0])
+        tok = children[0]
+        value = float(tok)
+        if math.isfinite(value):
+            return value
+        shown = str(tok) if len(str(tok)) <= 40 else str(tok)[:37] + "..."
+        self.diagnostics.append(Diagnostic("RV104", f"number {shown} is out of range (it overflows to infinity)",
+                                           self._tok_span(tok), help="write a number whose magnitude is below 1e308"))
+        return 0.0
 
     def _string(self, tok: Token) -> str:
         try:
