@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
                     "events": len(episode.events),
                     "calls": len(episode.calls),
                     "malformed_calls": sum(e.status == "malformed" for e in episode.calls),
+                    "orphan_results": int(episode.meta.get("orphan_results", 0)),
                     "total": sum(c.value for c in credits),
                     "credits": [c.to_json() for c in credits],
                 }
@@ -174,8 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.explain:
         print(_explain(scored, args.limit))
         print()
+    orphans = sum(int(episode.meta.get("orphan_results", 0)) for episode in report.episodes)
     print(f"rules: {args.rules} ({len(program.rules)} rules)   skipped files: {len(report.skipped)}"
-          + (f"   read errors: {len(report.errors)}" if report.errors else ""))
+          + (f"   read errors: {len(report.errors)}" if report.errors else "")
+          + (f"   orphan tool results (matching no call): {orphans}" if orphans else ""))
     print(render_summary(summary))
     return status
 

@@ -186,9 +186,11 @@ SWE_AGENT_MARKERS = (
     "Traceback (most recent call last)",
     "command not found",
     "Your proposed edit has introduced new syntax error",
-    "No such file or directory",
+    "No such file",  # "No such file or directory", "No such file: x"
     "syntax error near unexpected token",
     "Permission denied",
+    "Is a directory",
+    "cannot access",
     "Segmentation fault",
     "No file open. Use the open command first.",
     "Usage: ",
@@ -198,7 +200,7 @@ SWE_AGENT_MARKERS = (
 DEFAULT_ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
     "tau2": ErrorSignal(flags=("error",)),
     "tau_bench_v1": ErrorSignal(prefixes=("Error",)),
-    "openai": ErrorSignal(flags=("error", "isError"), prefixes=("Error",)),
+    "openai": ErrorSignal(flags=("error", "isError", "is_error"), prefixes=("Error",)),
     "swe_agent": ErrorSignal(markers=SWE_AGENT_MARKERS),
 }
 
@@ -351,15 +353,16 @@ class EpisodeBuilder:
             records: raw records whose flag fields signal an error (the tool message, an MCP result).
 
         Returns:
-            False when no unanswered call was left to take it (counted in ``orphan_results``).
+            False when the result is an orphan (counted in ``orphan_results``): no
+            unanswered call was left, or its id matches no unanswered call and every
+            unanswered call has an id of its own (it is never handed to another call).
         """
-        slot = None
         if isinstance(call_id, str) and call_id:
-            slot = next((s for s in self._pending if s.call_id == call_id), None)
-        if slot is None:
-            slot = next((s for s in self._pending if s.call_id is None or call_id is None), None)
-        if slot is None and self._pending:
-            slot = self._pending[0]
+            # by id; else the oldest call that has no id -- never a call with another id
+            slot = next((s for s in self._pending if s.call_id == call_id), None) or next(
+                (s for s in self._pending if s.call_id is None), None)
+        else:
+            slot = self._pending[0] if self._pending else None
         if slot is None:
             self.orphan_results += 1
             return False

@@ -108,3 +108,21 @@ def test_bad_messages_name_the_record_and_field():
     with pytest.raises(ValueError, match="unknown error signal 'trll'.*mcp"):
         error_signal("trll")
     assert error_signal(None) is ERROR_SIGNALS["openai"]
+
+
+def test_a_result_whose_id_matches_no_call_is_an_orphan():
+    """A result naming an unknown id is counted, never handed to another pending call."""
+    messages = [{"role": "assistant", "content": "", "tool_calls": [{"id": "a", "function": {"name": "get", "arguments": {}}}]},
+                {"role": "tool", "tool_call_id": "zzz", "content": "Error: boom"},
+                {"role": "tool", "tool_call_id": "a", "content": "found"}]
+    episode = episode_from_messages(messages)
+    assert [(c.status, c.result) for c in episode.calls] == [(OK, "found")]
+    assert episode.meta["orphan_results"] == 1
+
+
+def test_is_error_is_an_error_by_default():
+    """MCP's is_error / isError on a tool message is an error in the default chat signal, whatever the text."""
+    for flag in ("isError", "is_error"):
+        messages = [{"role": "assistant", "content": "", "tool_calls": [{"name": "get", "arguments": {}}]},
+                    {"role": "tool", "content": "all good", flag: True}]
+        assert episode_from_messages(messages).calls[0].status == ERROR
