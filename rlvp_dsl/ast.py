@@ -286,6 +286,7 @@ class RepeatError:
     weight: Weight
     reset: Expr | None = None
     span: Span = _span()
+    on: Expr | None = None  # the calls it may land on (default: every call)
     kind = "repeat_error"
 
 

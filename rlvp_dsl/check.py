@@ -286,9 +286,14 @@ class _Checker:
         if r.reset is not None:
             self.check_expr(r.reset)
             reset = r.reset
+        on = ast.CallAtom()
+        if r.on is not None:
+            self.check_expr(r.on)
+            self.lands_on_calls(r.name.text, "`on`", r.on, r.on.span)
+            on = r.on
         failed = ast.And((ast.CallAtom(), ast.StatusAtom("error")))
         earlier = ast.Seen(failed, ast.Binding("call"), reset)
-        cond = ast.And((ast.CallAtom(), earlier))
+        cond = ast.And((on, earlier))
         return ViolationRule(r.name.text, "repeat_error", w, cond, r.span, failed_call=earlier)
 
     def rule_blind_destructive(self, r: ast.BlindDestructive) -> ViolationRule:

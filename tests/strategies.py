@@ -218,8 +218,10 @@ def obligations(draw, table: ToolTable, name: str) -> str:
 @st.composite
 def repeat_errors(draw, table: ToolTable, name: str) -> str:
     text = f"repeat_error {name} ({draw(_neg)})"
-    if draw(st.booleans()):
-        text += f" {{ reset on {draw(conditions(table, 1))} }}"
+    on = f"on {draw(call_conditions(table, 1))} " if draw(st.booleans()) else ""
+    reset = f"reset on {draw(conditions(table, 1))} " if draw(st.booleans()) else ""
+    if on or reset:
+        text += f" {{ {on}{reset}}}"
     return text
 
 

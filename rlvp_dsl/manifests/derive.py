@@ -126,7 +126,8 @@ def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived],
     present = {t for s in agent for t in s.tags}
 
     items.append(_Derived(
-        ast.RepeatError(_n("repeat_error"), _w(weights.repeat_error)),
+        ast.RepeatError(_n("repeat_error"), _w(weights.repeat_error),
+                        on=_and(ast.CallAtom(), *not_side) if not_side else None),
         "repeating a call that just failed, unchanged, repeats a known failure"))
 
     items.append(_Derived(

@@ -291,7 +291,9 @@ def print_item(item: ast.Item) -> str:
     if isinstance(item, ast.RepeatError):
         head = "repeat_error" + ("" if item.name.text == "repeat_error" else " " + print_name(item.name))
         head += f" ({print_weight(item.weight)})"
-        return head if item.reset is None else _block(head, ["reset on " + print_expr(item.reset)])
+        lines = ([] if item.on is None else ["on " + print_expr(item.on)]) + (
+            [] if item.reset is None else ["reset on " + print_expr(item.reset)])
+        return _block(head, lines) if lines else head
     if isinstance(item, ast.BlindDestructive):
         head = "blind_destructive" + ("" if item.name.text == "blind_destructive" else " " + print_name(item.name))
         head += f" ({print_weight(item.weight)})"

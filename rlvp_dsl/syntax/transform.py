@@ -198,6 +198,9 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         return ast.Deadline("end", None, 0, self._span(meta))
 
     def repeat_body(self, children):
+        return children[0], children[1]  # (on, reset)
+
+    def reset_clause(self, children):
         return children[0]
 
     def blind_body(self, children):
@@ -230,9 +233,10 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
 
     @v_args(meta=True)
     def repeat_error(self, meta, children):
-        name, weight, reset = children
+        name, weight, body = children
+        on, reset = body if body else (None, None)
         span = self._span(meta)
-        return ast.RepeatError(name or ast.Name("repeat_error", span), weight, reset, span)
+        return ast.RepeatError(name or ast.Name("repeat_error", span), weight, reset, span, on=on)
 
     @v_args(meta=True)
     def blind_destructive(self, meta, children):

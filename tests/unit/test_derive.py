@@ -162,3 +162,24 @@ def test_derived_program_scores_a_blind_cancel():
     blind = [c for c in credits if c.rule == "blind_destructive" and c.value != 0]
     assert [c.event_index for c in blind] == [2]
     assert blind[0].value == DeriveWeights().blind_destructive
+
+
+def test_derived_repeat_error_leaves_out_the_user_simulators_calls(shared_data):
+    """tau2 telecom: a user-side repeat of a failed call gets no derived credit; an agent repeat does."""
+    from rlvp_dsl import loads
+    from rlvp_dsl.events import Episode, Event
+
+    from conftest import DATA
+
+    manifest = load_manifest(str(DATA / "tau2" / "telecom" / "tools_manifest.json"))
+    program = loads(derive_text(manifest))
+    user = next(t for t in manifest.tools if "user_side" in t.tags)
+    agent = next(t for t in manifest.tools if "user_side" not in t.tags)
+
+    def calls(tool, tags):
+        return [Event(index=i, kind="call", tool=tool.name, status="error", tags=tags) for i in range(2)]
+
+    user_repeat = Episode("u", tuple(calls(user, frozenset({"user_side"}))))
+    assert [c.rule for c in program.score(user_repeat) if c.rule == "repeat_error"] == []
+    agent_repeat = Episode("a", tuple(calls(agent, frozenset())))
+    assert [c.event_index for c in program.score(agent_repeat) if c.rule == "repeat_error"] == [1]
