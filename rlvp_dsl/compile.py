@@ -19,7 +19,10 @@ Order within one event (this is the semantics, docs/language.md):
    (d) an event that does not satisfy the discharge condition opens a new instance,
    if none with its binding value is open;
 2. then every ``seen`` slot is updated with the event (all conditions first
-   evaluated on the state before the event, then applied: ``since`` resets first).
+   evaluated on the state before the event, then applied: ``since`` resets first) --
+   once the event's message is complete: the events of one message (``Event.message``)
+   were issued together, so none of them has seen the others (the updates wait in
+   ``Scorer.pending`` until an event of another message arrives).
 """
 
 from __future__ import annotations
@@ -251,6 +254,9 @@ class Scorer:
         self.calls_before = 0
         self.next_index = 0
         self.finished = False
+        # `seen` updates of the current message, applied once the message is complete
+        self.pending: list[tuple[Event, list]] = []
+        self.pending_message: int | None = None
 
     def step(self, event: Event) -> list[Credit]:
         """Score one event; returns the credits decided by it."""
@@ -281,6 +287,8 @@ class Scorer:
         self.next_index += 1
 
     def _step(self, event: Event, out: list[Credit]) -> None:
+        if self.pending and not (event.message is not None and event.message == self.pending_message):
+            self._apply_pending()  # the previous message is complete: what it did is now observed
         plan = self.program.plan(event)
         states = self.states
         for step in plan.steps:
@@ -288,22 +296,35 @@ class Scorer:
         if plan.updates:
             decided = [(slot, p is not None and p(event, states), q is not None and q(event, states), same)
                        for slot, p, q, same in plan.updates]
-            tools = self.program.tools
-            for slot, p, q, same in decided:
-                if same is None:
-                    if q:
-                        states[slot] = -1
-                    if p:
-                        states[slot] = event.index
-                else:
-                    if q:
-                        states[slot].clear()
-                    if p:
-                        key = binding_key(same, event, tools)
-                        if key is not None:
-                            states[slot][key] = event.index
+            if event.message is None:
+                self._apply(event, decided)
+            else:  # events of one message are issued together: none has seen the others
+                self.pending.append((event, decided))
+                self.pending_message = event.message
         if event.kind == CALL:
             self.calls_before += 1
+
+    def _apply_pending(self) -> None:
+        for event, decided in self.pending:
+            self._apply(event, decided)
+        self.pending.clear()
+
+    def _apply(self, event: Event, decided: list) -> None:
+        """Record `event` in the ``seen`` slots (``since`` resets first, then the match)."""
+        states, tools = self.states, self.program.tools
+        for slot, p, q, same in decided:
+            if same is None:
+                if q:
+                    states[slot] = -1
+                if p:
+                    states[slot] = event.index
+            else:
+                if q:
+                    states[slot].clear()
+                if p:
+                    key = binding_key(same, event, tools)
+                    if key is not None:
+                        states[slot][key] = event.index
 
     def finish(self) -> list[Credit]:
         """End of episode: every obligation instance still open expires."""

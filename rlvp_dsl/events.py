@@ -76,6 +76,10 @@ class Event:
         call_id: the source's tool-call id, when any.
         requestor: who issued the call (``assistant``, or ``user`` for tau2's
             user-side phone tools).
+        message: the source message the event belongs to (events of one assistant
+            message -- its text and its calls -- share it: they were issued together,
+            before any of their results came back); None: a message of its own.  It
+            defines what a call had *seen* (docs/language.md, "Information order").
     """
 
     index: int
@@ -91,6 +95,7 @@ class Event:
     signals: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False)
     call_id: str | None = None
     requestor: str = "assistant"
+    message: int | None = None
 
     @property
     def is_call(self) -> bool:
@@ -127,7 +132,13 @@ class Event:
                 out["requestor"] = self.requestor
         else:
             out["text"] = self.text
+        if self.message is not None:
+            out["message"] = self.message
         return out
+
+    def same_message(self, other: "Event") -> bool:
+        """True when both events belong to one source message (issued together)."""
+        return self.message is not None and self.message == other.message
 
 
 @attrs.frozen(eq=True)

@@ -69,15 +69,18 @@ class _Episode:
         raise TypeError(f"not a condition: {expr!r}")
 
     def seen_at(self, seen: ast.Seen, i: int) -> int | None:
-        """The latest j < i with cond(j), the same binding value, and no `since` event after j."""
+        """The latest event j the agent had observed at i (j < i, not in i's message) with
+        cond(j) and the same binding value, with no observed `since` event after j."""
         want = self.key(seen.same, self.events[i]) if seen.same is not None else None
         if seen.same is not None and want is None:
             return None
         for j in range(i - 1, -1, -1):
-            if seen.since is not None and j + 1 < i and self.holds(seen.since, j + 1):
-                return None
+            if self.events[j].same_message(self.events[i]):
+                continue  # issued together with i: not yet observed
             if self.holds(seen.cond, j) and (seen.same is None or self.key(seen.same, self.events[j]) == want):
                 return j
+            if seen.since is not None and self.holds(seen.since, j):
+                return None
         return None
 
 

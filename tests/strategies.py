@@ -317,7 +317,22 @@ def episodes(draw, table: ToolTable, max_events: int = 14) -> Episode:
         else:
             texts = USER_TEXTS if kind == "user" else ASSISTANT_TEXTS
             events.append(Event(i, kind, text=draw(st.sampled_from(texts))))
+    if draw(st.booleans()):
+        events = draw(grouped_into_messages(events))
     return Episode("generated", tuple(events))
+
+
+@st.composite
+def grouped_into_messages(draw, events: list[Event]) -> list[Event]:
+    """The events with source messages: a user turn is a message of its own; assistant text
+    and calls join the current assistant message or start a new one (issued together)."""
+    out, message, open_assistant = [], -1, False
+    for event in events:
+        if event.kind == "user" or not open_assistant or not draw(st.booleans()):
+            message += 1
+        open_assistant = event.kind != "user"
+        out.append(attrs.evolve(event, message=message))
+    return out
 
 
 @st.composite

@@ -109,7 +109,7 @@ def test_credits(case):
 @pytest.mark.parametrize("case", CREDIT_CASES)
 def test_credits_reference(case):
     """The reference interpreter agrees with the golden credits."""
-    reference = pytest.importorskip("rlvp_dsl.reference")
+    from rlvp_dsl import reference
     result = check_file(f"tests/golden/credits/{case}.rlvp")
     program = load_program(f"tests/golden/credits/{case}.rlvp")
     for episode in read_case_episodes(case):

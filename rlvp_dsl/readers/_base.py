@@ -279,6 +279,7 @@ class _Slot:
     status: str = OK
     result: str = ""
     error_text: str = ""
+    message: int | None = None
 
 
 class EpisodeBuilder:
@@ -291,16 +292,22 @@ class EpisodeBuilder:
 
     def __init__(self, error_signal: ErrorSignal):
         self.error_signal = error_signal
-        self._items: list[Any] = []  # (kind, text) tuples or _Slot
+        self._items: list[Any] = []  # (kind, text, message) tuples or _Slot
+        self._message: int | None = None  # the source message being read (None: none declared)
         self._pending: list[_Slot] = []
         self.orphan_results = 0
+
+    def begin_message(self) -> None:
+        """Start a new source message: the events added until the next call share its id
+        (an assistant message's text and its calls were issued together)."""
+        self._message = 0 if self._message is None else self._message + 1
 
     def message(self, kind: str, text: str) -> None:
         """Add a user or assistant turn; blank text adds nothing."""
         if kind not in (USER, ASSISTANT):
             raise ValueError(f"message kind must be user or assistant, got {kind!r}")
         if text and text.strip():
-            self._items.append((kind, text))
+            self._items.append((kind, text, self._message))
 
     def call(
         self,
@@ -340,6 +347,7 @@ class EpisodeBuilder:
             call_id=call_id if isinstance(call_id, str) and call_id else None,
             requestor=requestor,
             problem="; ".join(problems),
+            message=self._message,
         )
         self._items.append(slot)
         self._pending.append(slot)
@@ -383,7 +391,7 @@ class EpisodeBuilder:
         for item in self._items:
             index = len(out)
             if isinstance(item, tuple):
-                out.append(Event(index=index, kind=item[0], text=item[1]))
+                out.append(Event(index=index, kind=item[0], text=item[1], message=item[2]))
                 continue
             status, error_text = item.status, item.error_text
             if item.problem:
@@ -405,6 +413,7 @@ class EpisodeBuilder:
                     # calls the user (simulator) makes -- tau2 telecom's phone tools -- carry the
                     # tag `user_side`, so rules can leave them out: `call not tag user_side`
                     tags=frozenset({USER_SIDE_TAG}) if item.requestor == "user" else frozenset(),
+                    message=item.message,
                 )
             )
         return out

@@ -86,6 +86,7 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
         raise ReaderError(file, record, field, expected_got("a list of messages", messages))
     meta: dict[str, Any] = {}
     for position, message in enumerate(messages):
+        builder.begin_message()
         where = f"{record}{_sep(record)}{field}[{position}]"
         if not isinstance(message, dict):
             raise ReaderError(file, where, detail=expected_got("a message object", message))

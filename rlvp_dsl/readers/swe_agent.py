@@ -164,6 +164,7 @@ def _read_steps(steps: list[Any], file: str, builder: EpisodeBuilder) -> None:
         action = _text_field(step, "action", file, where) or ""
         observation = _text_field(step, "observation", file, where)
         state = step.get("state") if isinstance(step.get("state"), dict) else {}
+        builder.begin_message()
         builder.message(ASSISTANT, thought or "")
         tool, arguments, open_file = command_call(action, open_file)
         _command(builder, tool, arguments)
@@ -183,6 +184,7 @@ def _read_history(history: list[Any], file: str, builder: EpisodeBuilder, meta: 
         if role not in ("system", "user", "assistant", "tool"):
             raise ReaderError(file, where, "role", expected_got("one of assistant/user/tool/system", role))
         content = message.get("content")
+        builder.begin_message()
         if role == "system":
             meta.setdefault("policy", message_text(content))
         elif role == "assistant":

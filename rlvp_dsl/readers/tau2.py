@@ -71,6 +71,7 @@ def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, com
         raise ReaderError(file, record, "messages", expected_got("a list of messages", messages))
     builder = EpisodeBuilder(signal)
     for position, message in enumerate(messages):
+        builder.begin_message()
         _message(message, f"{record}.messages[{position}]", file, builder)
     reward_info = sim.get("reward_info")
     reward = reward_info.get("reward") if isinstance(reward_info, dict) else None

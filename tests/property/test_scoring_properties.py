@@ -7,13 +7,13 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from hypothesis import given, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import strategies as S  # noqa: E402
 
 from rlvp_dsl import check_text, loads  # noqa: E402
+from rlvp_dsl import reference  # noqa: E402
 from rlvp_dsl.events import Episode  # noqa: E402
 
 _OPENED = re.compile(r"opened at event (\d+)")
@@ -30,7 +30,6 @@ def multiset(credits):
 @given(S.programs_and_episodes())
 def test_compiled_equals_reference(case):
     """The compiled program gives the same multiset of credits as the reference interpreter."""
-    reference = pytest.importorskip("rlvp_dsl.reference")
     text, episode = case
     result = check_text(text)
     assert result.ok, text

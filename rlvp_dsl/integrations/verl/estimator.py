@@ -1,0 +1,108 @@
+"""The ``rlvp_token`` advantage estimator: group-normalised outcome plus token-attached credit.
+
+    A[i, t] = mask[i, t] * A_out[i] + w * P[i, t]
+
+* ``R_i`` and ``P[i, t]`` are read from ``token_level_rewards`` by the token-channel
+  convention (`channel.split_channel`: the outcome on the last action token and on tool
+  output, the process credit on the other action tokens);
+* ``A_out = trainer.advantages.outcome_advantages(R)`` over the groups of ``index``
+  (verl's ``uid``: the rollouts of one prompt) -- GRPO's group normalisation (Shao et al.
+  2024, DeepSeekMath) with the compact trainer's constant-group rule: a group whose
+  outcomes are all equal gets exactly 0, never ``+-0.7`` from a tiny std;
+* ``w`` is ``algorithm.rlvp.process_weight`` (`settings.estimator_settings`).
+
+This is `trainer.advantages.compute_advantages(..., credit_mode="token",
+process_norm="none")` -- the same function for the outcome term, the same per-token
+credit (written by the agent loop with `rlvp_dsl.attach.token_credits`) -- except on the
+last action token, which carries the outcome only (`channel`'s edge cases).
+``process_norm="group_rms"`` is not available here: the channel carries per-token credit,
+not the per-call totals it divides by.
+
+Shapes: ``token_level_rewards``, ``response_mask`` ``[B, T]``; ``index`` ``[B]``; returns
+``(advantages [B, T] float32, returns [B, T])`` with ``returns = advantages`` as verl's GRPO.
+Groups may have different sizes (verl drops failed sessions) except with
+``scale_rewards="batch"``, whose one std needs one group size.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from trainer.advantages import outcome_advantages
+
+from .channel import split_channel
+from .settings import estimator_settings
+
+ESTIMATOR_NAME = "rlvp_token"
+
+
+def _groups(index: Any, n_rows: int) -> list[list[int]]:
+    """Row numbers per group id, groups in order of first appearance."""
+    ids = index.tolist() if hasattr(index, "tolist") else list(index)
+    if len(ids) != n_rows:
+        raise ValueError(f"index has {len(ids)} group ids for {n_rows} rows")
+    groups: dict[Any, list[int]] = {}
+    for row, gid in enumerate(ids):
+        groups.setdefault(gid, []).append(row)
+    return list(groups.values())
+
+
+def group_outcome_advantages(outcomes: torch.Tensor, groups: Sequence[Sequence[int]], scale_rewards: str,
+                             eps: float) -> torch.Tensor:
+    """``A_out`` per row: `trainer.advantages.outcome_advantages` on each stack of same-size groups.
+
+    Args:
+        outcomes: ``[B]`` outcome rewards.
+        groups: row numbers of each group (every row in exactly one).
+        scale_rewards, eps: see `outcome_advantages`.
+
+    Returns:
+        ``[B]`` float32.
+
+    Raises:
+        ValueError: ``scale_rewards="batch"`` with groups of different sizes.
+    """
+    by_size: dict[int, list[Sequence[int]]] = {}
+    for rows in groups:
+        by_size.setdefault(len(rows), []).append(rows)
+    if scale_rewards == "batch" and len(by_size) > 1:
+        raise ValueError(f"scale_rewards='batch' needs groups of one size (got sizes {sorted(by_size)}); "
+                         "use algorithm.rlvp.scale_rewards=group or none")
+    out = torch.zeros(outcomes.shape[0], dtype=torch.float32)
+    for stack in by_size.values():
+        rows = torch.tensor(stack, dtype=torch.long)  # (n_groups, G)
+        out[rows] = outcome_advantages(outcomes.double().cpu()[rows], scale_rewards, eps)
+    return out
+
+
+def rlvp_token_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None,
+                         config: Any = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """verl advantage estimator ``rlvp_token`` (the module docstring's formula).
+
+    Args:
+        token_level_rewards: ``[B, T]`` the token channel.
+        response_mask: ``[B, T]``.
+        index: ``[B]`` group ids (``non_tensor_batch["uid"]``); verl passes it when the
+            batch has ``uid``, which the trainer always sets.
+        config: verl's algorithm config (``DictConfig``, ``AlgoConfig`` or None).
+        **kwargs: what else verl passes (``reward_baselines``), unused.
+
+    Returns:
+        ``(advantages, returns)``, both ``[B, T]`` float32 and equal.
+
+    Raises:
+        SettingsError: a bad ``algorithm.rlvp`` setting, or ``use_kl_in_reward`` on.
+        ValueError: no ``index``, or shapes that do not match.
+    """
+    settings = estimator_settings(config)
+    if index is None:
+        raise ValueError("rlvp_token needs the group ids: the batch must carry non_tensor_batch['uid'] "
+                         "(verl sets one per prompt for its rollout.n samples)")
+    outcomes, process = split_channel(token_level_rewards, response_mask)  # (B,), (B, T)
+    mask = (response_mask != 0).to(torch.float32)  # (B, T)
+    a_out = group_outcome_advantages(outcomes, _groups(index, mask.shape[0]), settings.scale_rewards,
+                                     settings.eps).to(mask.device)  # (B,)
+    advantages = a_out[:, None] * mask + settings.process_weight * process.to(torch.float32)  # (B, T)
+    return advantages, advantages
