@@ -1,4 +1,5 @@
-"""Batch tensors: a list of rollouts -> right-padded model inputs and the completion mask."""
+"""Batch tensors: a list of rollouts -> right-padded model inputs and the completion mask;
+`device_of(model)`, the device they must move to (they are built on the CPU)."""
 
 from __future__ import annotations
 
@@ -29,3 +30,9 @@ def pad_batch(rollouts: Sequence[Rollout], pad_id: int = 0) -> tuple[torch.Tenso
         attn[i, : len(seq)] = 1
         cmask[i, : len(r.completion_ids)] = torch.tensor(r.completion_mask, dtype=torch.float32)
     return ids, attn, cmask
+
+
+def device_of(model: torch.nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter (the CPU for a model without any)."""
+    first = next(iter(model.parameters()), None)
+    return first.device if first is not None else torch.device("cpu")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ except ModuleNotFoundError:  # pragma: no cover
 LOSS_TYPES = ("token_mean", "seq_mean", "constant")
 SCALE_REWARDS = ("group", "batch", "none")
 PROCESS_NORMS = ("none", "group_rms")
+DTYPES = ("float32", "bfloat16")
 
 
 class ConfigError(ValueError):
@@ -66,6 +68,12 @@ class TrainConfig:
     """LoRA dropout (0 keeps the update deterministic)."""
     lora_target_modules: list = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     """Linear layers that get an adapter (Llama names; add gate_proj, up_proj, down_proj for the MLP)."""
+    device: str = "cpu"
+    """Where the policy, its adapter and the batch tensors live: ``cpu``, ``cuda`` or ``cuda:N`` (metrics
+    come back to the CPU).  A CUDA device that torch cannot see is a config error."""
+    dtype: str = "float32"
+    """Dtype of the base model's weights: ``float32`` or ``bfloat16``.  The LoRA adapter stays float32 (peft
+    upcasts it), and log-probs, advantages and the loss are computed in float32."""
 
     # --- rollout ---
     tasks_per_iteration: int = 4
@@ -162,6 +170,10 @@ class TrainConfig:
             bad("scale_rewards", "one of " + ", ".join(SCALE_REWARDS))
         if self.process_norm not in PROCESS_NORMS:
             bad("process_norm", "one of " + ", ".join(PROCESS_NORMS))
+        if self.dtype not in DTYPES:
+            bad("dtype", "one of " + ", ".join(DTYPES))
+        if self.device != "cpu":
+            _check_device(self.device, where)
         for name in ("max_turns", "max_new_tokens"):
             if getattr(self, name) is not None and (not isinstance(getattr(self, name), int) or getattr(self, name) < 1):
                 bad(name, "a positive integer or absent")
@@ -195,6 +207,19 @@ class TrainConfig:
         root = Path(__file__).resolve().parent.parent
         cand = root / path
         return str(cand) if cand.exists() else path
+
+
+def _check_device(device: Any, where: str) -> None:
+    """Raise ConfigError unless ``device`` is ``cuda`` or ``cuda:N`` and torch can use it."""
+    if not isinstance(device, str) or not re.fullmatch(r"cuda(:\d+)?", device):
+        raise ConfigError(f"{where}: 'device' must be cpu, cuda or cuda:N (got {device!r})")
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if int(device.partition(":")[2] or 0) >= count:
+        seen = f"{count} CUDA device(s)" if count else "no CUDA device"
+        raise ConfigError(f"{where}: 'device' must be a CUDA device torch can use (got {device!r}; "
+                          f"torch {torch.__version__} sees {seen}); set device = \"cpu\"")
 
 
 _DICT_FIELDS = ("env_args", "model_args", "gen_args")

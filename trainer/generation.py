@@ -12,9 +12,9 @@ A turn of the policy is sampled under a mask of valid calls:
    leaf.  Every other logit is set to -inf, so even a randomly initialised model
    emits only well-formed calls.
 3. `HFGenerator.sample_turns` left-pads a batch of contexts, runs `model.generate`
-   with sampling at `GenConfig.temperature`, and returns per row the generated
-   ids (up to and including EOS), the parsed call, where the call's tokens are,
-   and two log-probabilities per token:
+   on the model's device with sampling at `GenConfig.temperature`, and returns per
+   row the generated ids (up to and including EOS), the parsed call, where the
+   call's tokens are, and two log-probabilities per token:
 
    * ``logprobs``: log softmax(masked logits / temperature) of the sampled token --
      the distribution it was actually drawn from (forced tokens get 0).  The trainer
@@ -243,10 +243,11 @@ class CallConstraint:
         import torch
 
         step = input_ids.shape[1] - self.input_len
-        mask = torch.zeros_like(scores, dtype=torch.bool)
+        last = input_ids[:, -1].tolist() if step > 0 else []  # one copy to the host per step
+        mask = torch.zeros(scores.shape, dtype=torch.bool)  # built on the CPU, moved once
         for row, s in enumerate(self.states):
             if step > 0 and s.phase != _DONE:
-                self._advance(s, int(input_ids[row, -1]))
+                self._advance(s, last[row])
             allowed = self._allowed(s)
             if s.phase != _DONE:
                 self.allowed[row].append(allowed)
@@ -256,7 +257,7 @@ class CallConstraint:
                     mask[row, self.think_close[0]] = True
             else:
                 mask[row, list(allowed)] = True
-        return scores.masked_fill(~mask, float("-inf"))
+        return scores.masked_fill(~mask.to(scores.device), float("-inf"))
 
 
 @attrs.frozen
@@ -296,6 +297,8 @@ class HFGenerator:
         import torch
         from transformers import GenerationConfig, LogitsProcessorList
 
+        from trainer.batch import device_of
+
         tok = self.tokenizer
         pad = tok.pad_token_id if tok.pad_token_id is not None else trie.eos_id
         width = max(len(c) for c in contexts)
@@ -320,15 +323,17 @@ class HFGenerator:
             max_new_tokens=budget, pad_token_id=pad, eos_token_id=trie.eos_id, bos_token_id=None,
             return_dict_in_generate=True, output_logits=True, output_scores=True,
         )
+        dev = device_of(self.model)
         with torch.no_grad():
-            out = self.model.generate(input_ids=input_ids, attention_mask=attention, generation_config=gen_cfg,
-                                      logits_processor=LogitsProcessorList([constraint]))
+            out = self.model.generate(input_ids=input_ids.to(dev), attention_mask=attention.to(dev),
+                                      generation_config=gen_cfg, logits_processor=LogitsProcessorList([constraint]))
         temp = 1.0 if greedy else cfg.temperature
         new = out.sequences[:, width:]
         raw = torch.stack(out.logits, dim=1).float()  # (B, steps, V)
         scores = torch.stack(out.scores, dim=1).float()  # (B, steps, V) after the mask
         lp_raw = torch.log_softmax(raw / temp, dim=-1).gather(-1, new[..., None])[..., 0]
         lp_mask = torch.log_softmax(scores, dim=-1).gather(-1, new[..., None])[..., 0]
+        new, lp_raw, lp_mask = new.cpu(), lp_raw.cpu(), lp_mask.cpu()  # (B, steps): read row by row below
         samples = []
         for row, state in enumerate(constraint.states):
             ids = new[row].tolist()

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import torch
 
-from trainer.batch import pad_batch
+from trainer.batch import device_of, pad_batch
 from trainer.types import Rollout
 
 
@@ -30,15 +30,17 @@ def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad
 
     Returns:
         logp ``[B, T]`` (0 beyond each completion), entropy ``[B, T]`` of the (masked)
-        distribution (detached) or None.
+        distribution (detached) or None; float32, on the model's device.
     """
+    dev = device_of(model)
     ids, attn, cmask = pad_batch(rollouts, pad_id)  # (B, L), (B, L), (B, T)
+    ids, attn = ids.to(dev), attn.to(dev)
     B, T = cmask.shape
     logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
     V = logits.shape[-1]
-    P = torch.tensor([len(r.prompt_ids) for r in rollouts])  # (B,)
-    C = torch.tensor([len(r.completion_ids) for r in rollouts])  # (B,)
-    t = torch.arange(T)[None, :]  # (1, T)
+    P = torch.tensor([len(r.prompt_ids) for r in rollouts], device=dev)  # (B,)
+    C = torch.tensor([len(r.completion_ids) for r in rollouts], device=dev)  # (B,)
+    t = torch.arange(T, device=dev)[None, :]  # (1, T)
     valid = t < C[:, None]  # (B, T)
     pos = torch.clamp(P[:, None] + t - 1, max=logits.shape[1] - 1)  # logits at pos predict token pos+1
     pos = torch.where(valid, pos, torch.zeros_like(pos))
@@ -46,7 +48,7 @@ def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad
     if constrained:
         allow = allowed_mask(rollouts, T, V)  # (B, T, V) bool or None
         if allow is not None:
-            sel = sel.masked_fill(~allow, float("-inf"))
+            sel = sel.masked_fill(~allow.to(dev), float("-inf"))
     logsm = torch.log_softmax(sel, dim=-1)  # (B, T, V)
     target = ids.gather(1, torch.clamp(pos + 1, max=ids.shape[1] - 1))  # (B, T)
     logp = logsm.gather(2, target[:, :, None]).squeeze(2)  # (B, T)

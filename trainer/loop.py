@@ -51,7 +51,7 @@ from trainer import checkpoint as ckpt
 from trainer.advantages import compute_advantages
 from trainer.annealing import ProcessWeightSchedule
 from trainer.backend import Backend, build_backend
-from trainer.batch import pad_batch
+from trainer.batch import device_of, pad_batch
 from trainer.config import TrainConfig
 from trainer.logprobs import completion_logprobs
 from trainer.loss import normaliser, policy_loss
@@ -233,9 +233,14 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
 def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             params: list, batch: list[Rollout], advantages: torch.Tensor, cmask: torch.Tensor,
             step: bool) -> dict[str, float]:
-    """One batch update (``updates_per_batch`` passes of micro-batches); returns diagnostics."""
+    """One batch update (``updates_per_batch`` passes of micro-batches); returns diagnostics (floats).
+
+    Advantages and the mask move to the model's device; the loss is computed there.
+    """
     model.train()
-    B, T = cmask.shape  # (B, T)
+    dev = device_of(model)
+    advantages, cmask = advantages.to(dev), cmask.to(dev)  # (B, T)
+    B, T = cmask.shape
     mbs = [list(range(s, min(B, s + cfg.micro_batch))) for s in range(0, B, cfg.micro_batch)]
     n_tok = float(cmask.sum().clamp(min=1))
     batch_norm = float(normaliser(cmask, cfg.loss_type, T))

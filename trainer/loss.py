@@ -77,7 +77,7 @@ def normaliser(mask: torch.Tensor, loss_type: str, max_len: int | None = None) -
         return (m.sum(dim=1) > 0).to(m.dtype).sum().clamp(min=1.0)
     if loss_type == "constant":
         L = max_len if max_len is not None else m.shape[1]
-        return torch.tensor(float(max(1, m.shape[0] * L)), dtype=m.dtype)
+        return torch.tensor(float(max(1, m.shape[0] * L)), dtype=m.dtype, device=m.device)
     raise ValueError(f"'loss_type' must be token_mean, seq_mean or constant (got {loss_type!r})")
 
 
@@ -135,7 +135,7 @@ def policy_loss(
         )
     eps_hi = epsilon if epsilon_high is None else epsilon_high
     m = mask > 0  # (B, T)
-    zero = torch.zeros((), dtype=torch.float32)
+    zero = torch.zeros((), dtype=torch.float32, device=logp.device)
     lp = logp.float()
     log_ratio = torch.where(m, lp - old_logp.float(), zero)  # masked tokens: ratio 1
     ratio = torch.exp(log_ratio)

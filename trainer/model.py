@@ -10,6 +10,7 @@
 * `load_pretrained(path)` -- any local HF checkpoint directory (or GGUF file).
 * `load_policy(spec)` -- one entry point: ``"tiny"``, ``"smollm2"`` or a path.
 * `apply_lora(model, LoraSettings())` -- a peft LoRA adapter (`get_peft_model`).
+* `build_policy(cfg)` -- the config's model in ``cfg.dtype`` with its adapter, on ``cfg.device``.
 """
 
 from __future__ import annotations
@@ -203,10 +204,14 @@ def build_policy(cfg, env_factory=None):
 
     Reads ``cfg.model`` (``tiny`` / ``smollm2`` / path), ``cfg.model_args`` (for tiny:
     `TinyModelConfig` fields; ``seed`` defaults to ``cfg.seed``), ``cfg.lora_rank``,
-    ``cfg.lora_alpha``, ``cfg.lora_dropout`` and, if present, ``cfg.lora_target_modules``.
-    The tiny tokenizer's vocabulary is every word an episode of `env_factory()` can
-    show (`trainer.rollout.prompt_words`).  Raises ValueError for an unknown model arg.
+    ``cfg.lora_alpha``, ``cfg.lora_dropout`` and, if present, ``cfg.lora_target_modules``,
+    ``cfg.dtype`` and ``cfg.device``: the base weights are cast to the dtype before the
+    adapter is attached (peft keeps the adapter float32), then the policy moves to the
+    device.  The tiny tokenizer's vocabulary is every word an episode of `env_factory()`
+    can show (`trainer.rollout.prompt_words`).  Raises ValueError for an unknown model arg.
     """
+    import torch
+
     words: set[str] = set()
     if cfg.model == "tiny":
         if env_factory is None:
@@ -226,7 +231,8 @@ def build_policy(cfg, env_factory=None):
     elif args:
         raise ValueError(f"model_args {sorted(args)} are only used by the tiny model (model = {cfg.model!r})")
     model, tokenizer = load_policy(cfg.model, words, tiny)
+    model = model.to(dtype=getattr(torch, getattr(cfg, "dtype", "float32")))
     targets = tuple(getattr(cfg, "lora_target_modules", None) or LoraSettings().target_modules)
     settings = LoraSettings(r=int(cfg.lora_rank), alpha=float(cfg.lora_alpha), dropout=float(cfg.lora_dropout),
                             target_modules=targets)
-    return apply_lora(model, settings), tokenizer
+    return apply_lora(model, settings).to(getattr(cfg, "device", "cpu")), tokenizer
