@@ -41,12 +41,12 @@ PY
 nvidia-smi -L || echo "nvidia-smi: not available"
 
 echo; echo "# device tests (tests/unit/test_train_device.py)"
-timeout -k 10 180 python3 -m pytest -q -p no:cacheprovider tests/unit/test_train_device.py
+timeout -k 10 100 python3 -m pytest -q -p no:cacheprovider tests/unit/test_train_device.py
 tests=$?
 
 echo; echo "# benchmarks/gpu_check.py $*"
-timeout -k 10 480 python3 benchmarks/gpu_check.py "$@"
+timeout -k 10 450 python3 benchmarks/gpu_check.py "$@"
 check=$?
-[ $check -eq 124 ] && echo "error: gpu_check.py ran past its 480 s limit" >&2
+[ $check -eq 124 ] && echo "error: gpu_check.py ran past its 450 s limit" >&2
 echo; echo "gpu_check.sh: device tests exit $tests, gpu_check.py exit $check, $((SECONDS - start)) s in all"
 exit $((tests != 0 || check != 0))
