@@ -33,7 +33,7 @@ from typing import Any
 from verl import DataProto
 from verl.experimental.reward_loop.reward_manager.naive import NaiveRewardManager
 
-from .scoring import Scored, score
+from .scoring import Scored, as_floats, score
 from .settings import program_for, rule_settings
 from .transcript import episode_from_response_text
 
@@ -78,10 +78,10 @@ class RlvpRewardManager(NaiveRewardManager):
         outcome = float(result["reward_score"])
         scored, agent = self.score_row(data[-1:][0])
         if agent is not None:
-            metrics = {k: float(v) for k, v in agent.get("metrics", {}).items()}
             credit = float(agent.get("credit", 0.0))
             process = 0.0 if agent.get("mode") == "token" else self.settings.process_weight * credit
-            metrics.update(rlvp_outcome=outcome, rlvp_process=process)
+            metrics = as_floats({**agent.get("metrics", {}), "rlvp_credit": credit, "rlvp_outcome": outcome,
+                                 "rlvp_process": process})
         else:
             process = self.settings.process_weight * scored.credits.total
             metrics = scored.metrics(outcome=outcome, process=process)

@@ -55,9 +55,9 @@ def verl_call(inner: str) -> tuple[str, Any] | None:
     return value["name"], value["arguments"]
 
 
-def _name_in(inner: str) -> str | None:
+def _name_in(inner: str, markers: tuple[str, str]) -> str | None:
     """The tool a broken block names, if any (for the malformed call's tool)."""
-    _, blocks = marked_calls(HERMES_MARKERS[0] + inner + HERMES_MARKERS[1])
+    _, blocks = marked_calls(markers[0] + inner + markers[1], markers)
     return blocks[0].tool if blocks else None
 
 
@@ -97,14 +97,6 @@ class TurnsEpisode:
     spans: tuple[Span, ...]
     malformed: int = 0
     not_run: int = 0
-
-
-def _begin_message(builder: EpisodeBuilder) -> None:
-    """A generation is one source message: its text and calls were issued together (the
-    builder records that where it tracks messages)."""
-    begin = getattr(builder, "begin_message", None)
-    if begin is not None:
-        begin()
 
 
 def _prompt(builder: EpisodeBuilder, prompt_messages: Sequence[Mapping[str, Any]] | None) -> int:
@@ -155,7 +147,7 @@ def episode_from_turns(
     spans: list[Span] = [(0, 0)] * n_prompt_calls
     malformed = not_run = 0
     for number, turn in enumerate(turns):
-        _begin_message(builder)
+        builder.begin_message()  # a generation's text and calls were issued together
         ids = list(turn.ids)
         local = find_call_spans(ids, marker_ids[0], marker_ids[1])
         text, cursor = [], 0
@@ -170,7 +162,7 @@ def episode_from_turns(
             inner, closed = _strip_markers(decode(ids[s:e], False), call_markers)
             call = verl_call(inner) if closed else None
             if call is None:
-                builder.call(_name_in(inner), inner, problem=NOT_RUN if closed else CUT_OFF)
+                builder.call(_name_in(inner, call_markers), inner, problem=NOT_RUN if closed else CUT_OFF)
                 malformed += 1
             else:
                 call_id = f"rlvp-{number}-{k}"
@@ -221,7 +213,7 @@ def episode_from_response_text(
         rest, blocks = marked_calls(chunk, call_markers)
         said = _strip_role_lines(rest)
         if blocks or said:  # else template glue between tool responses: the same turn goes on
-            _begin_message(builder)
+            builder.begin_message()
             builder.message(ASSISTANT, said)
             pending = []
             for k, block in enumerate(blocks):
