@@ -118,13 +118,15 @@ class Binding:
 
 @attrs.frozen
 class Seen:
-    """``seen (COND [same B] [since COND2])``: an earlier event satisfied COND
-    (with the same binding value as this event), after the last event satisfying COND2."""
+    """``seen (COND [same B | returned B] [since COND2])``: an earlier event satisfied COND
+    (with the same binding value as this event -- or, with `returned`, whose result holds
+    this event's value of B as a token), after the last event satisfying COND2."""
 
     cond: "Expr"
     same: Binding | None = None
     since: "Expr | None" = None
     span: Span = _span()
+    returned: bool = False  # `returned B`: B's value is looked up in the earlier event's result
 
 
 @attrs.frozen

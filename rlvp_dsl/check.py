@@ -139,7 +139,7 @@ class _Checker:
                 self.check_regex(node)
             elif isinstance(node, ast.And):
                 self.check_args_in(node)
-            elif isinstance(node, ast.Seen) and node.same is not None:
+            elif isinstance(node, ast.Seen) and node.same is not None and not node.returned:
                 self.check_binding(node.same, self.universe.possible(node.cond), "the `seen` condition", "RV205")
         if isinstance(expr, ast.ArgTest):
             self.check_args_in(ast.And((expr,), expr.span))
@@ -311,7 +311,8 @@ class _Checker:
         if self.tools and not destructive:
             self.warn("RV210", f"rule '{r.name.text}' can never fire: no write/destructive tool it matches "
                       "declares a target", r.name.span, "declare targets: `tool NAME : write target ARG`")
-        cond = ast.And((on, ast.HasBinding(target), ast.Not(ast.Seen(inspected, target))))
+        looked_at = ast.Or((ast.Seen(inspected, target), ast.Seen(inspected, target, returned=True)))
+        cond = ast.And((on, ast.HasBinding(target), ast.Not(looked_at)))
         return ViolationRule(r.name.text, "blind_destructive", w, cond, r.span)
 
     def rule_progress(self, r: ast.Progress) -> ProgressRule:

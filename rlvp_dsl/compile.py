@@ -34,7 +34,7 @@ from typing import Callable, Iterable
 from . import ast, explain
 from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, Credit, Episode, Event
 from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, rule_bound
-from .predicates import FALSE, build, binding_key, specialise
+from .predicates import FALSE, binding_key, build, result_tokens, specialise
 
 
 def _seen_nodes(ruleset: RuleSet) -> list[ast.Seen]:
@@ -140,7 +140,7 @@ class Program:
             p = self._pred(node.cond, kind, tool, tags)
             q = self._pred(node.since, kind, tool, tags) if node.since is not None else None
             if p is not None or q is not None:
-                updates.append((self.slots[id(node)], p, q, node.same))
+                updates.append((self.slots[id(node)], p, q, node.same, node.returned))
         return _Plan(tuple(steps), tuple(updates))
 
     def _violation_step(self, i: int, rule: ViolationRule, pred) -> Callable:
@@ -294,8 +294,8 @@ class Scorer:
         for step in plan.steps:
             step(event, states, out, self)
         if plan.updates:
-            decided = [(slot, p is not None and p(event, states), q is not None and q(event, states), same)
-                       for slot, p, q, same in plan.updates]
+            decided = [(slot, p is not None and p(event, states), q is not None and q(event, states), same,
+                        returned) for slot, p, q, same, returned in plan.updates]
             if event.message is None:
                 self._apply(event, decided)
             else:  # events of one message are issued together: none has seen the others
@@ -312,7 +312,7 @@ class Scorer:
     def _apply(self, event: Event, decided: list) -> None:
         """Record `event` in the ``seen`` slots (``since`` resets first, then the match)."""
         states, tools = self.states, self.program.tools
-        for slot, p, q, same in decided:
+        for slot, p, q, same, returned in decided:
             if same is None:
                 if q:
                     states[slot] = -1
@@ -321,7 +321,10 @@ class Scorer:
             else:
                 if q:
                     states[slot].clear()
-                if p:
+                if p and returned:  # every token of the result is a value this event returned
+                    for token in result_tokens(event.result):
+                        states[slot][token] = event.index
+                elif p:
                     key = binding_key(same, event, tools)
                     if key is not None:
                         states[slot][key] = event.index

@@ -122,7 +122,8 @@ def _node_json(node, kids: list) -> Any:
     if isinstance(node, ast.Not):
         return ["not", kids[0]]
     if isinstance(node, ast.Seen):
-        return ["seen", kids[0], binding_to_json(node.same), kids[1] if node.since is not None else None]
+        out = ["seen", kids[0], binding_to_json(node.same), kids[1] if node.since is not None else None]
+        return out + ["returned"] if node.returned else out
     if isinstance(node, ast.CallAtom):
         return ["call", sorted(t.text for t in node.tools)]
     if isinstance(node, ast.KindAtom):

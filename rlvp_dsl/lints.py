@@ -140,7 +140,8 @@ class _Linter:
                 return self.normal(expr.item.item)
             return ["not", self.normal(expr.item)]
         if isinstance(expr, ast.Seen):
-            return ["seen", self.normal(expr.cond), binding_to_json(expr.same), self.normal(expr.since)]
+            out = ["seen", self.normal(expr.cond), binding_to_json(expr.same), self.normal(expr.since)]
+            return out + ["returned"] if expr.returned else out
         return expr_to_json(expr)
 
     @staticmethod

@@ -11,6 +11,8 @@ linear-time matcher in `rlvp_dsl.regex`).
 
 from __future__ import annotations
 
+import re
+
 from typing import Any, Callable, Mapping
 
 from . import ast
@@ -30,6 +32,24 @@ _STATUS_SETS = {
     "malformed": frozenset({MALFORMED}),
     "no_result": frozenset({NO_RESULT}),
 }
+
+
+#: Characters that separate the tokens of a result text (`seen (... returned B)`).
+_SEPARATORS = re.compile(r"[\s\"'`,;{}\[\]()<>=|]+")
+
+
+def result_tokens(text: str) -> frozenset[str]:
+    """The tokens of a tool result, for ``returned B``: the text split at white space and
+    ``" ' ` , ; { } [ ] ( ) < > = |``; each token also without a trailing ``. : ! ?``
+    (``"Reservation ABC123."`` holds ``ABC123``).  A value is found only as a whole token,
+    never as a substring (``ABC1`` is not in ``ABC123``).  Linear in the text."""
+    out = set()
+    for token in _SEPARATORS.split(text):
+        if token:
+            out.add(token)
+            out.add(token.rstrip(".:!?"))
+    out.discard("")
+    return frozenset(out)
 
 
 def binding_key(binding: ast.Binding, event: Event, tools: Mapping[str, ToolSpec]) -> str | None:

@@ -13,7 +13,7 @@ import math
 from . import ast, explain
 from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, Credit, Episode, Event
 from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
-from .predicates import arg_matches, binding_key, text_matches
+from .predicates import arg_matches, binding_key, result_tokens, text_matches
 
 _STATUS = {"ok": {OK}, "error": {ERROR, MALFORMED}, "malformed": {MALFORMED}, "no_result": {NO_RESULT}}
 _CMP = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__,
@@ -77,7 +77,9 @@ class _Episode:
         for j in range(i - 1, -1, -1):
             if self.events[j].same_message(self.events[i]):
                 continue  # issued together with i: not yet observed
-            if self.holds(seen.cond, j) and (seen.same is None or self.key(seen.same, self.events[j]) == want):
+            if self.holds(seen.cond, j) and (seen.same is None or (
+                    want in result_tokens(self.events[j].result) if seen.returned
+                    else self.key(seen.same, self.events[j]) == want)):
                 return j
             if seen.since is not None and self.holds(seen.since, j):
                 return None

@@ -35,7 +35,7 @@ SIGNAL = "goals"
 #: Message texts: some match the rules' patterns (yes/confirm/done/TRANSFER), some don't.
 USER_TEXTS = ("yes", "yes please", "I confirm", "no", "wait", "YES, go ahead", "")
 ASSISTANT_TEXTS = ("Summary: I will change item A.", "done", "TRANSFERRED you", "ok", "")
-RESULT_TEXTS = ("", "{\"status\": \"ok\"}", "found A", "nothing")
+RESULT_TEXTS = ("", "{\"status\": \"ok\"}", "found A", "nothing", '{"items": ["B", "C"]}', "AB C.")
 ERROR_TEXTS = ("Error: not found", "Error: invalid item", "timeout")
 #: Regexes and strings the rules test texts with (all valid for the linear-time matcher).
 REGEXES = ("/yes/", "/\\b(yes|confirm)\\b/i", "/^Error/", "/d[aeiou]ne/", "/A|B/")
@@ -146,7 +146,7 @@ def conditions(table: ToolTable, depth: int = 2):
         inner = draw(sub)
         text = f"seen ({inner}"
         if draw(st.booleans()):
-            text += f" same {draw(_binding(table))}"
+            text += f" {draw(st.sampled_from(('same', 'returned')))} {draw(_binding(table))}"
         if draw(st.booleans()):
             text += f" since {draw(sub)}"
         return text + ")"

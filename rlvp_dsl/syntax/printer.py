@@ -202,7 +202,7 @@ def _atom(expr: ast.Expr) -> str:
     if isinstance(expr, ast.Seen):
         text = "seen (" + _expr(expr.cond, _OR)
         if expr.same is not None:
-            text += " same " + _binding(expr.same)
+            text += (" returned " if expr.returned else " same ") + _binding(expr.same)
         if expr.since is not None:
             text += " since " + _expr(expr.since, _OR)
         return text + ")"

@@ -166,6 +166,9 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
     def same_clause(self, children):
         return children[0]
 
+    def returned_clause(self, children):
+        return ("returned", children[0])
+
     @v_args(meta=True)
     def binding(self, meta, children):
         return ast.Binding("arg", children[0], self._span(meta))
@@ -369,7 +372,9 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
     @v_args(meta=True)
     def seen_atom(self, meta, children):
         cond, same, since = children
-        return self._nest(ast.Seen(cond, same, since, self._span(meta)), cond, since)
+        returned = isinstance(same, tuple)
+        binding = same[1] if returned else same
+        return self._nest(ast.Seen(cond, binding, since, self._span(meta), returned=returned), cond, since)
 
     @v_args(meta=True)
     def start(self, meta, children):
