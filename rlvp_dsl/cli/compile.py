@@ -86,6 +86,9 @@ def _derive(args) -> int:
         return EXIT_USAGE
     if not manifest.tools:
         print(f"rlvp-compile: warning: {args.auto_from_tags} declares no tools", file=sys.stderr)
+    for note in manifest.notes:
+        if "no annotations" in note:  # an assumption the user should see, not only a comment
+            print(f"rlvp-compile: warning: {args.auto_from_tags}: {note}", file=sys.stderr)
     text = derive_text(manifest)
     if args.output:
         if not _write(args.output, text):

@@ -12,7 +12,10 @@ from the tags alone (`rlvp_dsl.manifests.formats` explains where tags and target
 4. ``blind_destructive`` -- when some write/destructive tool has a target and some read
    tool has one too: such a write must follow a successful read-tagged call with the same
    target value.  The rule lists exactly the write/destructive tools that have a target.
-5. An obligation to verify writes -- only when a ``verify`` or ``test`` tag exists (and a
+5. ``progress`` -- for every progress signal the manifest declares (ours: top-level
+   ``signals``, with a direction): a call that brings the signal to a new best earns
+   ``DeriveWeights.progress`` (once per level: not farmable).
+6. An obligation to verify writes -- only when a ``verify`` or ``test`` tag exists (and a
    write tool): opened by each write-tagged call, discharged by a successful verify/test
    call, due before the next ``submit``-tagged call (``verify_before_submit``) or, without
    a submit tag, at episode end (``verify_after_write``).  It is bound with ``same target``
@@ -73,6 +76,12 @@ class DeriveWeights:
 
     verify_expire: float = attrs.field(default=-0.1, validator=_negative)
     """Penalty where a write is left unverified at its deadline."""
+
+    progress: float = attrs.field(default=0.5, validator=_positive)
+    """Credit per new best value of a declared progress signal (a stage done): the
+    positive counterweight that keeps a rule set of penalties from rewarding inaction.
+    Paid once per level reached (returning to an old value earns nothing), so it
+    cannot be farmed."""
 
 
 @attrs.frozen
@@ -147,6 +156,12 @@ def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived],
         skipped.append("no blind_destructive rule: no read tool has a target")
     else:
         skipped.append("no blind_destructive rule: no write/destructive tool has a target")
+
+    for signal in manifest.signals:
+        items.append(_Derived(
+            ast.Progress(_n(f"progress_{signal.name}"), _w(weights.progress), _n(signal.name), signal.direction),
+            f"the environment's declared progress signal: {signal.name} reaching a new best"
+            + (f" ({signal.description})" if signal.description else "") + " earns credit, once per level"))
 
     verify_tags = [t for t in _VERIFY if t in present]
     write_tools = [s for s in agent if "write" in s.tags]

@@ -39,6 +39,11 @@
    (and an optional ``target``) may also sit inside ``function``.  The flat form
    ``{"type": "function", "name": ..., "parameters": ...}`` is accepted too.
 
+Our format may declare the environment's progress signals, top level:
+``"signals": [{"name": "stages_remaining", "direction": "decreasing"}]`` (direction
+``decreasing`` or ``increasing``; an optional ``description``); derivation turns each into a
+``progress`` rule.
+
 Missing targets are inferred (`rlvp_dsl.manifests.targets`).
 
 Errors: `ManifestError` (`ManifestNotFound`, also a FileNotFoundError, for a missing file), naming the file, the record (``tools[3]``) and the field, with
@@ -78,14 +83,26 @@ class ManifestNotFound(ManifestError, FileNotFoundError):
 
 
 @attrs.frozen
+class SignalSpec:
+    """A numeric signal the environment reports on its events (``stages_remaining``), and
+    the direction in which it means progress (``decreasing`` or ``increasing``)."""
+
+    name: str
+    direction: str
+    description: str = ""
+
+
+@attrs.frozen
 class Manifest:
     """A tool catalogue: `format` is ``rlvp-tools/1``, ``tau2``, ``mcp`` or ``openai``;
-    `notes` say what was inferred (one sentence each)."""
+    `notes` say what was inferred or assumed (one sentence each); `signals` are the
+    environment's declared progress signals (ours: the top-level ``signals`` list)."""
 
     path: str
     format: str
     tools: tuple[ToolSpec, ...]
     notes: tuple[str, ...] = ()
+    signals: tuple[SignalSpec, ...] = ()
 
     def tool(self, name: str) -> ToolSpec:
         """The tool called `name` (KeyError if absent)."""
@@ -166,7 +183,38 @@ def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
                                 record=record, field="name")
         seen[spec.name] = record
     tools, notes = infer_targets([spec for _, spec in specs])
-    return Manifest(path, fmt, tuple(tools), tuple(notes))
+    if fmt == "mcp":
+        notes = _mcp_assumptions(data) + notes
+    signals = _signals(data, path) if isinstance(data, dict) else ()
+    return Manifest(path, fmt, tuple(tools), tuple(notes), signals)
+
+
+def _mcp_assumptions(data: dict) -> list[str]:
+    """One note naming the tools without annotations and what the MCP spec makes of them."""
+    tools = (data.get("result") or data).get("tools") or []
+    bare = [t.get("name", "?") for t in tools if isinstance(t, dict) and not t.get("annotations")]
+    if not bare:
+        return []
+    shown = ", ".join(bare[:8]) + (f" and {len(bare) - 8} more" if len(bare) > 8 else "")
+    return [f"{len(bare)} tool(s) carry no annotations ({shown}): assumed, as the MCP specification says, "
+            "not read-only and possibly destructive (tags write, destructive, open_world); "
+            "add annotations.readOnlyHint / destructiveHint to say otherwise"]
+
+
+def _signals(data: dict, path: str) -> tuple[SignalSpec, ...]:
+    """The top-level ``signals`` list: ``[{"name": "stages_remaining", "direction": "decreasing"}]``."""
+    if "signals" not in data:
+        return ()
+    out = []
+    for record, rec in _records(data["signals"], path, "signals"):
+        name = _name(rec, path, record)
+        direction = rec.get("direction")
+        _need(direction in ("decreasing", "increasing"), path, record, "direction",
+              "'decreasing' or 'increasing'", direction)
+        description = rec.get("description", "")
+        _need(isinstance(description, str), path, record, "description", "a string", description)
+        out.append(SignalSpec(name, direction, description))
+    return tuple(out)
 
 
 # ---- readers: each returns [(record, ToolSpec)]; target_inferred=True marks "to infer" ----

@@ -9,7 +9,7 @@ import pytest
 
 from rlvp_dsl import ast
 from rlvp_dsl.manifests.derive import DeriveWeights, derive_rules, derive_text
-from rlvp_dsl.manifests import load_manifest, parse_manifest
+from rlvp_dsl.manifests import ManifestError, load_manifest, parse_manifest
 from rlvp_dsl.parser import parse
 from rlvp_dsl.source import SourceFile
 
@@ -183,3 +183,67 @@ def test_derived_repeat_error_leaves_out_the_user_simulators_calls(shared_data):
     assert [c.rule for c in program.score(user_repeat) if c.rule == "repeat_error"] == []
     agent_repeat = Episode("a", tuple(calls(agent, frozenset())))
     assert [c.event_index for c in program.score(agent_repeat) if c.rule == "repeat_error"] == [1]
+
+
+def _chain_episode(env_name: str = "chain4"):
+    """A perfect episode of a chain environment, played with its expected calls."""
+    from rlvp_dsl.events import Episode, Event
+    from trainer.envs import make_env, make_tasks
+
+    env = make_env(env_name)
+    events = [Event(0, "user", text=env.reset(make_tasks(1)[0]), signals=env.initial_signals())]
+    while (call := env.expected_call()) is not None:
+        result = env.step(call)
+        events.append(Event(len(events), "call", tool=call.tool, arguments=call.arguments, result=result.text,
+                            status="ok" if result.ok else "error", signals=result.signals))
+    assert env.outcome() == 1.0
+    return Episode("perfect", tuple(events))
+
+
+def test_derived_chain_rules_never_penalise_a_perfect_episode():
+    """Derived from the chain-4 manifest: no penalty on any call of a perfect episode, and progress credit."""
+    from rlvp_dsl import loads
+
+    program = loads(derive_text(load_manifest("examples/manifests/chain4_tools.json")))
+    credits = program.score(_chain_episode())
+    assert [c for c in credits if c.value < 0] == []
+    assert sum(c.value for c in credits if c.rule == "progress_stages_remaining") == pytest.approx(4 * 0.5)
+
+
+def test_the_chain_manifest_declares_its_progress_signal():
+    """Our manifest format carries signals; a bad direction names the record and field."""
+    manifest = load_manifest("examples/manifests/chain4_tools.json")
+    assert [(s.name, s.direction) for s in manifest.signals] == [("stages_remaining", "decreasing")]
+    with pytest.raises(ManifestError, match=r"signals\[0\]\.direction: expected 'decreasing' or 'increasing'"):
+        parse_manifest({"format": "rlvp-tools/1", "tools": [], "signals": [{"name": "s", "direction": "down"}]})
+
+
+def test_mcp_spamming_reads_scores_below_testing_before_finishing():
+    """MCP file-system catalogue: ten identical reads and no test rank strictly below a clean tested edit."""
+    from rlvp_dsl import loads
+    from rlvp_dsl.events import Episode, Event
+
+    program = loads(derive_text(load_manifest("examples/manifests/mcp_tools_list.json")))
+
+    def episode(calls):
+        return Episode("e", tuple(Event(i, "call", tool=t, arguments=a, result="ok") for i, (t, a) in enumerate(calls)))
+
+    spam = episode([("read_file", {"path": "a.py"})] * 10 + [("write_file", {"path": "a.py"})])
+    clean = episode([("read_file", {"path": "a.py"}), ("write_file", {"path": "a.py"}), ("run_tests", {})])
+    total = lambda ep: sum(c.value for c in program.score(ep))  # noqa: E731
+    assert total(spam) < total(clean)
+    assert total(episode([("read_file", {"path": "a.py"})] * 10)) <= 0.0  # reads alone earn nothing
+
+
+def test_unannotated_mcp_tools_are_named_with_the_assumption(capsys):
+    """A warning lists MCP tools without annotations and what the spec makes of them."""
+    from rlvp_dsl.cli.compile import main
+
+    assert main(["--auto-from-tags", "examples/manifests/mcp_tools_list.json"]) == 0
+    err = capsys.readouterr().err
+    assert "no annotations" not in err  # every tool of the example is annotated
+    manifest = parse_manifest({"tools": [{"name": "rm", "inputSchema": {"properties": {"path": {}}}},
+                                         {"name": "ls", "annotations": {"readOnlyHint": True, "destructiveHint": True}}]})
+    assert manifest.tool("ls").tags == {"read", "open_world"}  # readOnlyHint wins over destructiveHint
+    assert manifest.tool("rm").tags == {"write", "destructive", "open_world"}
+    assert any("1 tool(s) carry no annotations (rm)" in n and "destructive" in n for n in manifest.notes)

@@ -92,9 +92,10 @@ class ToolEnv(Protocol):
     def vocabulary(self) -> set[str]: ...
 
 
-def manifest_from_schema(schema: Sequence[ToolSpec]) -> dict[str, Any]:
-    """The `rlvp-tools/1` manifest of a schema: names, tags, target and typed parameters."""
-    return {
+def manifest_from_schema(schema: Sequence[ToolSpec], signals: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+    """The `rlvp-tools/1` manifest of a schema: names, tags, target and typed parameters,
+    and the environment's progress signals (``{"name", "direction", "description"}``)."""
+    out: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
         "tools": [
             {
@@ -106,6 +107,9 @@ def manifest_from_schema(schema: Sequence[ToolSpec]) -> dict[str, Any]:
             for spec in schema
         ],
     }
+    if signals:
+        out["signals"] = [dict(s) for s in signals]
+    return out
 
 
 def _ordered_tags(tags: frozenset[str]) -> list[str]:

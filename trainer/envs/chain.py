@@ -122,7 +122,9 @@ class ChainEnv:
                          values={ARGUMENT: self.values}) for name in self._tools]
 
     def manifest(self) -> dict[str, Any]:
-        return manifest_from_schema(self.schema())
+        """The tool manifest, with the progress signal every result reports."""
+        return manifest_from_schema(self.schema(), signals=[
+            {"name": SIGNAL, "direction": "decreasing", "description": "stages of the chain still to do"}])
 
     def vocabulary(self) -> set[str]:
         """Every whitespace-separated word this environment can show the policy."""
