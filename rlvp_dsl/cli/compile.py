@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="PATH",
                    help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
     p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
+    p.add_argument("--validate", nargs="+", metavar="TRAJECTORIES",
+                   help="with --auto-from-tags: score the derived rules on trajectories with an outcome and "
+                        "report, per rule, how often it penalises successful vs failed episodes")
+    p.add_argument("--drop-harmful", action="store_true",
+                   help="with --validate: leave out derived penalties that fire more on successes than failures")
     p.add_argument("--json", action="store_true", help="print diagnostics as JSON: a list, one object per file")
     p.add_argument("--max-diagnostics", type=_at_least_one, default=MAX_PER_FILE, metavar="N",
                    help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
@@ -89,7 +94,12 @@ def _derive(args) -> int:
     for note in manifest.notes:
         if "no annotations" in note:  # an assumption the user should see, not only a comment
             print(f"rlvp-compile: warning: {args.auto_from_tags}: {note}", file=sys.stderr)
-    text = derive_text(manifest)
+    drop: dict[str, str] = {}
+    if args.validate:
+        code, drop = _validate(manifest, args)
+        if code != EXIT_OK:
+            return code
+    text = derive_text(manifest, drop=drop)
     if args.output:
         if not _write(args.output, text):
             return EXIT_USAGE
@@ -97,6 +107,40 @@ def _derive(args) -> int:
     else:
         sys.stdout.write(text)
     return EXIT_OK
+
+
+def _validate(manifest, args) -> tuple[int, dict[str, str]]:
+    """Score the derived rules on --validate trajectories; print the evidence (stdout when the
+    rules go to -o, else stderr); the harmful rules to drop with --drop-harmful."""
+    from ..manifests.derive import derive_text
+    from ..manifests.validate import render, validate
+    from ..pipeline import loads
+    from ..readers import ReaderError, read_report
+
+    missing = [p for p in args.validate if not os.path.exists(p)]
+    if missing:
+        print(f"rlvp-compile: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_USAGE, {}
+    try:
+        report = read_report(args.validate, keep_going=True)
+    except ReaderError as exc:
+        print(f"rlvp-compile: error: {exc}", file=sys.stderr)
+        return EXIT_INPUT_ERRORS, {}
+    for error in report.errors:
+        print(f"rlvp-compile: error: {error}", file=sys.stderr)
+    evidence, used = validate(loads(derive_text(manifest), manifest.path), report.episodes)
+    if not used:
+        print("rlvp-compile: error: --validate found no episodes with an outcome in " + ", ".join(args.validate),
+              file=sys.stderr)
+        return EXIT_INPUT_ERRORS, {}
+    out = sys.stdout if args.output else sys.stderr
+    print(render(evidence, used), file=out)
+    harmful = {e.name: (f"penalised {e.success_rate:.1%} of successful and {e.failure_rate:.1%} of failed "
+                        f"episodes in --validate") for e in evidence if e.harmful}
+    if harmful and not args.drop_harmful:
+        print(f"rlvp-compile: warning: {len(harmful)} derived rule(s) penalise success more often than failure: "
+              f"{', '.join(harmful)} (--drop-harmful leaves them out)", file=sys.stderr)
+    return EXIT_OK, harmful if args.drop_harmful else {}
 
 
 def _describe(ruleset) -> str:

@@ -182,3 +182,32 @@ def test_errors_keep_exit_1_when_the_pipe_closes(tmp_path):
     cmd = f"{sys.executable} -c 'from rlvp_dsl.cli.compile import run; run()' {bad} 2>&1 | head -1"
     done = subprocess.run(["bash", "-o", "pipefail", "-c", cmd], capture_output=True, text=True)
     assert done.returncode == 1
+
+
+def test_auto_from_tags_validate_flags_and_drops_a_harmful_penalty(tmp_path):
+    """--validate: a derived penalty that fires on successes more than failures is flagged; --drop-harmful drops it."""
+    import json as _json
+
+    manifest = tmp_path / "tools.json"
+    manifest.write_text(_json.dumps({"format": "rlvp-tools/1", "tools": [
+        {"name": "get", "tags": ["read"], "target": "id", "parameters": ["id"]},
+        {"name": "cancel", "tags": ["write", "destructive"], "target": "id", "parameters": ["id"]}]}))
+
+    def record(reward, error):
+        return {"reward": reward, "messages": [
+            {"role": "user", "content": "cancel A"},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "1", "function": {"name": "get", "arguments": {"id": "A"}}}]},
+            {"role": "tool", "tool_call_id": "1", "content": "Error: busy" if error else "A found"}]}
+
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(_json.dumps(record(r, e)) for r, e in [(1.0, True)] * 3 + [(0.0, False)] * 3) + "\n")
+    flagged = run("compile", "--auto-from-tags", str(manifest), "--validate", str(runs), "-o", str(tmp_path / "d.rlvp"))
+    assert flagged.returncode == 0, flagged.stderr
+    assert "| errored_call | violation | 3/3 (100.0%) | 0/3 (0.0%) |" in flagged.stdout and "HARMFUL" in flagged.stdout
+    assert "penalise success more often than failure: errored_call" in flagged.stderr
+    assert "violation errored_call" in (tmp_path / "d.rlvp").read_text()
+    dropped = run("compile", "--auto-from-tags", str(manifest), "--validate", str(runs), "--drop-harmful")
+    assert dropped.returncode == 0 and "violation errored_call" not in dropped.stdout
+    assert "# left out errored_call: penalised 100.0% of successful and 0.0% of failed" in dropped.stdout
+    missing = run("compile", "--auto-from-tags", str(manifest), "--validate", str(tmp_path / "nope"))
+    assert missing.returncode == 2 and "no such file or folder" in missing.stderr
