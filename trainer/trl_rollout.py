@@ -1,0 +1,340 @@
+"""Our tool environments as a TRL ``rollout_func``: real multi-turn episodes sampled from the
+model `GRPOTrainer` is training, handed to TRL with what rlvp needs to credit each call.
+
+    rollout = EnvRollout(env_factory, tasks, GenConfig())
+    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome_reward, RlvpReward(rules, error_signal=ENV_ERRORS,
+                              call_markers=CALL_MARKERS)], rollout_func=rollout, train_dataset=rollout.dataset(), ...)
+
+(`trainer.trl_runs.build_trl_run` builds all of it from a training config.)  How an episode
+gets to TRL (`EnvRollout.__call__(prompts, trainer)`):
+
+1. Each group of ``num_generations`` equal prompts names one task (`EnvRollout.prompts`);
+   `trainer.rollout.collect_group` plays G episodes of it with ``trainer.model`` (unwrapped;
+   a peft model samples through its adapter) under our call mask (`trainer.generation`) and
+   the chat template's pieces (`trainer.tokenizer.ChatFormat`): ids exactly as sampled, tool
+   output tokenised on its own.
+2. Every call is written between markers, ``<tool_call> fetch k0 </tool_call>``
+   (`MarkedCallGenerator`; each marker is one word of the tiny tokenizer), so
+   `RlvpGRPOTrainer` finds the call's tokens with ``call_markers=CALL_MARKERS``: those spans
+   are exactly our `Rollout.call_spans`, which `EnvRollout` checks on every row
+   (``span_mismatches``).
+3. Per completion: ``prompt_ids``, ``completion_ids``, ``logprobs`` (the sampler's, under the
+   call mask; 0 on tool tokens), ``env_mask`` (0 on tool-output tokens), and the extra keys
+   TRL passes to reward functions as keyword arguments: ``outcome`` (the environment's 0/1,
+   `outcome_reward` returns it) and ``rlvp_messages`` (`episode_messages`).
+
+Three things TRL does not know about our environments, and what this module does about them:
+
+* **Error texts.**  Our environments answer a failed call with ``error ...`` text, which TRL's
+  ``{'error': ...}`` signal reads as success: pass ``error_signal=ENV_ERRORS``.
+* **Signals.**  `rlvp_dsl.episode_from_messages` carries no environment signals, so a rule on
+  ``stages_remaining`` (``progress``) never fires through the stock `RlvpReward`.
+  `episode_messages` writes each call's signals under a ``signals`` key of its tool message and
+  `signal_reward_class` (an `RlvpReward`) reads them back -- a stopgap until the reader does.
+* **The call mask.**  TRL's loss uses full-softmax log-probs; under them a random tiny policy
+  sampled under the mask barely learns (forced tokens such as the markers and the EOS carry
+  gradient, and so do ids the sampler could never pick).  `ConstrainedLogprobsMixin`
+  renormalises over the ids the mask allowed, as the compact trainer does
+  (``constrained_logprobs``).
+
+Importing this module imports neither torch nor trl.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable, Sequence
+
+import attrs
+
+from rlvp_dsl.events import CALL, MALFORMED, OK, Episode
+from rlvp_dsl.readers import HERMES_MARKERS, ErrorSignal
+from trainer.envs.base import Task, ToolEnv
+from trainer.generation import CallTrie, GenConfig, as_generator
+from trainer.rollout import MALFORMED_TEXT, collect_group
+from trainer.tokenizer import encode
+from trainer.types import Rollout
+
+#: The markers every call is written between (Hermes/Qwen's, TRL's default parser's).
+CALL_MARKERS: tuple[str, str] = HERMES_MARKERS
+#: How our environments (trainer/envs) write a failed call: ``error bad token k1``,
+#: ``error fetch cannot run now``, ``error unknown tool x``, ``error malformed call``.
+ENV_ERRORS = ErrorSignal(prefixes=("error",))
+
+
+def _seed_of(*parts: int) -> int:
+    h = 0
+    for p in parts:
+        h = (h * 1_000_003 + int(p)) % (2**31 - 1)
+    return h
+
+
+# ----------------------------------------------------------------------------
+# generation: calls between markers, log-probs kept
+# ----------------------------------------------------------------------------
+class MarkedCallGenerator:
+    """`sample_turns` of a policy with every call written between `markers`.
+
+    Wraps `trainer.generation.as_generator(policy, tokenizer)`: the call trie it is given is
+    rebuilt with each call text as ``OPEN text CLOSE`` (the call's span then covers the
+    markers, as `rlvp_dsl.spans.find_call_spans` finds it).  The log-probs of every sampled
+    turn are kept (`logprobs_of`), keyed by the context and the sampled ids.
+
+    Raises:
+        ValueError: a marker the tokenizer cannot write (no ids, unknown words, or a call
+            that does not decode back to its text).
+    """
+
+    def __init__(self, policy: Any, tokenizer: Any, markers: tuple[str, str] = CALL_MARKERS):
+        self.inner = as_generator(policy, tokenizer)
+        self.tokenizer = tokenizer
+        self.markers = markers
+        unk = getattr(tokenizer, "unk_token_id", None)
+        for marker in markers:
+            ids = encode(tokenizer, marker)
+            if not ids or (unk is not None and unk in ids) or tokenizer.decode(ids) != marker:
+                raise ValueError(f"call marker {marker!r} is not a token sequence of this tokenizer (ids {ids}); "
+                                 "add it to the vocabulary (`tiny_policy` does)")
+        self._tries: dict[int, tuple[CallTrie, CallTrie]] = {}
+        self._logprobs: dict[tuple[int, ...], list[float]] = {}
+
+    def marked(self, trie: CallTrie) -> CallTrie:
+        """`trie` with each call text wrapped in the markers (cached per trie)."""
+        if id(trie) not in self._tries:
+            open_, close = self.markers
+            texts = [f"{open_} {text} {close}" for text in trie.texts]
+            ids = [encode(self.tokenizer, t) for t in texts]
+            for text, seq in zip(texts, ids, strict=True):
+                if self.tokenizer.decode(seq) != text:
+                    raise ValueError(f"marked call {text!r} does not survive tokenisation")
+            self._tries[id(trie)] = (trie, CallTrie(list(trie.calls), texts, ids, trie.eos_id))
+        return self._tries[id(trie)][1]
+
+    def sample_turns(self, contexts: Sequence[Sequence[int]], trie: CallTrie, cfg: GenConfig):
+        samples = self.inner.sample_turns(contexts, self.marked(trie), cfg)
+        for ctx, sample in zip(contexts, samples, strict=True):
+            self._logprobs[tuple(ctx) + tuple(sample.ids)] = list(sample.logprobs)
+        return samples
+
+    def logprobs_of(self, rollout: Rollout) -> list[float]:
+        """Per completion token: the sampler's log-prob of each generated token, 0.0 on tool tokens."""
+        out = [0.0] * len(rollout.completion_ids)
+        t, n = 0, len(out)
+        while t < n:
+            if not rollout.completion_mask[t]:
+                t += 1
+                continue
+            end = t
+            while end < n and rollout.completion_mask[end]:
+                end += 1
+            key = tuple(rollout.prompt_ids) + tuple(rollout.completion_ids[:end])
+            out[t:end] = self._logprobs.get(key, [0.0] * (end - t))
+            t = end
+        return out
+
+    def clear(self) -> None:
+        self._logprobs.clear()
+
+
+# ----------------------------------------------------------------------------
+# one rollout -> one TRL row
+# ----------------------------------------------------------------------------
+def episode_messages(episode: Episode) -> list[dict[str, Any]]:
+    """The completion part of an episode as OpenAI-style messages: per call an assistant
+    message with ``tool_calls`` (a malformed call: its text, markers and all) and the
+    ``tool`` message with the environment's text (its error text when the call failed)."""
+    messages: list[dict[str, Any]] = []
+    for event in episode.events:
+        if event.kind != CALL:
+            continue
+        if event.status == MALFORMED or event.tool is None:
+            messages.append({"role": "assistant", "content": event.raw_arguments or ""})
+            messages.append({"role": "tool", "content": event.error_text or MALFORMED_TEXT})
+            continue
+        messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": event.tool, "arguments": dict(event.arguments)}}]})
+        text = event.result if event.status == OK else event.error_text
+        tool_message = {"role": "tool", "name": event.tool, "content": text}
+        if event.signals:
+            tool_message["signals"] = dict(event.signals)
+        messages.append(tool_message)
+    return messages
+
+
+def outcome_reward(completions: Sequence[Any], outcome: Sequence[float], **kwargs: Any) -> list[float]:
+    """The environment's outcome (1.0: the chain completed), from the rollout's ``outcome`` key."""
+    return [float(o) for o in outcome]
+
+
+# ----------------------------------------------------------------------------
+# the rollout_func
+# ----------------------------------------------------------------------------
+class EnvRollout:
+    """TRL ``rollout_func`` playing episodes of one of our environments (see the module docstring).
+
+    Args:
+        env_factory: returns a fresh environment.
+        tasks: the tasks; `dataset()` gives one prompt per task.
+        gen_cfg: sampling settings (`GenConfig`; its temperature should be TRL's).
+        seed: seeds the sampling of each group, with the step and the group's position.
+        markers: the call markers (`CALL_MARKERS`).
+
+    Attributes:
+        history: one dict per call (one TRL generation batch): ``step``,
+            ``rollout/success_rate``, ``rollout/episodes_generated`` (cumulative),
+            ``perf/rollout_s``, ``span_mismatches``.
+        span_mismatches: rows whose marker spans differ from the rollout's call spans.
+    """
+
+    def __init__(self, env_factory: Callable[[], ToolEnv], tasks: Sequence[Task], gen_cfg: GenConfig | None = None,
+                 *, seed: int = 0, markers: tuple[str, str] = CALL_MARKERS):
+        self.env_factory = env_factory
+        self.gen_cfg = gen_cfg or GenConfig()
+        self.seed = seed
+        self.markers = markers
+        self.prompts: dict[str, Task] = {}
+        env = env_factory()
+        for task in tasks:
+            self.prompts[f"{task.task_id} : {env.reset(task)}"] = task
+        self.history: list[dict[str, Any]] = []
+        self.episodes_generated = 0
+        self.span_mismatches = 0
+        self.allowed: dict[tuple[int, ...], list] = {}
+        self._generator: MarkedCallGenerator | None = None
+        self._marker_ids: tuple[list[int], list[int]] | None = None
+
+    def dataset(self):
+        """A `datasets.Dataset` with one ``prompt`` per task."""
+        from datasets import Dataset
+
+        return Dataset.from_dict({"prompt": list(self.prompts)})
+
+    def _task(self, prompt: Any) -> Task:
+        try:
+            return self.prompts[prompt]
+        except (KeyError, TypeError):
+            raise ValueError(f"EnvRollout: prompt {str(prompt)[:60]!r} names none of its tasks; train on "
+                             "EnvRollout.dataset()") from None
+
+    def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list]:
+        import torch
+
+        from rlvp_dsl.spans import find_call_spans
+
+        t0 = time.perf_counter()
+        self.allowed.clear()
+        G = int(trainer.num_generations)
+        if len(prompts) % G:
+            raise ValueError(f"EnvRollout: {len(prompts)} prompts is not a whole number of groups of {G}")
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
+        if self._generator is None or self._generator.inner.model is not model:
+            self._generator = MarkedCallGenerator(model, tokenizer, self.markers)
+            self._marker_ids = tuple(encode(tokenizer, m) for m in self.markers)
+        gen = self._generator
+        step = int(trainer.state.global_step)
+        out: dict[str, list] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask",
+                                                 "rlvp_messages", "outcome", "task_id")}
+        was_training = model.training
+        model.eval()
+        try:
+            for g in range(len(prompts) // G):
+                group = prompts[g * G:(g + 1) * G]
+                task = self._task(group[0])
+                if any(p != group[0] for p in group):
+                    raise ValueError("EnvRollout: a group's prompts differ; TRL repeats each prompt "
+                                     "num_generations times in a row")
+                with torch.no_grad():
+                    rollouts = collect_group(gen, tokenizer, self.env_factory, task, G, self.gen_cfg,
+                                             seed=_seed_of(self.seed, step, g))
+                for r in rollouts:
+                    found = find_call_spans(r.completion_ids, *self._marker_ids, r.completion_mask)
+                    self.span_mismatches += int(found != [tuple(s) for s in r.call_spans])
+                    out["prompt_ids"].append(list(r.prompt_ids))
+                    out["completion_ids"].append(list(r.completion_ids))
+                    out["logprobs"].append(gen.logprobs_of(r))
+                    out["env_mask"].append(list(r.completion_mask))
+                    out["rlvp_messages"].append(episode_messages(r.episode))
+                    out["outcome"].append(float(r.outcome))
+                    out["task_id"].append(r.task_id)
+                    self.allowed[tuple(r.completion_ids)] = list(r.allowed_ids or [])
+        finally:
+            gen.clear()
+            model.train(was_training)
+        self.episodes_generated += len(out["outcome"])
+        self.history.append({
+            "step": step,
+            "rollout/success_rate": sum(out["outcome"]) / max(1, len(out["outcome"])),
+            "rollout/episodes_generated": self.episodes_generated,
+            "perf/rollout_s": time.perf_counter() - t0,
+            "span_mismatches": self.span_mismatches,
+        })
+        return out
+
+    def allowed_mask(self, completion_ids, completion_attention, vocab_size: int):
+        """``[B, T, V]`` bool: the ids the call mask allowed at each completion token of the
+        latest batch (all True on tool tokens, padding and unknown rows)."""
+        import torch
+
+        B, T = completion_ids.shape
+        allow = torch.ones(B, T, vocab_size, dtype=torch.bool)
+        lengths = completion_attention.sum(dim=1).tolist()
+        for i, (row, n) in enumerate(zip(completion_ids.tolist(), lengths)):
+            for t, ids in enumerate(self.allowed.get(tuple(row[:int(n)]), [])):
+                if ids is not None:
+                    allow[i, t] = False
+                    allow[i, t, list(ids)] = True
+        return allow.to(completion_ids.device)
+
+
+class ConstrainedLogprobsMixin:
+    """TRL's per-token log-probs renormalised over the ids the call mask allowed when each
+    token was sampled (the compact trainer's ``constrained_logprobs``): the ratio, the
+    gradient and the entropy are those of the policy that sampled."""
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                           compute_entropy=False, compute_aux_loss=False, **kwargs):
+        import torch
+
+        if not hasattr(self.rollout_func, "allowed_mask"):
+            raise TypeError("ConstrainedLogprobsMixin needs an EnvRollout as rollout_func (it knows the call mask)")
+        T = logits_to_keep
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, -T - 1:-1].float()  # (B, T, V)
+        logits = logits / self.temperature
+        allow = self.rollout_func.allowed_mask(input_ids[:, -T:], attention_mask[:, -T:], logits.shape[-1])
+        logsm = torch.log_softmax(logits.masked_fill(~allow, float("-inf")), dim=-1)  # (B, T, V)
+        logp = logsm.gather(-1, input_ids[:, -T:, None]).squeeze(-1)  # (B, T)
+        ent = None
+        if compute_entropy:
+            with torch.no_grad():
+                p = logsm.exp()
+                ent = -(p * torch.where(p > 0, logsm, torch.zeros_like(logsm))).sum(-1)
+        return logp, ent, None
+
+
+_SIGNAL_REWARD: list = []
+
+
+def signal_reward_class() -> type:
+    """`RlvpReward` that also reads the environment's signals from the ``signals`` key of the
+    tool messages (`episode_messages` writes it): ``stages_remaining`` reaches the rules, so a
+    ``progress`` rule fires.  A stopgap: `rlvp_dsl.episode_from_messages` ignores that key
+    today, so the stock `RlvpReward` scores these episodes without any signal."""
+    if not _SIGNAL_REWARD:
+        from rlvp_dsl.integrations.trl import RlvpReward, ScoredRow
+
+        class SignalRlvpReward(RlvpReward):
+            def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
+                row = super().read(prompt, completion, messages)
+                if messages is None or row.problem:
+                    return row
+                signals = [m.get("signals") for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
+                events = list(row.episode.events)
+                calls = [k for k, e in enumerate(events) if e.kind == CALL][row.first_call:]
+                for k, given in zip(calls, signals):  # one tool message per call, in order
+                    if given:
+                        events[k] = attrs.evolve(events[k], signals={**events[k].signals, **given})
+                return attrs.evolve(row, episode=attrs.evolve(row.episode, events=tuple(events)))
+
+        _SIGNAL_REWARD.append(SignalRlvpReward)
+    return _SIGNAL_REWARD[0]
