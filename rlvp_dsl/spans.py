@@ -61,8 +61,14 @@ def find_call_spans(ids: Sequence[int], open_ids: Sequence[int], close_ids: Sequ
         return t + k <= n and all(generated[t + j] and ids[t + j] == marker[j] for j in range(k))
 
     spans: list[Span] = []
+    ids = list(ids)
+    first = opener[0]
     t = 0
     while t < n:
+        try:
+            t = ids.index(first, t)  # jump to the next candidate opener (C speed)
+        except ValueError:
+            break
         if not at(t, opener):
             t += 1
             continue

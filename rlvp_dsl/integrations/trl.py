@@ -274,7 +274,9 @@ class RlvpAdvantageMixin:
         unmatched = 0
         for row, row_ids, row_mask in zip(rows, ids, masks, strict=True):
             found = find_call_spans(row_ids, *self._rlvp_markers, row_mask)
-            aligned = align_call_spans(row.episode, found, self._span_tools(row_ids, found), first_call=row.first_call)
+            agree = len(found) == len(row.episode.calls) - row.first_call  # then names are not needed
+            names = None if agree else self._span_tools(row_ids, found)
+            aligned = align_call_spans(row.episode, found, names, first_call=row.first_call)
             unmatched += aligned.inserted
             credits.append(self.rlvp_reward.credits(row, aligned.episode))
             spans.append(aligned.spans)

@@ -280,6 +280,7 @@ class _Slot:
     result: str = ""
     error_text: str = ""
     message: int | None = None
+    signals: dict = attrs.field(factory=dict)
 
 
 class EpisodeBuilder:
@@ -302,12 +303,15 @@ class EpisodeBuilder:
         (an assistant message's text and its calls were issued together)."""
         self._message = 0 if self._message is None else self._message + 1
 
-    def message(self, kind: str, text: str) -> None:
-        """Add a user or assistant turn; blank text adds nothing."""
+    def message(self, kind: str, text: str, signals: Mapping[str, Any] | None = None) -> None:
+        """Add a user or assistant turn; blank text without signals adds nothing.
+
+        `signals` are environment readings reported with the message (the task's starting
+        ``stages_remaining`` on the user turn)."""
         if kind not in (USER, ASSISTANT):
             raise ValueError(f"message kind must be user or assistant, got {kind!r}")
-        if text and text.strip():
-            self._items.append((kind, text, self._message))
+        if (text and text.strip()) or signals:
+            self._items.append((kind, text, self._message, dict(signals or {})))
 
     def call(
         self,
@@ -352,13 +356,15 @@ class EpisodeBuilder:
         self._items.append(slot)
         self._pending.append(slot)
 
-    def result(self, text: str, *, call_id: Any = None, records: Iterable[Any] = ()) -> bool:
+    def result(self, text: str, *, call_id: Any = None, records: Iterable[Any] = (),
+               signals: Mapping[str, Any] | None = None) -> bool:
         """Attach a tool result to its call.
 
         Args:
             text: the result text.
             call_id: the id of the call it answers; ``None`` matches by order.
             records: raw records whose flag fields signal an error (the tool message, an MCP result).
+            signals: environment readings reported with the result (``stages_remaining``).
 
         Returns:
             False when the result is an orphan (counted in ``orphan_results``): no
@@ -377,6 +383,7 @@ class EpisodeBuilder:
         self._pending.remove(slot)
         slot.answered = True
         slot.result = text
+        slot.signals = dict(signals or {})
         if self.error_signal.is_error(text, *records):
             slot.status = ERROR
             slot.error_text = text.strip()[:ERROR_TEXT_LIMIT]
@@ -391,7 +398,7 @@ class EpisodeBuilder:
         for item in self._items:
             index = len(out)
             if isinstance(item, tuple):
-                out.append(Event(index=index, kind=item[0], text=item[1], message=item[2]))
+                out.append(Event(index=index, kind=item[0], text=item[1], message=item[2], signals=item[3]))
                 continue
             status, error_text = item.status, item.error_text
             if item.problem:
@@ -414,6 +421,7 @@ class EpisodeBuilder:
                     # tag `user_side`, so rules can leave them out: `call not tag user_side`
                     tags=frozenset({USER_SIDE_TAG}) if item.requestor == "user" else frozenset(),
                     message=item.message,
+                    signals=item.signals,
                 )
             )
         return out

@@ -96,15 +96,18 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
         content = message.get("content")
         if not isinstance(content, _CONTENT_TYPES):
             raise ReaderError(file, where, "content", expected_got("text, a list of content parts or null", content))
+        signals = message.get("signals")
+        if signals is not None and not isinstance(signals, dict):
+            raise ReaderError(file, where, "signals", expected_got("an object of numeric signals", signals))
         if role in ("system", "developer"):
             meta.setdefault("policy", message_text(content))
         elif role == "user":
-            builder.message(USER, message_text(content))
+            builder.message(USER, message_text(content), signals)
         elif role == "assistant":
             _assistant(message, content, builder, file, where, call_markers)
         else:
             text, records = tool_result(content)
-            builder.result(text, call_id=message.get("tool_call_id"), records=[message, *records])
+            builder.result(text, call_id=message.get("tool_call_id"), records=[message, *records], signals=signals)
     return meta
 
 

@@ -126,3 +126,17 @@ def test_is_error_is_an_error_by_default():
         messages = [{"role": "assistant", "content": "", "tool_calls": [{"name": "get", "arguments": {}}]},
                     {"role": "tool", "content": "all good", flag: True}]
         assert episode_from_messages(messages).calls[0].status == ERROR
+
+
+def test_signals_travel_on_messages():
+    """A tool message's `signals` reach its call; a user message's set the starting value; a bad one is named."""
+    messages = [{"role": "user", "content": "go", "signals": {"stages_remaining": 2}},
+                {"role": "assistant", "content": "", "tool_calls": [{"name": "fetch", "arguments": {}}]},
+                {"role": "tool", "content": "ok", "signals": {"stages_remaining": 1}}]
+    episode = episode_from_messages(messages)
+    assert episode.events[0].signals == {"stages_remaining": 2}
+    assert episode.calls[0].signals == {"stages_remaining": 1}
+    credits = loads("progress p (+1) { signal stages_remaining decreasing }").score(episode)
+    assert [(c.event_index, c.value) for c in credits] == [(1, 1.0)]
+    with pytest.raises(ReaderError, match=r"messages\[2\].*'signals'"):
+        episode_from_messages(messages[:2] + [{"role": "tool", "content": "ok", "signals": [1]}])
