@@ -2,18 +2,16 @@
 
     python benchmarks/trl_chain4.py --seeds 3                 # 60 steps per run, 2 runs in parallel
     python benchmarks/trl_chain4.py --seeds 3 --steps 80 --config examples/chain4_calibrated.toml
-    python benchmarks/trl_chain4.py --seeds 2 --methods grpo,rlvp,rlvp_nosignals
+    python benchmarks/trl_chain4.py --seeds 2 --methods rlvp
 
 Every run is TRL's `GRPOTrainer` in ``rollout_func`` mode (`trainer.trl_rollout`): the embedded
 tiny model with a LoRA adapter plays chain-4 episodes itself, 4 tasks x 8 episodes per step,
 log-probs renormalised over the call mask in both trainers.  Methods:
 
 * ``grpo`` -- ``GRPOTrainer(reward_funcs=[outcome_reward])``;
-* ``rlvp`` -- ``RlvpGRPOTrainer(reward_funcs=[outcome_reward, RlvpReward(rules)])``, token mode,
-  the reward reading the environment's signals from the tool messages
-  (`trainer.trl_rollout.signal_reward_class`);
-* ``rlvp_nosignals`` -- the same with the stock `RlvpReward`, which sees no signals (a
-  ``progress`` rule never fires).
+* ``rlvp`` -- ``RlvpGRPOTrainer(reward_funcs=[outcome_reward, RlvpReward(rules)])``, token mode:
+  the stock reward, reading the environment's signals and failed calls from the messages
+  the rollout writes (`trainer.trl_rollout.episode_messages`).
 
 Printed, mean +- population std over seeds: episodes to 50 % (cumulative episodes when the
 trailing mean success of 3 steps first reaches 0.5, `trainer.metrics.episodes_to_success`;
@@ -38,9 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 METHODS = {
-    "grpo": ("grpo", False, "TRL GRPOTrainer (outcome only)"),
-    "rlvp": ("rlvp", True, "TRL + rlvp token credit"),
-    "rlvp_nosignals": ("rlvp", False, "TRL + rlvp, stock RlvpReward (no env signals)"),
+    "grpo": ("grpo", "TRL GRPOTrainer (outcome only)"),
+    "rlvp": ("rlvp", "TRL + rlvp token credit"),
 }
 OVERHEAD_BAR = 1.0  # % of a TRL step
 
@@ -66,8 +63,8 @@ def _methods(text: str) -> list[str]:
 def _run(method: str, cfg, steps: int, out: str, rules: str | None):
     from trainer.trl_runs import train_and_summarise
 
-    kind, signals, _ = METHODS[method]
-    result = train_and_summarise(kind, cfg, steps, out, rules=rules, signals=signals, threads=1)
+    kind, _ = METHODS[method]
+    result = train_and_summarise(kind, cfg, steps, out, rules=rules, threads=1)
     result["method"] = method
     return result
 
@@ -149,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         runs = [results[m][s]["summary"] for s in seeds]
         is_rlvp = METHODS[m][0] == "rlvp"
         lines.append(
-            f"| {METHODS[m][2]} | {_stat([r['episodes_to_threshold'] for r in runs])} | "
+            f"| {METHODS[m][1]} | {_stat([r['episodes_to_threshold'] for r in runs])} | "
             f"{_stat([r['frac_dead_groups'] for r in runs], 0, 100, ' %')} | "
             f"{_stat([r['final_success'] for r in runs], 2)} | {_stat([r['s_per_step'] for r in runs], 2)} | "
             + (f"{_stat([r['rlvp_s_per_step'] for r in runs], 1, 1000)} | {_stat([r['rlvp_pct'] for r in runs], 2)} |"

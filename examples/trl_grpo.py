@@ -12,9 +12,10 @@ goes in with ``env_mask`` 0, and each call is written ``<tool_call> fetch k0 </t
 
 * stock:  ``GRPOTrainer(reward_funcs=[outcome_reward])`` -- the chain's 0/1 outcome only;
 * rlvp:   ``RlvpGRPOTrainer(reward_funcs=[outcome_reward, RlvpReward(rules, mode="token",
-  error_signal=ENV_ERRORS, call_markers=CALL_MARKERS)])`` -- each call's rule credit on
-  exactly that call's tokens (rules: the config's ``rules``; the reward also reads the
-  environment's ``stages_remaining`` from the tool messages, `--no-signals`: it does not).
+  call_markers=CALL_MARKERS)])`` -- each call's rule credit on exactly that call's tokens
+  (rules: the config's ``rules``).  The stock reward reads the environment's signals
+  (``stages_remaining``) from the messages and a failed call from ``"error": true`` on its
+  tool message, both written by the rollout.
 
 Both use `trainer.trl_rollout.ConstrainedLogprobsMixin` (log-probs renormalised over the call
 mask, the config's ``constrained_logprobs``, as the compact trainer does).  Printed: dead groups
@@ -67,8 +68,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} steps each (unless --steps is given)")
     ap.add_argument("--config", default="examples/chain4.toml", help="training config (default examples/chain4.toml)")
     ap.add_argument("--rules", help="rule file for rlvp (default: the config's rules)")
-    ap.add_argument("--no-signals", action="store_true",
-                    help="rlvp with the stock RlvpReward, which reads no environment signals")
     ap.add_argument("--out", default="runs/trl_grpo", help="TRL's output_dir (nothing is saved there by default)")
     return ap.parse_args(argv)
 
@@ -126,8 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     for method in ("grpo", "rlvp"):
         t0 = time.perf_counter()
         try:
-            run = build_trl_run(method, cfg, steps=steps, out_dir=str(Path(args.out) / method), rules=args.rules,
-                                signals=not args.no_signals)
+            run = build_trl_run(method, cfg, steps=steps, out_dir=str(Path(args.out) / method), rules=args.rules)
         except (ValueError, RuleError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1

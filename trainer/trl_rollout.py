@@ -2,8 +2,8 @@
 model `GRPOTrainer` is training, handed to TRL with what rlvp needs to credit each call.
 
     rollout = EnvRollout(env_factory, tasks, GenConfig())
-    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome_reward, RlvpReward(rules, error_signal=ENV_ERRORS,
-                              call_markers=CALL_MARKERS)], rollout_func=rollout, train_dataset=rollout.dataset(), ...)
+    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome_reward, RlvpReward(rules, call_markers=CALL_MARKERS)],
+                              rollout_func=rollout, train_dataset=rollout.dataset(), ...)
 
 (`trainer.trl_runs.build_trl_run` builds all of it from a training config.)  How an episode
 gets to TRL (`EnvRollout.__call__(prompts, trainer)`):
@@ -23,14 +23,17 @@ gets to TRL (`EnvRollout.__call__(prompts, trainer)`):
    TRL passes to reward functions as keyword arguments: ``outcome`` (the environment's 0/1,
    `outcome_reward` returns it) and ``rlvp_messages`` (`episode_messages`).
 
-Three things TRL does not know about our environments, and what this module does about them:
+What the stock `RlvpReward` needs from these messages, and where it is:
 
-* **Error texts.**  Our environments answer a failed call with ``error ...`` text, which TRL's
-  ``{'error': ...}`` signal reads as success: pass ``error_signal=ENV_ERRORS``.
-* **Signals.**  `rlvp_dsl.episode_from_messages` carries no environment signals, so a rule on
-  ``stages_remaining`` (``progress``) never fires through the stock `RlvpReward`.
-  `episode_messages` writes each call's signals under a ``signals`` key of its tool message and
-  `signal_reward_class` (an `RlvpReward`) reads them back -- a stopgap until the reader does.
+* **Errors.**  Our environments answer a failed call with ``error ...`` text, which TRL's
+  ``{'error': ...}`` signal would read as success; `episode_messages` marks the tool message
+  of every failed call ``"error": true``, an error under every chat signal (``trl`` included),
+  so the default ``error_signal`` serves.
+* **Signals.**  `episode_messages` writes each call's signals (``stages_remaining``) under the
+  ``signals`` key of its tool message, and `EnvRollout.dataset` puts the environment's
+  signals before any call on the task's user message (the prompt, ``[{"role": "user",
+  "content": ..., "signals": {...}}]``), as the compact rollout puts them on the task's
+  ``user`` event; `rlvp_dsl.episode_from_messages` reads both, so a ``progress`` rule fires.
 * **The call mask.**  TRL's loss uses full-softmax log-probs; under them a random tiny policy
   sampled under the mask barely learns (forced tokens such as the markers and the EOS carry
   gradient, and so do ids the sampler could never pick).  `ConstrainedLogprobsMixin`
@@ -45,10 +48,8 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-import attrs
-
 from rlvp_dsl.events import CALL, MALFORMED, OK, Episode
-from rlvp_dsl.readers import HERMES_MARKERS, ErrorSignal
+from rlvp_dsl.readers import HERMES_MARKERS
 from trainer.envs.base import Task, ToolEnv
 from trainer.generation import CallTrie, GenConfig, as_generator
 from trainer.rollout import MALFORMED_TEXT, collect_group
@@ -57,9 +58,6 @@ from trainer.types import Rollout
 
 #: The markers every call is written between (Hermes/Qwen's, TRL's default parser's).
 CALL_MARKERS: tuple[str, str] = HERMES_MARKERS
-#: How our environments (trainer/envs) write a failed call: ``error bad token k1``,
-#: ``error fetch cannot run now``, ``error unknown tool x``, ``error malformed call``.
-ENV_ERRORS = ErrorSignal(prefixes=("error",))
 
 
 def _seed_of(*parts: int) -> int:
@@ -142,23 +140,37 @@ class MarkedCallGenerator:
 def episode_messages(episode: Episode) -> list[dict[str, Any]]:
     """The completion part of an episode as OpenAI-style messages: per call an assistant
     message with ``tool_calls`` (a malformed call: its text, markers and all) and the
-    ``tool`` message with the environment's text (its error text when the call failed)."""
+    ``tool`` message with the environment's text -- for a failed call its error text and
+    ``"error": True`` (our error texts are ``error ...``, which no chat signal reads), and
+    the call's signals under ``signals``."""
     messages: list[dict[str, Any]] = []
     for event in episode.events:
         if event.kind != CALL:
             continue
         if event.status == MALFORMED or event.tool is None:
             messages.append({"role": "assistant", "content": event.raw_arguments or ""})
-            messages.append({"role": "tool", "content": event.error_text or MALFORMED_TEXT})
+            messages.append({"role": "tool", "content": event.error_text or MALFORMED_TEXT, "error": True})
             continue
         messages.append({"role": "assistant", "content": "", "tool_calls": [
             {"type": "function", "function": {"name": event.tool, "arguments": dict(event.arguments)}}]})
-        text = event.result if event.status == OK else event.error_text
-        tool_message = {"role": "tool", "name": event.tool, "content": text}
+        ok = event.status == OK
+        tool_message: dict[str, Any] = {"role": "tool", "name": event.tool,
+                                        "content": event.result if ok else event.error_text}
+        if not ok:
+            tool_message["error"] = True
         if event.signals:
             tool_message["signals"] = dict(event.signals)
         messages.append(tool_message)
     return messages
+
+
+def task_message(text: str, signals: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The task's user message: its text and the environment's signals before any call
+    (the compact rollout's ``user`` event; a ``progress`` rule's starting value)."""
+    message: dict[str, Any] = {"role": "user", "content": text}
+    if signals:
+        message["signals"] = dict(signals)
+    return message
 
 
 def outcome_reward(completions: Sequence[Any], outcome: Sequence[float], **kwargs: Any) -> list[float]:
@@ -174,7 +186,8 @@ class EnvRollout:
 
     Args:
         env_factory: returns a fresh environment.
-        tasks: the tasks; `dataset()` gives one prompt per task.
+        tasks: the tasks; `dataset()` gives one prompt per task: its user message (`task_message`,
+            with the environment's initial signals), the text being the key of `prompts`.
         gen_cfg: sampling settings (`GenConfig`; its temperature should be TRL's).
         seed: seeds the sampling of each group, with the step and the group's position.
         markers: the call markers (`CALL_MARKERS`).
@@ -193,9 +206,13 @@ class EnvRollout:
         self.seed = seed
         self.markers = markers
         self.prompts: dict[str, Task] = {}
+        self.initial_signals: dict[str, dict[str, Any]] = {}
         env = env_factory()
+        initial = getattr(env, "initial_signals", None)
         for task in tasks:
-            self.prompts[f"{task.task_id} : {env.reset(task)}"] = task
+            text = f"{task.task_id} : {env.reset(task)}"
+            self.prompts[text] = task
+            self.initial_signals[text] = dict(initial()) if initial is not None else {}
         self.history: list[dict[str, Any]] = []
         self.episodes_generated = 0
         self.span_mismatches = 0
@@ -204,12 +221,17 @@ class EnvRollout:
         self._marker_ids: tuple[list[int], list[int]] | None = None
 
     def dataset(self):
-        """A `datasets.Dataset` with one ``prompt`` per task."""
+        """A `datasets.Dataset` with one ``prompt`` per task: a conversation of the task's user
+        message (`task_message`), so the stock `RlvpReward` reads the initial signals too."""
         from datasets import Dataset
 
-        return Dataset.from_dict({"prompt": list(self.prompts)})
+        return Dataset.from_dict({"prompt": [[task_message(text, self.initial_signals[text])]
+                                             for text in self.prompts]})
 
     def _task(self, prompt: Any) -> Task:
+        if isinstance(prompt, list):  # a conversation: the task is its (last) user message
+            users = [m.get("content") for m in prompt if isinstance(m, dict) and m.get("role") == "user"]
+            prompt = users[-1] if users else None
         try:
             return self.prompts[prompt]
         except (KeyError, TypeError):
@@ -310,31 +332,3 @@ class ConstrainedLogprobsMixin:
                 p = logsm.exp()
                 ent = -(p * torch.where(p > 0, logsm, torch.zeros_like(logsm))).sum(-1)
         return logp, ent, None
-
-
-_SIGNAL_REWARD: list = []
-
-
-def signal_reward_class() -> type:
-    """`RlvpReward` that also reads the environment's signals from the ``signals`` key of the
-    tool messages (`episode_messages` writes it): ``stages_remaining`` reaches the rules, so a
-    ``progress`` rule fires.  A stopgap: `rlvp_dsl.episode_from_messages` ignores that key
-    today, so the stock `RlvpReward` scores these episodes without any signal."""
-    if not _SIGNAL_REWARD:
-        from rlvp_dsl.integrations.trl import RlvpReward, ScoredRow
-
-        class SignalRlvpReward(RlvpReward):
-            def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
-                row = super().read(prompt, completion, messages)
-                if messages is None or row.problem:
-                    return row
-                signals = [m.get("signals") for m in messages if isinstance(m, dict) and m.get("role") == "tool"]
-                events = list(row.episode.events)
-                calls = [k for k, e in enumerate(events) if e.kind == CALL][row.first_call:]
-                for k, given in zip(calls, signals):  # one tool message per call, in order
-                    if given:
-                        events[k] = attrs.evolve(events[k], signals={**events[k].signals, **given})
-                return attrs.evolve(row, episode=attrs.evolve(row.episode, events=tuple(events)))
-
-        _SIGNAL_REWARD.append(SignalRlvpReward)
-    return _SIGNAL_REWARD[0]

@@ -19,8 +19,9 @@ What carries over from the config, and what cannot (TRL's own choices):
 3. ``constrained_logprobs`` -> `trainer.trl_rollout.ConstrainedLogprobsMixin` on both trainers.
 4. LoRA: no adapter on ``lm_head`` (TRL's fused log-prob head reads ``lm_head.weight`` and
    refuses one); the final norm is trained instead (`tiny_policy`).
-5. rlvp: `RlvpReward` in token mode with ``process_weight`` and the method ``rlvp`` annealing
-   schedule (`process_schedule`).
+5. rlvp: the stock `RlvpReward` in token mode with ``process_weight`` and the method ``rlvp``
+   annealing schedule (`process_schedule`); it reads the environment's signals and errors
+   from the messages `EnvRollout` writes (`trainer.trl_rollout`).
 6. Unlike the compact trainer, TRL makes an optimiser step on a dead batch too.
 
 Importing this module imports neither torch nor trl (`build_trl_run` imports both).
@@ -36,8 +37,7 @@ import attrs
 from trainer.envs.base import ToolEnv
 from trainer.generation import GenConfig
 from trainer.rollout import prompt_words
-from trainer.trl_rollout import (CALL_MARKERS, ENV_ERRORS, ConstrainedLogprobsMixin, EnvRollout, outcome_reward,
-                                 signal_reward_class)
+from trainer.trl_rollout import CALL_MARKERS, ConstrainedLogprobsMixin, EnvRollout, outcome_reward
 
 #: The compact trainer's ``loss_type`` -> TRL's.
 TRL_LOSS_TYPES = {"token_mean": "dapo", "seq_mean": "grpo", "constant": "dr_grpo"}
@@ -178,14 +178,12 @@ def trainer_classes(constrained: bool = True) -> tuple[type, type]:
 
 
 def build_trl_run(method: str, cfg: Any, *, steps: int, out_dir: str, rules: str | None = None,
-                  threads: int | None = None, signals: bool = True) -> TrlRun:
+                  threads: int | None = None) -> TrlRun:
     """A TRL run of `cfg` (`trainer.config.TrainConfig`): the tiny policy with its LoRA adapter,
     `EnvRollout` on ``cfg.env`` with tasks drawn from ``cfg.seed``, and TRL's `GRPOTrainer`
     (``grpo``: reward = outcome) or `RlvpGRPOTrainer` (``rlvp``: outcome +
     `RlvpReward(rules, mode="token")`, default ``cfg.rules``, the schedule of
     `process_schedule`), with `ConstrainedLogprobsMixin` when ``cfg.constrained_logprobs``.
-    `signals`: the reward reads the environment's signals too (`signal_reward_class`);
-    False: the stock `RlvpReward`, which sees none.
     Seconds spent inside rlvp (`RlvpReward.__call__`, `RlvpGRPOTrainer.rlvp_advantages`)
     are recorded in `TrlRun.rlvp_s`.
 
@@ -216,7 +214,7 @@ def build_trl_run(method: str, cfg: Any, *, steps: int, out_dir: str, rules: str
     if method == "grpo":
         trainer = grpo_cls(reward_funcs=[outcome_reward], **common)
     else:
-        class TimedRlvpReward(signal_reward_class() if signals else RlvpReward):
+        class TimedRlvpReward(RlvpReward):
             def __call__(self, *args: Any, **kwargs: Any) -> list[float]:
                 t0 = time.perf_counter()
                 try:
@@ -225,7 +223,7 @@ def build_trl_run(method: str, cfg: Any, *, steps: int, out_dir: str, rules: str
                     rlvp_s.append(time.perf_counter() - t0)
 
         reward = TimedRlvpReward(rules or cfg.rules, mode="token", process_weight=cfg.process_weight,
-                                 error_signal=ENV_ERRORS, call_markers=CALL_MARKERS)
+                                 call_markers=CALL_MARKERS)
         trainer = rlvp_cls(reward_funcs=[outcome_reward, reward], process_schedule=process_schedule(cfg), **common)
         advantages = trainer.rlvp_advantages
 
@@ -259,7 +257,7 @@ def quiet_libraries() -> None:
 
 
 def train_and_summarise(method: str, cfg: Any, steps: int, out_dir: str, rules: str | None = None,
-                        signals: bool = True, threads: int | None = None) -> dict[str, Any]:
+                        threads: int | None = None) -> dict[str, Any]:
     """Build (`build_trl_run`), train, and return ``{"method", "seed", "summary", "success"}``
     (`TrlRun.summary`, the success rate per step).  TRL's stdout is swallowed.  Picklable:
     the benchmark runs it in worker processes."""
@@ -267,7 +265,7 @@ def train_and_summarise(method: str, cfg: Any, steps: int, out_dir: str, rules: 
     import io
 
     quiet_libraries()
-    run = build_trl_run(method, cfg, steps=steps, out_dir=out_dir, rules=rules, threads=threads, signals=signals)
+    run = build_trl_run(method, cfg, steps=steps, out_dir=out_dir, rules=rules, threads=threads)
     with contextlib.redirect_stdout(io.StringIO()):
         run.trainer.train()
     return {"method": method, "seed": cfg.seed, "summary": run.summary(cfg.success_threshold, cfg.success_window),
