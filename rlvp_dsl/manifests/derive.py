@@ -64,7 +64,7 @@ class DeriveWeights:
     repeat_error: float = attrs.field(default=-0.1, validator=_negative)
     """Per call that repeats an errored call unchanged (no state change between)."""
 
-    errored_call: float = attrs.field(default=-0.05, validator=_negative)
+    errored_call: float = attrs.field(default=-0.1, validator=_negative)
     """Per call whose result is an error; small, since exploring can legitimately fail."""
 
     blind_destructive: float = attrs.field(default=-0.2, validator=_negative)
@@ -77,9 +77,11 @@ class DeriveWeights:
     verify_expire: float = attrs.field(default=-0.1, validator=_negative)
     """Penalty where a write is left unverified at its deadline."""
 
-    progress: float = attrs.field(default=0.5, validator=_positive)
+    progress: float = attrs.field(default=1.0, validator=_positive)
     """Credit per new best value of a declared progress signal (a stage done): the
     positive counterweight that keeps a rule set of penalties from rewarding inaction.
+    As large as the outcome, like the hand-written chain rules' +1 per stage: the
+    environment itself vouches for each level (docs/results.md, "derived rules").
     Paid once per level reached (returning to an old value earns nothing), so it
     cannot be farmed."""
 

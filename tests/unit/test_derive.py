@@ -207,7 +207,8 @@ def test_derived_chain_rules_never_penalise_a_perfect_episode():
     program = loads(derive_text(load_manifest("examples/manifests/chain4_tools.json")))
     credits = program.score(_chain_episode())
     assert [c for c in credits if c.value < 0] == []
-    assert sum(c.value for c in credits if c.rule == "progress_stages_remaining") == pytest.approx(4 * 0.5)
+    assert sum(c.value for c in credits if c.rule == "progress_stages_remaining") == pytest.approx(
+        4 * DeriveWeights().progress)
 
 
 def test_the_chain_manifest_declares_its_progress_signal():
