@@ -32,6 +32,14 @@ class Universe:
         self.messages = frozenset({(USER, None, OK), (ASSISTANT, None, OK)})
         self.calls = frozenset((CALL, t, s) for t in self.tool_names for s in STATUSES)
         self.all = self.messages | self.calls
+        # Atoms that test only a status, a tag, an argument name or a text field give the same set
+        # every time, and so does an `and` of such sets: each is built once (not once per atom of
+        # every rule: 10,000 tools x 10,000 rules), while the sets kept hold at most _MEMO_BUDGET
+        # classes in all (past it they are built each time again: memory stays bounded).
+        self._memo: dict[tuple, frozenset[EventClass]] = {}
+        self._memo_size = 0
+        self._by_param: dict[str, list[str]] | None = None
+        self._shared: dict[int, frozenset[EventClass]] = {id(x): x for x in (self.all, self.calls, self.messages)}
 
     def calls_of(self, tools, statuses=STATUSES) -> frozenset[EventClass]:
         return frozenset((CALL, t, s) for t in tools for s in statuses)
@@ -42,15 +50,23 @@ class Universe:
 
     def _atom(self, node, kids: list[frozenset]) -> frozenset[EventClass]:
         if isinstance(node, ast.And):
-            out = self.all
-            for k in kids:
-                out = out & k
-            return out
+            shared = sorted({id(k) for k in kids if id(k) in self._shared and k is not self.all})
+            own = [k for k in kids if id(k) not in self._shared]
+            if len(shared) > 1:
+                key = ("and", *shared)
+                found = self._memo.get(key)
+                if found is None:
+                    found = self._keep(key, _intersect([self._shared[i] for i in shared]))
+                own.append(found)
+            elif shared:
+                own.append(self._shared[shared[0]])
+            return _intersect(own) if own else self.all
         if isinstance(node, ast.Or):
-            out: frozenset = frozenset()
-            for k in kids:
-                out = out | k
-            return out
+            if kids and all(id(k) in self._shared for k in kids):
+                key = ("or", *sorted({id(k) for k in kids}))
+                found = self._memo.get(key)
+                return found if found is not None else self._keep(key, frozenset().union(*kids))
+            return frozenset().union(*kids)
         if isinstance(node, (ast.Not, ast.Seen, ast.HasBinding)):
             return self.all
         if isinstance(node, ast.Const):
@@ -61,6 +77,43 @@ class Universe:
             return self.calls_of([t.text for t in node.tools if t.text in self.tools])
         if isinstance(node, ast.KindAtom):
             return frozenset({(node.kind, None, OK)})
+        key = self._memo_key(node)
+        if key is None:
+            raise TypeError(f"not a condition node: {node!r}")
+        found = self._memo.get(key)
+        return found if found is not None else self._keep(key, self._shared_atom(node))
+
+    def _params(self) -> dict[str, list[str]]:
+        """Parameter name -> the declared tools whose parameter list holds it (built once)."""
+        if self._by_param is None:
+            self._by_param = {}
+            for t in self.tool_names[:-1]:
+                for p in dict.fromkeys(self.tools[t].params or ()):
+                    self._by_param.setdefault(p, []).append(t)
+        return self._by_param
+
+    def _keep(self, key: tuple, value: frozenset[EventClass]) -> frozenset[EventClass]:
+        """`value`, memoised under `key` while the budget lasts."""
+        if self._memo_size + len(value) <= _MEMO_BUDGET:
+            self._memo[key] = value
+            self._memo_size += len(value)
+            self._shared[id(value)] = value  # kept alive by the memo, so its id stays its own
+        return value
+
+    def _memo_key(self, node) -> tuple | None:
+        if isinstance(node, ast.TagAtom):
+            return ("tag", node.tag.text)
+        if isinstance(node, ast.StatusAtom):
+            return ("status", node.status)
+        if isinstance(node, ast.TextTest):
+            return ("text", node.field)
+        if isinstance(node, ast.ArgTest):  # one set for every name no declared parameter list holds
+            return ("arg", node.arg.text) if node.arg.text in self._params() else ("arg",)
+        if isinstance(node, ast.SignalTest):
+            return ("signal",)
+        return None
+
+    def _shared_atom(self, node) -> frozenset[EventClass]:
         if isinstance(node, ast.TagAtom):
             tagged = [t for t in self.tools if node.tag.text in self.tools[t].tags]
             return self.calls_of(tagged + [UNKNOWN])
@@ -73,13 +126,25 @@ class Universe:
             if node.field == "error_text":
                 return self.calls_of(self.tool_names, (ERROR, MALFORMED))
             return self.calls
-        if isinstance(node, ast.ArgTest):
-            tools = [t for t in self.tool_names if t == UNKNOWN or self.tools[t].params is None
-                     or node.arg.text in self.tools[t].params]
-            return self.calls_of(tools, (OK, ERROR, NO_RESULT))
-        if isinstance(node, ast.SignalTest):
-            return self.calls
-        raise TypeError(f"not a condition node: {node!r}")
+        if isinstance(node, ast.ArgTest):  # the tools without a parameter list, and those that take it
+            untyped = [t for t in self.tool_names if t == UNKNOWN or self.tools[t].params is None]
+            return self.calls_of(untyped + self._params().get(node.arg.text, []), (OK, ERROR, NO_RESULT))
+        return self.calls  # ast.SignalTest
+
+
+#: The most event classes `Universe` keeps in memoised sets (about 100 MB).
+_MEMO_BUDGET = 1_000_000
+
+
+def _intersect(sets: list[frozenset]) -> frozenset:
+    """The intersection, smallest set first (each `&` then costs the size of the result so far)."""
+    sets = sorted(sets, key=len)
+    out = sets[0]
+    for k in sets[1:]:
+        if not out:
+            break
+        out = out & k
+    return out
 
 
 def tools_of(classes: frozenset[EventClass]) -> set[str]:
@@ -88,7 +153,7 @@ def tools_of(classes: frozenset[EventClass]) -> set[str]:
 
 
 def has_unknown(classes: frozenset[EventClass]) -> bool:
-    return any(t == UNKNOWN for _, t, _ in classes)
+    return any((CALL, UNKNOWN, s) in classes for s in STATUSES)
 
 
 walk = ast.walk

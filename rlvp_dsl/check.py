@@ -17,8 +17,8 @@ from typing import Iterable, Mapping
 
 from . import ast
 from .analysis import Universe, has_unknown, tools_of, walk
-from .diagnostics import WARNING, Diagnostic, did_you_mean
-from .events import USER
+from .diagnostics import WARNING, Diagnostic, did_you_mean, quoted
+from .events import OK, USER
 from .ir import ObligationRule, ProgressRule, RuleSet, RuleTest, ViolationRule
 from .manifests import Manifest
 from .source import Span
@@ -41,9 +41,11 @@ class _Checker:
         self.diagnostics: list[Diagnostic] = []
         self.tools: dict[str, ToolSpec] = {}
         self.consts: dict[str, tuple[float, Span]] = {}
+        self.errors = 0  # the errors among the diagnostics (counted, not recounted per rule)
 
     def error(self, code: str, message: str, span: Span, help: str = "") -> None:
         self.diagnostics.append(Diagnostic(code, message, span, help))
+        self.errors += 1
 
     def warn(self, code: str, message: str, span: Span, help: str = "") -> None:
         self.diagnostics.append(Diagnostic(code, message, span, help, WARNING))
@@ -76,8 +78,8 @@ class _Checker:
             self.tools[tool.name] = tool
             return
         if old.target and tool.target and old.target != tool.target:
-            self.error("RV203", f"tool '{tool.name}' declared with target '{tool.target}', "
-                       f"but earlier with target '{old.target}' (at {old.span.location})", tool.span,
+            self.error("RV203", f"tool {quoted(tool.name)} declared with target {quoted(tool.target)}, "
+                       f"but earlier with target {quoted(old.target)} (at {old.span.location})", tool.span,
                        "a tool has one target; remove one of the declarations")
             return
         params = old.params if tool.params is None else (
@@ -90,7 +92,7 @@ class _Checker:
         for _, item in self.items(ast.ConstDecl):
             name = item.name.text
             if name in self.consts:
-                self.error("RV203", f"constant '{name}' is defined twice (first at {self.consts[name][1].location})",
+                self.error("RV203", f"constant {quoted(name)} is defined twice (first at {self.consts[name][1].location})",
                            item.name.span, "rename one of them")
                 continue
             self.consts[name] = (item.value, item.name.span)
@@ -100,7 +102,7 @@ class _Checker:
             return w.value
         if w.const.text in self.consts:
             return self.consts[w.const.text][0]
-        self.error("RV207", f"unknown constant '{w.const.text}'", w.const.span,
+        self.error("RV207", f"unknown constant {quoted(w.const.text)}", w.const.span,
                    did_you_mean(w.const.text, self.consts) or "define it with `const NAME = -0.5`")
         return None
 
@@ -121,20 +123,19 @@ class _Checker:
 
     # ---- 3. names inside conditions -----------------------------------
     def check_expr(self, expr: ast.Expr) -> None:
-        declared_tags = set().union(*(t.tags for t in self.tools.values()))
-        known_tags = declared_tags | BUILTIN_TAGS
+        declared_tags, known_tags = self.declared_tags, self.known_tags
         for node in walk(expr):
             if isinstance(node, ast.CallAtom):
                 for name in node.tools:
                     if name.text not in self.tools:
                         hint = did_you_mean(name.text, self.tools) or (
                             "declare it with `tool NAME : TAGS` or `tools from \"manifest.json\"`")
-                        self.error("RV201", f"unknown tool '{name.text}'", name.span, hint)
+                        self.error("RV201", f"unknown tool {quoted(name.text)}", name.span, hint)
             elif isinstance(node, ast.TagAtom):
                 if node.tag.text not in known_tags:
                     hint = did_you_mean(node.tag.text, known_tags) or (
                         f"no declared tool carries it; declared tags: {', '.join(sorted(declared_tags)) or 'none'}")
-                    self.error("RV202", f"unknown tag '{node.tag.text}'", node.tag.span, hint)
+                    self.error("RV202", f"unknown tag {quoted(node.tag.text)}", node.tag.span, hint)
             elif isinstance(node, (ast.TextTest, ast.ArgTest)) and node.op == "matches":
                 self.check_regex(node)
             elif isinstance(node, ast.And):
@@ -165,7 +166,7 @@ class _Checker:
         for item in node.items:
             if isinstance(item, ast.ArgTest) and not any(item.arg.text in t.params for t in tools):
                 names = ", ".join(sorted(t.name for t in tools))
-                self.error("RV205", f"argument '{item.arg.text}' is not a parameter of any tool this condition "
+                self.error("RV205", f"argument {quoted(item.arg.text)} is not a parameter of any tool this condition "
                            f"can match ({names})", item.arg.span,
                            did_you_mean(item.arg.text, {p for t in tools for p in t.params}))
 
@@ -181,7 +182,7 @@ class _Checker:
                 return False
             return True
         if tools and all(t.params is not None for t in tools) and not any(binding.arg.text in t.params for t in tools):
-            self.error(code, f"argument '{binding.arg.text}' is not bound by {where}: none of its tools "
+            self.error(code, f"argument {quoted(binding.arg.text)} is not bound by {where}: none of its tools "
                        f"({', '.join(sorted(t.name for t in tools))}) takes it", binding.span,
                        did_you_mean(binding.arg.text, {p for t in tools for p in t.params}))
             return False
@@ -191,18 +192,18 @@ class _Checker:
     errors_before_rule = 0
 
     def rule_has_errors(self) -> bool:
-        return sum(d.severity != WARNING for d in self.diagnostics) > self.errors_before_rule
+        return self.errors > self.errors_before_rule
 
     def lands_on_calls(self, name: str, what: str, expr: ast.Expr, span: Span) -> None:
-        if any(kind == USER for kind, _, _ in self.universe.possible(expr)):
-            self.error("RV208", f"rule '{name}' could give credit to a user message ({what} matches user turns)",
+        if (USER, None, OK) in self.universe.possible(expr):  # the one class of user messages
+            self.error("RV208", f"rule {quoted(name)} could give credit to a user message ({what} matches user turns)",
                        span, "credit lands only on tool calls and assistant turns: add `call` or `assistant`")
 
     def never_fires(self, name: str, expr: ast.Expr, span: Span) -> bool:
         if self.rule_has_errors():
             return False  # an unknown tool or tag already explains it
         if not self.universe.possible(expr):
-            self.warn("RV210", f"rule '{name}' can never fire: no event satisfies its condition", span,
+            self.warn("RV210", f"rule {quoted(name)} can never fire: no event satisfies its condition", span,
                       "check the tool names, tags and statuses it combines with `and`")
             return True
         return False
@@ -211,17 +212,20 @@ class _Checker:
     def run(self) -> RuleSet | None:
         self.collect_tools()
         self.universe = Universe(self.tools)
+        # the tool table is final here: its tags once, not once per condition (10,000 tools, 10,000 rules)
+        self.declared_tags = set().union(*(t.tags for t in self.tools.values()))
+        self.known_tags = self.declared_tags | BUILTIN_TAGS
         self.collect_consts()
         rules = []
         seen_names: dict[str, Span] = {}
         for _, item in self.items(ast.RULE_TYPES):
             name = item.name.text
             if name in seen_names:
-                self.error("RV203", f"duplicate rule name '{name}' (first defined at {seen_names[name].location})",
+                self.error("RV203", f"duplicate rule name {quoted(name)} (first defined at {seen_names[name].location})",
                            item.name.span, "rule names must be unique: explanations and summaries use them")
                 continue
             seen_names[name] = item.name.span
-            self.errors_before_rule = sum(d.severity != WARNING for d in self.diagnostics)
+            self.errors_before_rule = self.errors
             rule = getattr(self, "rule_" + item.kind)(item)
             if rule is not None:
                 rules.append(rule)
@@ -238,11 +242,11 @@ class _Checker:
             names.setdefault(block.name, block.span)
             for expect in block.expects:
                 if expect.rule is not None and expect.rule.text not in rule_names:
-                    self.error("RV211", f"unknown rule '{expect.rule.text}' in an expectation", expect.rule.span,
+                    self.error("RV211", f"unknown rule {quoted(expect.rule.text)} in an expectation", expect.rule.span,
                                did_you_mean(expect.rule.text, rule_names) or "name a rule of this file, or `total`")
             for event in block.events or ():
                 if event.tool is not None and event.tool.text not in self.tools:
-                    self.warn("RV201", f"the test episode calls tool '{event.tool.text}', which is not declared",
+                    self.warn("RV201", f"the test episode calls tool {quoted(event.tool.text)}, which is not declared",
                               event.tool.span, did_you_mean(event.tool.text, self.tools)
                               or "undeclared tools carry no tags; declare it if the rules should see its tags")
             tests.append(RuleTest(f.path, block))
@@ -271,7 +275,7 @@ class _Checker:
         discharge_classes = self.universe.possible(r.discharge)
         self.never_fires(r.name.text, r.open, r.name.span)
         if not discharge_classes:
-            self.error("RV206", f"obligation '{r.name.text}' can never be discharged: no event satisfies its "
+            self.error("RV206", f"obligation {quoted(r.name.text)} can never be discharged: no event satisfies its "
                        "`discharge` condition", r.discharge.span,
                        "check the tool names, tags and statuses it combines with `and`")
         elif r.same is not None:
@@ -309,7 +313,7 @@ class _Checker:
         target = ast.Binding("target")
         destructive = [t for t in tools_of(self.universe.possible(on)) if self.tools[t].target]
         if self.tools and not destructive:
-            self.warn("RV210", f"rule '{r.name.text}' can never fire: no write/destructive tool it matches "
+            self.warn("RV210", f"rule {quoted(r.name.text)} can never fire: no write/destructive tool it matches "
                       "declares a target", r.name.span, "declare targets: `tool NAME : write target ARG`")
         looked_at = ast.Or((ast.Seen(inspected, target), ast.Seen(inspected, target, returned=True)))
         cond = ast.And((on, ast.HasBinding(target), ast.Not(looked_at)))
@@ -318,7 +322,7 @@ class _Checker:
     def rule_progress(self, r: ast.Progress) -> ProgressRule:
         w = self.sign("progress", "weight", self.weight(r.weight), "positive", r.weight.span)
         if r.per_unit and r.max is None:
-            self.error("RV209", f"per-unit progress '{r.name.text}' needs a cap", r.weight.span,
+            self.error("RV209", f"per-unit progress {quoted(r.name.text)} needs a cap", r.weight.span,
                        "add one, e.g. `(+0.2 per unit, max 1.0)`: credit must stay bounded")
         if r.max is not None and r.max <= 0:
             self.error("RV209", f"'max' must be positive (got {r.max:g})", r.span)

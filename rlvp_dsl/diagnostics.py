@@ -31,11 +31,20 @@ MAX_PER_FILE = 10
 #: Longest source line shown under a diagnostic; longer lines are cut around the caret.
 MAX_LINE = 160
 
+#: A token or name longer than this is shown cut (`shorten`): its first `SHOWN_CHARS` characters and its length.
+MAX_TOKEN = 80
+SHOWN_CHARS = 40
+
+#: Longest message or help line kept whole; a longer one (a huge token that no site shortened) is cut in
+#: the middle, so no diagnostic ever echoes a 50 MB input.
+MAX_MESSAGE = 1000
+
 #: Every code, with the one-line summary used in docs and `--explain-code`.
 CODES: Mapping[str, str] = {
     "RV001": "a file cannot be read (missing, unreadable, not UTF-8)",
     "RV002": "a tool manifest cannot be understood",
     "RV003": "an include cycle",
+    "RV004": "a rule set too large (more items than loader.MAX_ITEMS)",
     "RV101": "syntax error: unexpected token",
     "RV102": "a reserved word used as a name",
     "RV103": "a block or parenthesis is never closed",
@@ -59,7 +68,32 @@ CODES: Mapping[str, str] = {
     "RV303": "warning: an obligation whose discharge is implied by its open (it can never open)",
     "RV304": "warning: weights that dwarf the outcome reward",
     "RV305": "warning: a deadline that can never pass",
+    # usage lints (rlvp_dsl/usage_lints.py): how the file is written
+    "RV306": "warning: a rule set with no rules (it gives no credit)",
+    "RV307": "warning: an argument name no tool is known to take, close to one that is (a likely typo)",
 }
+
+
+def shorten(text: str) -> str:
+    """`text` itself, or -- longer than `MAX_TOKEN` -- its first `SHOWN_CHARS` characters, "..." and its
+    length: a 50 MB token is named, never echoed."""
+    if len(text) <= MAX_TOKEN:
+        return text
+    return f"{text[:SHOWN_CHARS]}... ({len(text):,} characters)"
+
+
+def quoted(text: str, quote: str = "'") -> str:
+    """`text` in quotes, shortened as `shorten` does (the length outside the quotes)."""
+    if len(text) <= MAX_TOKEN:
+        return f"{quote}{text}{quote}"
+    return f"{quote}{text[:SHOWN_CHARS]}...{quote} ({len(text):,} characters)"
+
+
+def _bounded(text: str) -> str:
+    if len(text) <= MAX_MESSAGE:
+        return text
+    head, tail = text[: MAX_MESSAGE * 2 // 3], text[-(MAX_MESSAGE // 4):]
+    return f"{head} ... [{len(text) - len(head) - len(tail):,} characters not shown] ... {tail}"
 
 
 @attrs.frozen
@@ -75,9 +109,9 @@ class Diagnostic:
     """
 
     code: str
-    message: str
+    message: str = attrs.field(converter=_bounded)
     span: Span = NO_SPAN
-    help: str = ""
+    help: str = attrs.field(default="", converter=_bounded)
     severity: str = ERROR
 
     def to_json(self) -> dict:
@@ -138,12 +172,13 @@ def render_text(
             if d.span.end_line == d.span.line and d.span.end_column > d.span.column:
                 width = d.span.end_column - d.span.column
             caret_col = min(d.span.column, len(text) + 1)
+            width = min(width, len(text) - caret_col + 1)  # the carets end with the line
             if len(text) > MAX_LINE:  # show a window around the caret, not a 10,000-character line
                 start = max(0, caret_col - 1 - MAX_LINE // 3)
                 shown = text[start : start + MAX_LINE]
                 text = ("..." if start else "") + shown + ("..." if start + MAX_LINE < len(text) else "")
+                width = min(width, start + len(shown) - caret_col + 1)  # ... and with the window shown
                 caret_col = caret_col - start + (3 if start else 0)
-                width = min(width, MAX_LINE)
             pad = "".join("\t" if ch == "\t" else " " for ch in text[: caret_col - 1])
             out.append(f" {gutter} | {text}")
             out.append(f" {' ' * len(gutter)} | {pad}{'^' * max(1, width)}")

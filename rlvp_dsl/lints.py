@@ -24,6 +24,9 @@ RV302  double counting: two rules that credit the same event for the same reason
        ``open``, ``discharge`` and ``same``, and two progress rules on one signal in
        one direction.  ``repeat_error`` beside an ``errored_call`` violation is not
        double counting: their conditions differ (a repeat of a failure, a failure).
+       Linear in the number of rules: a violation is reported once when it equals an
+       earlier one (naming the first) and once when it narrows others (naming the
+       first, counting the rest); no pair of rules is enumerated.
 RV303  an obligation whose discharge is implied by its open: every event satisfying
        ``open`` also satisfies ``discharge``.  A discharging event never opens, so the
        obligation can never open (or opens only on malformed / unanswered calls, which
@@ -114,12 +117,17 @@ def _flat(node: ast.Expr, kind: type) -> list[ast.Expr]:
 
 _SCOPE = (ast.CallAtom, ast.KindAtom, ast.TagAtom, ast.StatusAtom)
 
+#: A rule with at most this many scope conjuncts finds the rules it narrows by looking up each subset
+#: of them (2**k lookups); one with more (a rare, long conjunction) only the rules lacking one of them.
+_MAX_SCOPE_SUBSETS = 10
+
 
 class _Linter:
     def __init__(self, ruleset: RuleSet):
         self.ruleset = ruleset
         self.universe = Universe(ruleset.tools)
         self.rules = ruleset.rules
+        self._tagged: dict[str, frozenset] = {}
 
     # ---- canonical form ----------------------------------------------------
     def normal(self, expr: ast.Expr | None) -> Any:
@@ -153,8 +161,8 @@ class _Linter:
     def conjuncts(self, expr: ast.Expr) -> list[tuple[str, Any]]:
         """The normalised conjuncts of a condition as sorted (key, json) pairs."""
         items = _flat(expr, ast.And)
-        calls = self.universe.calls
-        if any(self.universe.possible(i) <= calls for i in items if not _bare_call(i)):
+        messages = self.universe.messages  # confined to calls = no message class (the test costs O(1))
+        if any(self.universe.possible(i).isdisjoint(messages) for i in items if not _bare_call(i)):
             items = [i for i in items if not _bare_call(i)]
         found = {}
         for item in items:
@@ -182,7 +190,10 @@ class _Linter:
         if isinstance(node, (ast.CallAtom, ast.KindAtom, ast.StatusAtom)):
             return u.possible(node)  # exact: determined by the class
         if isinstance(node, ast.TagAtom):
-            return u.calls_of([t for t, info in u.tools.items() if node.tag.text in info.tags])
+            tag = node.tag.text
+            if tag not in self._tagged:  # once per tag, not once per obligation
+                self._tagged[tag] = u.calls_of([t for t, info in u.tools.items() if tag in info.tags])
+            return self._tagged[tag]
         if isinstance(node, ast.Const):
             return u.all if node.value else frozenset()
         return frozenset()
@@ -190,23 +201,24 @@ class _Linter:
     # ---- RV301 ---------------------------------------------------------------
     def no_penalty_path(self) -> list[Diagnostic]:
         possible = self.universe.possible
-        penalised: frozenset = frozenset()
+        penalised: set = set()  # grown in place: a new frozenset per rule would be quadratic
         for r in self.rules:
             if isinstance(r, ViolationRule) and r.weight < 0:
-                penalised |= possible(r.cond)
+                penalised.update(possible(r.cond))
             elif isinstance(r, ObligationRule) and r.expire < 0:
-                penalised |= possible(r.open)
+                penalised.update(possible(r.open))
+        calls_penalised = not penalised.isdisjoint(self.universe.calls)
         out = []
         for r in self.rules:
             if isinstance(r, ObligationRule) and r.credit > 0 and r.expire == 0:
-                if not (possible(r.open) | possible(r.discharge)) & penalised:
+                if penalised.isdisjoint(possible(r.open)) and penalised.isdisjoint(possible(r.discharge)):
                     out.append(_warn(
                         "RV301", f"obligation '{r.name}' pays {r.credit:+g} on discharge but nothing can penalise it: "
                         "its expire is 0 and no rule can fire on its open or discharge events, so a policy is paid "
                         "for every open-then-discharge pair it produces", r.span,
                         "give it a penalty (`expire -0.2`) for the unmet promise, or a violation for opening it "
                         "without need"))
-            elif isinstance(r, ProgressRule) and not penalised & self.universe.calls:
+            elif isinstance(r, ProgressRule) and not calls_penalised:
                 out.append(_warn(
                     "RV301", f"progress '{r.name}' pays credit but no rule of this set can ever penalise a call: "
                     "the rule set only pays", r.span,
@@ -216,50 +228,72 @@ class _Linter:
 
     # ---- RV302 ---------------------------------------------------------------
     def double_counting(self) -> list[Diagnostic]:
-        out = []
         rules = list(self.rules)
-        violations = [r for r in rules if isinstance(r, ViolationRule)]
-        conj = {id(r): self.conjuncts(r.cond) for r in violations}
-        # Two rules can only double count when their non-scope conjuncts (the behaviour tested)
-        # are the same set: compare pairs within such groups only, so a file of thousands of
-        # rules costs about linear time.
-        groups: dict[frozenset, list[ViolationRule]] = {}
-        for r in violations:
-            nodes = self.conjunct_nodes(r.cond)
-            behaviour = frozenset(k for k in dict(conj[id(r)]) if not isinstance(nodes.get(k), _SCOPE))
-            groups.setdefault(behaviour, []).append(r)
-        pairs = [(a, b) for group in groups.values() for j, b in enumerate(group) for a in group[:j]]
-        for a, b in pairs:
-            ca, cb = dict(conj[id(a)]), dict(conj[id(b)])
-            if ca.keys() == cb.keys():
-                out.append(_warn(
-                    "RV302", f"rule '{b.name}' fires on exactly the events rule '{a.name}' fires on (their "
-                    f"conditions are equal): each such event is penalised twice for one reason "
-                    f"({a.span.location})", b.span,
-                    f"merge them into one rule with weight {a.weight + b.weight:g}, or remove one"))
-                continue
-            for broad, narrow, cb_ in ((a, b, cb), (b, a, ca)):
-                cbroad = dict(conj[id(broad)])
-                if self._narrows(cbroad, cb_, narrow):
-                    out.append(_warn(
-                        "RV302", f"every event that fires rule '{narrow.name}' also fires rule '{broad.name}' "
-                        f"({broad.span.location}): '{narrow.name}' only narrows its condition to some tools or "
-                        "statuses, so such an event is penalised twice for one reason", narrow.span,
-                        f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
-                        f"'{broad.name}' with `unless`"))
-                    break
+        out = self._same_violations([r for r in rules if isinstance(r, ViolationRule)])
         out += self._same_obligations(rules) + self._same_progress(rules)
         return out
 
-    def _narrows(self, broad: dict, narrow: dict, narrow_rule: ViolationRule) -> bool:
-        """True when `broad`'s conjuncts are a proper subset of `narrow`'s, the extra ones all scope
-        atoms, and `broad` tests more than the event's kind."""
-        if not broad.keys() < narrow.keys():
-            return False
-        if all(_kind_only(j) for j in broad.values()):
-            return False
-        nodes = self.conjunct_nodes(narrow_rule.cond)
-        return all(k in nodes and isinstance(nodes[k], _SCOPE) for k in narrow.keys() - broad.keys())
+    def _same_violations(self, violations: list[ViolationRule]) -> list[Diagnostic]:
+        """RV302 for violations, in time and memory about linear in the number of rules.
+
+        Rules are bucketed by their set of canonical conjuncts (equal conditions); the conditions a
+        rule narrows are its own less some of its scope conjuncts, looked up by key (`_broader`), so
+        no pair of rules is ever enumerated.  A rule is reported at most twice -- once when its
+        condition equals an earlier rule's (naming the first such rule), once when it narrows other
+        rules (naming the first of them and counting the rest) -- so 10,000 equal rules give 9,999
+        warnings, not 50 million pairs."""
+        out = []
+        # conjunct-key set -> rules with exactly that condition, in source order
+        by_keys: dict[frozenset, list[tuple[int, ViolationRule]]] = {}
+        scope_of: dict[frozenset, frozenset] = {}  # conjunct-key set -> its scope conjuncts
+        kind_only: dict[frozenset, bool] = {}  # conjunct-key set -> it tests only the kind of event
+        for index, r in enumerate(violations):
+            conj = dict(self.conjuncts(r.cond))
+            nodes = self.conjunct_nodes(r.cond)
+            keys = frozenset(conj)
+            if keys not in by_keys:
+                by_keys[keys] = []
+                scope_of[keys] = frozenset(k for k in keys if isinstance(nodes.get(k), _SCOPE))
+                kind_only[keys] = all(_kind_only(j) for j in conj.values())
+            by_keys[keys].append((index, r))
+        for keys, group in by_keys.items():
+            first = group[0][1]
+            for _, b in group[1:]:
+                out.append(_warn(
+                    "RV302", f"rule '{b.name}' fires on exactly the events rule '{first.name}' fires on (their "
+                    f"conditions are equal): each such event is penalised twice for one reason "
+                    f"({first.span.location})", b.span,
+                    f"merge them into one rule with weight {first.weight + b.weight:g}, or remove one"))
+            broader = [by_keys[k] for k in self._broader(keys, scope_of[keys], by_keys) if not kind_only[k]]
+            if not broader:
+                continue
+            broad = min((rules[0] for rules in broader), key=lambda pair: pair[0])[1]  # the first in source order
+            more = sum(len(rules) for rules in broader) - 1
+            also = f" and {more} other rule{'s' if more != 1 else ''} with a broader condition" if more else ""
+            for _, narrow in group:
+                out.append(_warn(
+                    "RV302", f"every event that fires rule '{narrow.name}' also fires rule '{broad.name}' "
+                    f"({broad.span.location}){also}: '{narrow.name}' only narrows its condition to some tools or "
+                    "statuses, so such an event is penalised twice for one reason", narrow.span,
+                    f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
+                    f"'{broad.name}' with `unless`"))
+        return out
+
+    @staticmethod
+    def _broader(keys: frozenset, scope: frozenset, by_keys: dict) -> list[frozenset]:
+        """The conjunct-key sets of other rules that are `keys` less some of its scope conjuncts (a proper
+        subset whose missing conjuncts are all scope tests), looked up subset by subset: every subset
+        while the rule has at most `_MAX_SCOPE_SUBSETS` scope conjuncts (2**k lookups), else only the
+        sets lacking one of them (k lookups; the lint errs towards silence)."""
+        scope = sorted(scope)
+        if len(scope) > _MAX_SCOPE_SUBSETS:
+            return [keys - {k} for k in scope if keys - {k} in by_keys]
+        found = []
+        for mask in range(1, 1 << len(scope)):
+            smaller = keys - {scope[i] for i in range(len(scope)) if mask >> i & 1}
+            if smaller in by_keys:
+                found.append(smaller)
+        return found
 
     def _same_obligations(self, rules) -> list[Diagnostic]:
         out, first = [], {}

@@ -2,7 +2,9 @@
 
 `load_files(path)` reads the root file, parses it, and follows ``include``
 statements (paths relative to the including file), each file once.  Missing files,
-unreadable files and include cycles become diagnostics at the ``include``.
+unreadable files and include cycles become diagnostics at the ``include``; so do the
+limits (`MAX_FILES` files, RV001; `MAX_ITEMS` items, RV004 -- docs/language.md, "Limits").
+The walk is iterative: an include chain `MAX_FILES` long never recurses.
 `load_manifests(files)` reads the manifests of their ``tools from`` statements and
 checks that every ``test`` block's episode file exists (relative to the rule file), so
 that the checker reads no file.
@@ -11,6 +13,10 @@ that the checker reads no file.
 from __future__ import annotations
 
 import os
+import re
+from typing import Iterator
+
+import attrs
 
 from . import ast
 from .diagnostics import Diagnostic
@@ -20,6 +26,11 @@ from .source import NO_SPAN, SourceFile, Span
 
 #: The most files one rule set may include (directly or not).
 MAX_FILES = 1000
+
+#: The most top-level items (declarations, rules, tests) one rule set may hold, across its files
+#: (RV004): the checker and the lints stay near-linear below it, and it keeps their time and memory
+#: bounded (docs/language.md, "Limits").
+MAX_ITEMS = 50_000
 
 
 def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, list[Diagnostic]]:
@@ -53,18 +64,24 @@ def load_files(
     files: list[ast.RuleFile] = []
     diagnostics: list[Diagnostic] = []
     done: set[str] = set()
+    items = 0
 
-    def visit(file_path: str, at: Span, stack: tuple[str, ...], inline: str | None = None) -> None:
+    def enter(file_path: str, at: Span, stack: list[_Frame], inline: str | None = None) -> _Frame | None:
+        """Read and parse one file; its frame (to walk its includes), or None when it is skipped."""
+        nonlocal items
         key = os.path.normpath(os.path.abspath(file_path)) if inline is None else file_path
-        if key in stack:
-            chain = " -> ".join(os.path.basename(p) for p in (*stack[stack.index(key):], key))
+        if key in on_stack:
+            keys = [frame.key for frame in stack]
+            chain = " -> ".join(os.path.basename(p) for p in (*keys[keys.index(key):], key))
             diagnostics.append(Diagnostic("RV003", f"include cycle: {chain}", at, help="remove one of these includes"))
-            return
+            return None
         if key in done:
-            return
+            return None
         if len(done) >= MAX_FILES:
-            diagnostics.append(Diagnostic("RV001", f"more than {MAX_FILES} included files", at))
-            return
+            diagnostics.append(Diagnostic("RV001", f"more than {MAX_FILES} included files: this include would be "
+                                          f"file {MAX_FILES + 1} of the rule set", at,
+                                          help="merge some of the included files (docs/language.md, \"Limits\")"))
+            return None
         done.add(key)
         if inline is not None:
             source = SourceFile(file_path, inline)
@@ -72,20 +89,97 @@ def load_files(
             source, problems = read_source(file_path, at=at)
             diagnostics.extend(problems)
             if source is None:
-                return
+                return None
         sources[source.path] = source
+        if items > MAX_ITEMS:  # reported (RV004): the rest is not parsed
+            return None
+        over = _item_over_limit(source.text, MAX_ITEMS - items)
+        if over is not None:  # refused before parsing: a parse tree of that size is what costs the memory
+            diagnostics.append(_too_many_items(source.span(*over)))
+            items = MAX_ITEMS + 1
+            return None
         tree, problems = parse(source)
         diagnostics.extend(problems)
         if tree is None:
-            return
+            return None
+        if items <= MAX_ITEMS < items + len(tree.items):  # the exact count (the scan above estimates it)
+            diagnostics.append(_too_many_items(tree.items[MAX_ITEMS - items].span))
+        items += len(tree.items)
         base = os.path.dirname(file_path)
-        for item in tree.items:
-            if isinstance(item, ast.Include):
-                visit(os.path.join(base, item.path), item.span, (*stack, key))
-        files.append(tree)
+        includes = [(os.path.join(base, i.path), i.span) for i in tree.items if isinstance(i, ast.Include)]
+        return _Frame(key, tree, iter(includes))
 
-    visit(path, Span(path, 0, 0), (), inline=text)
+    # Depth first with an explicit stack (an include chain as long as MAX_FILES must not recurse):
+    # a file is appended once all its includes are, so includes come before the file that includes them.
+    stack: list[_Frame] = []
+    on_stack: set[str] = set()
+    root = enter(path, Span(path, 0, 0), stack, inline=text)
+    if root is not None:
+        stack.append(root)
+        on_stack.add(root.key)
+    while stack:
+        frame = stack[-1]
+        nxt = next(frame.includes, None)
+        if nxt is None:
+            stack.pop()
+            on_stack.discard(frame.key)
+            files.append(frame.tree)
+            continue
+        child = enter(nxt[0], nxt[1], stack)
+        if child is not None:
+            stack.append(child)
+            on_stack.add(child.key)
     return files, sources, diagnostics
+
+
+def _too_many_items(at: Span) -> Diagnostic:
+    return Diagnostic(
+        "RV004", f"the rule set has more than {MAX_ITEMS} items (declarations, rules and tests, counted across "
+        "its included files)", at,
+        "this is the first item over the limit; split the rule set into several, or fold rules that differ "
+        "only in a value into one condition (`call {a, b}`, `arg x in [\"a\", \"b\"]`)")
+
+
+#: The shortest top-level item (`tool a`) and a separator.
+_MIN_ITEM_CHARS = 7
+
+# What must be skipped to find the items (strings, regexes, quoted names and comments, as the
+# grammar's terminals, cut at the end of the line), the braces around rule bodies and test blocks,
+# and whole words (the grammar's NAME), so a keyword is recognised as a word and a 50 MB word is one
+# match.  `test` is a soft keyword (a name too): it starts an item only before a string (group `q`).
+_ITEM_SCAN = re.compile(
+    r'#[^\n]*|"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|/[^/\\\n]*(?:\\.[^/\\\n]*)*/?|`[^`\n]*`?|[{}]'
+    r'|[^\W\d][\w\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]*(?:(?=\s*")(?P<q>))?')
+_ITEM_WORDS = frozenset({"include", "tools", "tool", "const", "violation", "obligation", "repeat_error",
+                         "blind_destructive", "progress"})
+
+
+def _item_over_limit(text: str, room: int) -> tuple[int, int] | None:
+    """The offsets (start, end) of the keyword of the first top-level item beyond `room` more items, or
+    None: a scan of the text (linear, no parse tree).  A file too short to hold that many is not scanned."""
+    if len(text) <= _MIN_ITEM_CHARS * room:
+        return None
+    depth = count = 0
+    for m in _ITEM_SCAN.finditer(text):
+        token = m.group()
+        if token == "{":
+            depth += 1
+        elif token == "}":
+            depth = max(0, depth - 1)
+        elif depth == 0 and (token in _ITEM_WORDS or (token == "test" and m.group("q") is not None)):
+            count += 1
+            if count > room:
+                return m.span()
+    return None
+
+
+@attrs.define
+class _Frame:
+    """One file being walked: its key (normalised path), its tree, its includes not yet followed."""
+
+    key: str
+    tree: ast.RuleFile
+    includes: Iterator[tuple[str, Span]]
 
 
 def load_manifests(files: list[ast.RuleFile]) -> tuple[dict[tuple[str, str], Manifest], list[Diagnostic]]:

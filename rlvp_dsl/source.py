@@ -51,9 +51,10 @@ class SourceFile:
 
     def __attrs_post_init__(self) -> None:
         starts = [0]
-        for i, ch in enumerate(self.text):
-            if ch == "\n":
-                starts.append(i + 1)
+        i = self.text.find("\n")
+        while i >= 0:  # str.find, not a Python loop over every character (a 50 MB file)
+            starts.append(i + 1)
+            i = self.text.find("\n", i + 1)
         object.__setattr__(self, "_line_starts", tuple(starts))
 
     def line_text(self, line: int) -> str:

@@ -8,10 +8,12 @@ one, and a hint from a table of known mistakes (lark's `match_examples`).
 
 from __future__ import annotations
 
+import re
+
 from lark import Token
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, quoted, shorten
 from ..source import SourceFile
 from .grammar import get_parser, keywords
 
@@ -60,19 +62,21 @@ def _describe_expected(expected: set[str]) -> str:
 
 
 def _describe_token(token: Token) -> str:
+    """The token as a user sees it; a long one shortened (`diagnostics.shorten`), never echoed whole."""
     if token.type == "$END":
         return "end of file"
+    value = str(token.value)
     if token.type in ("NAME", "QUOTED_NAME"):
-        return f"name '{token.value}'"
+        return f"name {quoted(value)}"
     if token.type == "STRING":
-        return f"string {token.value}"
+        return f"string {shorten(value)}"
     if token.type == "SIGNED_NUMBER":
-        return f"number {token.value}"
+        return f"number {shorten(value)}"
     if token.type == "REGEX":
-        return f"regular expression {token.value}"
-    if token.value in keywords():
-        return f"keyword '{token.value}'"
-    return f"'{token.value}'"
+        return f"regular expression {shorten(value)}"
+    if value in keywords():
+        return f"keyword '{value}'"
+    return quoted(value)
 
 
 # Known mistakes, recognised by the parser state they leave (lark's match_examples).
@@ -111,29 +115,27 @@ _EXAMPLES: dict[str, list[str]] = {
 }
 
 
+# What `_unclosed_opener` skips (comments; strings, regexes and backtick names up to their closing
+# character or the end of the line, a backslash escaping any next character but in backticks) and the
+# brackets it counts: one regex scan, so a file of 50 MB is not walked character by character.
+_BRACKET_SCAN = re.compile(
+    r'#[^\n]*|"[^"\\\n]*(?:\\[\s\S]?[^"\\\n]*)*["\n]?|/[^/\\\n]*(?:\\[\s\S]?[^/\\\n]*)*[/\n]?'
+    r'|`[^`\n]*[`\n]?|[{}()\[\]]')
+
+
 def _unclosed_opener(text: str, upto: int) -> tuple[int, str] | None:
     """Offset and char of the innermost bracket still open at offset `upto` (strings,
     regexes, backtick names and comments skipped)."""
     stack: list[tuple[int, str]] = []
-    i, n = 0, min(upto, len(text))
+    n = min(upto, len(text))
     pairs = {"}": "{", ")": "(", "]": "["}
-    while i < n:
-        ch = text[i]
-        if ch == "#":
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-            continue
-        if ch in "\"/`":
-            j = i + 1
-            while j < len(text) and text[j] != ch and text[j] != "\n":
-                j += 2 if text[j] == "\\" and ch != "`" else 1
-            i = j + 1
-            continue
+    for m in _BRACKET_SCAN.finditer(text, 0, n):  # a token running past `upto` ends there: same brackets
+        i = m.start()
+        ch = m.group()
         if ch in "{([":
             stack.append((i, ch))
         elif ch in pairs and stack and stack[-1][1] == pairs[ch]:
             stack.pop()
-        i += 1
     return stack[-1] if stack else None
 
 

@@ -28,6 +28,8 @@ def _strip_backticks(text: str) -> str:
 
 
 def _unescape(body: str) -> str:
+    if "\\" not in body:  # no escape: the body itself (a 50 MB string is not walked character by character)
+        return body
     out = []
     i = 0
     simple = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\", "/": "/"}
