@@ -23,6 +23,7 @@ no policy gradient.  A dead iteration is one where every group is dead.
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import attrs
@@ -68,7 +69,8 @@ def outcome_advantages(rewards: torch.Tensor, scale_rewards: str = "group", eps:
     if rewards.dim() != 2 or rewards.shape[1] < 1:
         raise ValueError(f"rewards must be [n_groups, G] (got shape {tuple(rewards.shape)})")
     if not torch.isfinite(rewards).all():
-        raise ValueError("rewards must be finite")
+        g, i = (int(x) for x in (~torch.isfinite(rewards)).nonzero()[0])
+        raise ValueError(f"rewards must be finite (group {g}, rollout {i} is {float(rewards[g, i])})")
     r = rewards.double()
     centred = r - r.mean(dim=1, keepdim=True)  # (n_groups, G)
     if scale_rewards == "group":
@@ -104,6 +106,18 @@ def process_scale(totals: torch.Tensor, norm: str) -> torch.Tensor:
         rms = totals.double().pow(2).mean(dim=1, keepdim=True).sqrt()
         return torch.where(rms > 0, rms, torch.ones_like(rms))
     raise ValueError(f"'process_norm' must be none or group_rms (got {norm!r})")
+
+
+def _check_credits(credits: Sequence[Sequence[CallCredits]]) -> None:
+    """Raise a ValueError naming group, rollout and call for a non-finite credit."""
+    for g, group in enumerate(credits):
+        for i, cc in enumerate(group):
+            for k, v in enumerate(cc.values):
+                if not math.isfinite(v):
+                    raise ValueError(f"credit of call {k} (group {g}, rollout {i}) must be finite (got {v}); "
+                                     "build CallCredits with rlvp_dsl.attach.score_calls, which flags such values")
+            if not math.isfinite(cc.unattached):
+                raise ValueError(f"unattached credit (group {g}, rollout {i}) must be finite (got {cc.unattached})")
 
 
 @attrs.frozen
@@ -164,7 +178,10 @@ def compute_advantages(
         `Advantages`.
 
     Raises:
-        ValueError: ragged groups, or shapes that do not match.
+        ValueError: ragged groups, shapes that do not match, or a value that is not
+            finite (an outcome, the weight, a call credit of a hand-made `CallCredits`;
+            `rlvp_dsl.attach.score_calls` never makes one) -- nothing non-finite is
+            spread over a group or a batch.
     """
     n_groups = len(outcomes)
     G = len(outcomes[0]) if n_groups else 0
@@ -178,6 +195,10 @@ def compute_advantages(
     mask = masks.float()
     R = torch.tensor(outcomes, dtype=torch.float64).reshape(n_groups, G)  # (n_groups, G)
     w = float(process_weight)
+    if not math.isfinite(w):
+        raise ValueError(f"process_weight must be finite (got {w})")
+    if credits is not None:
+        _check_credits(credits)
     use_process = credit_mode != "none" and credits is not None and w != 0.0
 
     # --- process totals per episode ---

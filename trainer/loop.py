@@ -30,6 +30,13 @@ Where this departs from GRPO as published (Shao et al. 2024, DeepSeekMath):
    iteration's first round, the same unbiased sample for every method.  Each
    episode of the first round and of the batch is scored by the rules once.
 
+Bad values never stop a run and never spread: a credit source (compiled rules or
+``fn(episode) -> list[float]``) that gives None, NaN or infinity for a call gives
+that call no credit (`rlvp_dsl.attach`, one warning per source and rule); the loop
+counts them in ``process/flagged_credits``.  Nothing else non-finite can come in
+silently: a non-finite outcome, a non-finite loss or gradient norm (from the model)
+raises a ValueError naming what and where, before any optimiser step.
+
 Beside it, one job each: `trainer.backend` (model, rollout collection, rule scorer),
 `trainer.batch` (padded batch tensors), `trainer.logprobs` (completion log-probs),
 `trainer.advantages`, `trainer.loss`, `trainer.methods` (the methods, dynamic sampling),
@@ -39,6 +46,7 @@ Beside it, one job each: `trainer.backend` (model, rollout collection, rule scor
 from __future__ import annotations
 
 import functools
+import math
 import random
 import sys
 import time
@@ -54,7 +62,7 @@ from trainer.backend import Backend, build_backend
 from trainer.batch import device_of, pad_batch
 from trainer.config import TrainConfig
 from trainer.logprobs import completion_logprobs
-from trainer.loss import normaliser, policy_loss
+from trainer.loss import action_len, normaliser, policy_loss
 from trainer.methods import SamplingResult, dynamic_sampling, get_method
 from trainer.metrics import MetricsLogger
 from trainer.types import Rollout
@@ -153,6 +161,8 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
         # each episode once: the first round (metrics) and the batch (dapo: its kept groups) overlap
         to_score = {id(g): g for g in first_round + groups}
         credits_of = {key: [score_calls(be.scorer, r.episode) for r in g] for key, g in to_score.items()}
+        # values the source gave as None/NaN/inf (their calls got no credit; logged once per rule)
+        flagged = sum(len(c.flagged) for cs in credits_of.values() for c in cs)
         first_credits = [credits_of[id(g)] for g in first_round]
         flat_first = [c for g in first_credits for c in g]
         n_first = max(1, len(flat_first))
@@ -168,7 +178,8 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
 
         # --- advantage ---
         batch = [r for g in groups for r in g]  # B = n_groups * G, group-major
-        stats: dict[str, float] = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": None}
+        check_outcomes(batch)
+        stats: dict[str, float] = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": None, "grad_norm": 0.0}
         dead_iteration, frac_dead = True, 1.0
         if batch:
             _, _, cmask = pad_batch(batch, be.pad_id)  # (B, T)
@@ -204,11 +215,13 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
             "process/violations_per_episode": viol,
             "process/discharges_per_episode": disc,
             "process/credit_per_episode": credit_sum,
+            "process/flagged_credits": flagged,
             "process/weight": weight if method.credit_mode != "none" else 0.0,
             "process/anneal_started": int(schedule.started),
             "loss/policy": stats["policy"],
             "loss/kl": stats["kl"],
             "loss/clip_frac": stats["clip_frac"],
+            "loss/grad_norm": stats["grad_norm"],
             "policy/entropy": stats["entropy"],
             "perf/tokens_per_s": gen_tokens / max(t_roll, 1e-9),
             "perf/iteration_s": dt,
@@ -230,12 +243,30 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
     return rows
 
 
+def check_outcomes(batch: list[Rollout]) -> None:
+    """Raise a ValueError naming the episode when an outcome is not a finite number.
+
+    An outcome comes from the environment, not from a credit source, so a NaN there
+    is a bug to report, not a value to drop: dropping it would change the group's baseline.
+    """
+    for r in batch:
+        try:
+            ok = math.isfinite(float(r.outcome))
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError(f"outcome of episode {r.episode.id!r} (task {r.task_id!r}) must be a finite number "
+                             f"(got {r.outcome!r}); the environment's reward is the outcome")
+
+
 def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
             params: list, batch: list[Rollout], advantages: torch.Tensor, cmask: torch.Tensor,
             step: bool) -> dict[str, float]:
     """One batch update (``updates_per_batch`` passes of micro-batches); returns diagnostics (floats).
 
     Advantages and the mask move to the model's device; the loss is computed there.
+    Raises ValueError (before any optimiser step) when a micro-batch's loss or the
+    gradient norm is not finite: advantages are finite, so the model's log-probs are not.
     """
     model.train()
     dev = device_of(model)
@@ -243,7 +274,8 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
     B, T = cmask.shape
     mbs = [list(range(s, min(B, s + cfg.micro_batch))) for s in range(0, B, cfg.micro_batch)]
     n_tok = float(cmask.sum().clamp(min=1))
-    batch_norm = float(normaliser(cmask, cfg.loss_type, T))
+    L = action_len(cmask)  # most action tokens of one episode: `constant`'s L, never tool output
+    batch_norm = float(normaliser(cmask, cfg.loss_type, L))
     old: dict[int, torch.Tensor] = {}
     ref: dict[int, torch.Tensor] = {}
     with torch.no_grad():
@@ -258,7 +290,7 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
                 with be.ref_context():
                     ref[k], _ = completion_logprobs(model, rs, be.pad_id, constrained=cfg.constrained_logprobs,
                                                     temperature=cfg.temperature)
-    stats = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0}
+    stats = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0, "grad_norm": 0.0}
     ent_sum = 0.0
     for epoch in range(cfg.updates_per_batch):
         optimizer.zero_grad(set_to_none=True)
@@ -274,10 +306,16 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
                 old_lp = old[k] if k in old else logp.detach()
                 out = policy_loss(
                     logp, old_lp, A, m, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, beta=cfg.beta,
-                    ref_logp=ref.get(k), kl_clip=cfg.kl_clip, loss_type=cfg.loss_type, max_len=T,
+                    ref_logp=ref.get(k), kl_clip=cfg.kl_clip, loss_type=cfg.loss_type, max_len=L,
                 )
+                if not torch.isfinite(out.loss):
+                    raise ValueError(
+                        f"the loss of micro-batch {k} (episodes {[r.episode.id for r in rs]}) is {float(out.loss.detach())} "
+                        f"in update pass {epoch}: the advantages are finite, so the model's log-probs are not "
+                        f"(overflow in {cfg.dtype}? try a lower learning_rate or dtype = \"float32\")"
+                    )
                 # micro-batch share of the batch-level normaliser
-                share = float(normaliser(m, cfg.loss_type, T)) / batch_norm
+                share = float(normaliser(m, cfg.loss_type, L)) / batch_norm
                 if step:
                     (out.loss * share).backward()
             if epoch == 0:
@@ -286,6 +324,13 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
                 stats["clip_frac"] += out.clip_frac * float(m.sum()) / n_tok
                 ent_sum += float((ent * m).sum())
         if step:
+            grads = [p.grad for p in params if p.grad is not None]
+            norm = float(torch.nn.utils.get_total_norm(grads)) if grads else 0.0  # before clipping
+            if not math.isfinite(norm):
+                raise ValueError(f"the gradient norm is {norm} in update pass {epoch} with a finite loss; "
+                                 f"this pass made no optimiser step (the last checkpoint is intact)")
+            if epoch == 0:
+                stats["grad_norm"] = norm
             if cfg.max_grad_norm > 0:
                 torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             optimizer.step()

@@ -23,8 +23,11 @@ Aggregation (``loss_type``), and how each biases length (cf. TRL's docs, Dr. GRP
   A token of a short episode weighs more than a token of a long one: for negative
   advantages, long failures are penalised less per token (favours long wrong answers),
   and token-attached credit is diluted in long episodes.
-* ``constant`` -- sum over all action tokens / (B * max_len), a constant (Dr. GRPO).
-  No length bias; the gradient scale depends on ``max_len``.
+* ``constant`` -- sum over all action tokens / (B * L), L = the most action tokens
+  of any episode of the batch (Dr. GRPO's ``max_len``, counted in generated tokens).
+  No length bias; the gradient scale depends on L.  Tool-output, template and
+  padding tokens never count: a longer tool output changes neither the loss nor
+  its gradient (under every ``loss_type``).
 """
 
 from __future__ import annotations
@@ -66,9 +69,12 @@ def normaliser(mask: torch.Tensor, loss_type: str, max_len: int | None = None) -
     """The denominator of `aggregate` for ``mask`` (see the module docstring).
 
     ``token_mean``: the number of action tokens; ``seq_mean``: the number of episodes
-    with any; ``constant``: ``B * max_len``.  Never below 1.  The loop splits a batch
-    into micro-batches and weighs each one's loss by its share of the batch's
-    normaliser, so the summed loss is the batch's.
+    with any; ``constant``: ``B * max_len``, where ``max_len`` is the most action
+    tokens of one episode (default: of ``mask``'s rows; the loop passes the whole
+    batch's, so every micro-batch divides by the same L).  Only action tokens count,
+    never tool output or padding.  Never below 1.  The loop splits a batch into
+    micro-batches and weighs each one's loss by its share of the batch's normaliser,
+    so the summed loss is the batch's.
     """
     m = mask.float() if not mask.is_floating_point() else mask
     if loss_type == "token_mean":
@@ -76,9 +82,14 @@ def normaliser(mask: torch.Tensor, loss_type: str, max_len: int | None = None) -
     if loss_type == "seq_mean":
         return (m.sum(dim=1) > 0).to(m.dtype).sum().clamp(min=1.0)
     if loss_type == "constant":
-        L = max_len if max_len is not None else m.shape[1]
+        L = max_len if max_len is not None else action_len(m)
         return torch.tensor(float(max(1, m.shape[0] * L)), dtype=m.dtype, device=m.device)
     raise ValueError(f"'loss_type' must be token_mean, seq_mean or constant (got {loss_type!r})")
+
+
+def action_len(mask: torch.Tensor) -> int:
+    """The most action tokens (mask 1) of any row of ``[B, T]`` ``mask``: the L of ``constant``."""
+    return int(mask.sum(dim=1).max()) if mask.numel() else 0
 
 
 def aggregate(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, max_len: int | None = None) -> torch.Tensor:
@@ -88,7 +99,7 @@ def aggregate(per_token: torch.Tensor, mask: torch.Tensor, loss_type: str, max_l
         per_token: ``[B, T]``.
         mask: ``[B, T]`` 1 for action tokens.
         loss_type: ``token_mean`` | ``seq_mean`` | ``constant``.
-        max_len: the constant normaliser's length (default T).
+        max_len: the constant normaliser's L, in action tokens (default `action_len(mask)`).
     """
     m = mask.to(per_token.dtype)
     if loss_type == "seq_mean":

@@ -4,7 +4,7 @@ Metric names are namespaced:
 
 | name | meaning |
 | --- | --- |
-| ``rollout/success_rate`` | mean outcome of the episodes trained on |
+| ``rollout/success_rate`` | mean outcome of the iteration's first round of episodes |
 | ``rollout/frac_dead_groups`` | groups whose per-token advantages are all zero |
 | ``rollout/dead_iteration`` | 1 when every group is dead (no policy gradient) |
 | ``rollout/episodes_generated`` | cumulative episodes generated, resampling included |
@@ -12,8 +12,10 @@ Metric names are namespaced:
 | ``process/violations_per_episode`` | negative credits per episode |
 | ``process/discharges_per_episode`` | obligation discharges (and progress credits) per episode |
 | ``process/credit_per_episode`` | summed process credit per episode (before the weight) |
+| ``process/flagged_credits`` | credit values the source gave as None, NaN or infinite this iteration (each episode scored once); their calls got no credit |
 | ``process/weight`` | the (annealed) process weight used this iteration |
 | ``loss/policy``, ``loss/kl``, ``loss/clip_frac`` | the update's diagnostics |
+| ``loss/grad_norm`` | total gradient norm of the first update pass, before clipping (0 without a step) |
 | ``policy/entropy`` | mean token entropy of the policy on action tokens |
 | ``perf/tokens_per_s``, ``perf/iteration_s`` | throughput |
 """

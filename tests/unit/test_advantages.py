@@ -127,3 +127,26 @@ def test_constant_group_gets_only_kl_gradient_under_batch_scaling():
         grads.append(logp.grad)
     assert torch.equal(grads[0][:2], grads[1][:2])
     assert not torch.equal(grads[0][2:], grads[1][2:])
+
+
+def test_non_finite_inputs_are_named_errors_never_spread():
+    """A NaN outcome, weight or hand-built call credit is a ValueError naming where it is, not a NaN batch."""
+    import pytest
+
+    from rlvp_dsl.attach import CallCredits
+
+    group = [make_rollout("a", [2, 1], 1.0), make_rollout("a", [2, 1], 0.0)]
+    good = [[credits_of([0.5, 0.0]), credits_of([0.0, -1.0])]]
+    adv, _ = _adv([group], good, "token")
+    assert torch.isfinite(adv.advantages).all()
+    bad_call = [[credits_of([0.5, 0.0]), CallCredits((0.0, float("nan")), (0, 0), (0, 0))]]
+    with pytest.raises(ValueError, match=r"credit of call 1 \(group 0, rollout 1\) must be finite \(got nan\)"):
+        _adv([group], bad_call, "token")
+    bad_turn = [[credits_of([0.5, 0.0]), CallCredits((0.0, 0.0), (0, 0), (0, 0), unattached=float("inf"))]]
+    with pytest.raises(ValueError, match=r"unattached credit \(group 0, rollout 1\) must be finite"):
+        _adv([group], bad_turn, "scalar")
+    with pytest.raises(ValueError, match="process_weight must be finite"):
+        _adv([group], good, "token", process_weight=float("nan"))
+    group[1].outcome = float("nan")
+    with pytest.raises(ValueError, match=r"rewards must be finite \(group 0, rollout 1 is nan\)"):
+        _adv([group], good, "none")

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from trainer.loss import aggregate, kl_k3, normaliser, policy_loss
+from trainer.loss import action_len, aggregate, kl_k3, normaliser, policy_loss
 
 torch.set_num_threads(1)
 
@@ -59,7 +59,8 @@ def test_clip_active_only_outside_range():
 
 
 def test_aggregation_length_bias():
-    """token_mean weighs tokens equally, seq_mean weighs episodes equally, constant divides by B*T."""
+    """token_mean weighs tokens equally, seq_mean weighs episodes equally, constant divides by B * L
+    (L = the most action tokens of one episode)."""
     per_tok = torch.tensor([[1.0, 1.0, 1.0, 1.0], [2.0, 0.0, 0.0, 0.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0, 1.0], [1.0, 0.0, 0.0, 0.0]])
     assert aggregate(per_tok, mask, "token_mean").item() == pytest.approx(6 / 5)
@@ -84,8 +85,41 @@ def test_micro_batch_shares_of_the_normaliser_sum_to_the_batch_loss(loss_type):
     per_token = torch.randn(5, 7, generator=g)
     mask = (torch.rand(5, 7, generator=g) > 0.4).float()
     mask[3] = 0.0  # an episode without action tokens
+    L = action_len(mask)  # the batch's L, as the loop passes it to every micro-batch
     whole = aggregate(per_token, mask, loss_type)
-    total = normaliser(mask, loss_type, 7)
-    parts = sum(aggregate(per_token[idx], mask[idx], loss_type, 7) * normaliser(mask[idx], loss_type, 7) / total
+    total = normaliser(mask, loss_type, L)
+    parts = sum(aggregate(per_token[idx], mask[idx], loss_type, L) * normaliser(mask[idx], loss_type, L) / total
                 for idx in ([0, 1], [2, 3], [4]))
     assert torch.allclose(parts, whole)
+
+
+@pytest.mark.parametrize("loss_type", ["token_mean", "seq_mean", "constant"])
+def test_a_longer_tool_output_changes_neither_loss_nor_gradient(loss_type):
+    """Only action tokens are normalised over: the same episodes with 9 tool-output tokens per call instead
+    of 2 give the same loss and the same gradient through the loop's update (Dr. GRPO's L counts generated
+    tokens, never tool output)."""
+    from trainer.advantages import compute_advantages
+    from trainer.backend import Backend
+    from trainer.batch import pad_batch
+    from trainer.config import TrainConfig
+    from trainer.loop import _update
+
+    from trainer_fakes import FakeLM, credits_of, make_rollout
+
+    results = []
+    for obs_len in (2, 9):
+        # a bigram model: an action token's log-prob does not depend on how many tool tokens precede it
+        model = FakeLM(vocab=16, seed=3)
+        batch = [make_rollout("a", [3, 1], 1.0, obs_len), make_rollout("a", [2, 4, 2], 0.0, obs_len)]
+        _, _, cmask = pad_batch(batch)
+        adv = compute_advantages([[1.0, 0.0]], [[credits_of([0.5, -1.0]), credits_of([0.0, 2.0, -0.25])]],
+                                 [[r.call_spans for r in batch]], cmask, credit_mode="token")
+        cfg = TrainConfig(loss_type=loss_type, max_grad_norm=0.0, micro_batch=1, out_dir="unused")
+        params = list(model.parameters())
+        stats = _update(cfg, Backend(model, None, None, None), model, torch.optim.SGD(params, lr=0.0), params,
+                        batch, adv.advantages, cmask, step=True)
+        results.append((stats["policy"], [p.grad.clone() for p in params]))
+    (loss_a, grad_a), (loss_b, grad_b) = results
+    assert loss_a != 0.0 and loss_a == pytest.approx(loss_b, rel=1e-6)
+    assert all(torch.allclose(a, b, rtol=1e-5, atol=1e-8) for a, b in zip(grad_a, grad_b, strict=True))
+    assert any(a.abs().sum() > 0 for a in grad_a)
