@@ -15,6 +15,7 @@ from .ir import RuleSet
 from .lints import lint
 from .loader import load_files, load_manifests
 from .source import SourceFile
+from .usage_lints import usage_lint
 
 
 @attrs.frozen
@@ -38,15 +39,15 @@ def _check(path: str, text: str | None, lints: bool) -> CheckResult:
     ruleset, checked = check(files, manifests)
     problems = problems + checked
     if lints and not has_errors(problems):
-        problems = problems + lint(ruleset)  # warnings RV3xx (rlvp_dsl/lints.py)
+        problems = problems + lint(ruleset) + usage_lint(ruleset, path)  # warnings RV3xx (lints.py, usage_lints.py)
     return CheckResult(ruleset, diagnostics + problems, sources)
 
 
 def check_file(path: str, *, lints: bool = False) -> CheckResult:
     """Parse and check a rule file and its includes; never raises for bad input.
 
-    With `lints`, a file without errors is also linted (`rlvp_dsl.lints`: RV3xx warnings,
-    as `rlvp-compile` shows them)."""
+    With `lints`, a file without errors is also linted (`rlvp_dsl.lints` and
+    `rlvp_dsl.usage_lints`: RV3xx warnings, as `rlvp-compile` shows them)."""
     return _check(path, None, lints)
 
 

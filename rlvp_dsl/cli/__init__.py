@@ -10,6 +10,24 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 
+def package_version() -> str:
+    """The installed version of the ``rlvp`` distribution (``--version`` of all three CLIs);
+    ``"unknown"`` when run from a source tree that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("rlvp")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def version_text(prog: str) -> str:
+    """``rlvp-compile 0.1.0 (Python 3.11.9)``: what ``--version`` prints."""
+    import platform
+
+    return f"{prog} {package_version()} (Python {platform.python_version()})"
+
+
 def json_text(value, **kwargs) -> str:
     """`json.dumps` that always writes valid JSON: a NaN or infinite number (an outcome
     read as NaN, a correlation of a constant column) becomes ``null``."""

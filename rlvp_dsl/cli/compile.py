@@ -4,6 +4,7 @@
     rlvp-compile rules/x.rlvp --json                 # diagnostics as JSON
     rlvp-compile rules/x.rlvp --emit-program -o p.json   # the compiled program (canonical JSON)
     rlvp-compile --auto-from-tags tools.json -o build/derived.rlvp
+    rlvp-compile --explain-code RV201                  # a code's cause, fix and example (docs/diagnostics.md)
 """
 
 from __future__ import annotations
@@ -14,26 +15,48 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, version_text
 from ..diagnostics import MAX_PER_FILE, has_errors, render_json, render_text, sort_and_cap
 from ..loader import read_source
 from ..pipeline import check_file
 
 
+#: The most examples per property `--check` takes: more runs for hours and finds nothing 200 do not.
+MAX_EXAMPLES = 100_000
+
+#: What `--check` needs beyond the core install, and the one line that installs it.
+CHECK_NEEDS = "hypothesis"
+CHECK_INSTALL = "pip install 'hypothesis>=6.100'"
+
+
 def _at_least_one(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
     return value
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rlvp-compile",
         description="Check and compile .rlvp rule files, or derive rules from a tool manifest.",
-        epilog="Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error.",
+        epilog="Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error. "
+               "Every diagnostic code, its cause and fix: docs/diagnostics.md (or --explain-code CODE).",
     )
     p.add_argument("rules", nargs="*", help="rule files to check and compile")
+    p.add_argument("--version", action="version", version=version_text("rlvp-compile"))
+    p.add_argument("--explain-code", metavar="CODE",
+                   help="print what a diagnostic code (RV201, ...) means, its cause, its fix and an example")
     p.add_argument("--auto-from-tags", metavar="MANIFEST",
                    help="derive a rule file from a tool manifest (rlvp, tau2, MCP tools/list, OpenAI tools)")
     p.add_argument("-o", "--output", metavar="PATH",
@@ -55,8 +78,8 @@ def _parser() -> argparse.ArgumentParser:
                         "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)")
     p.add_argument("--manifest", metavar="MANIFEST",
                    help="with --check: generate calls of this manifest's tools (default: the rule file's tools)")
-    p.add_argument("--examples", type=int, default=200, metavar="N",
-                   help="with --check: examples per property (default 200)")
+    p.add_argument("--examples", type=_whole, default=200, metavar="N",
+                   help=f"with --check: examples per property (default 200, at most {MAX_EXAMPLES:,})")
     return p
 
 
@@ -149,8 +172,57 @@ def _describe(ruleset) -> str:
     return f"{len(ruleset.rules)} rules ({parts or 'none'}), {len(ruleset.tools)} tools"
 
 
+def _explain_code(args) -> int:
+    from ..diagnostic_docs import explain
+
+    if args.rules or args.auto_from_tags:
+        print("rlvp-compile: error: --explain-code takes no rule files or manifest", file=sys.stderr)
+        return EXIT_USAGE
+    text = explain(args.explain_code)
+    if text is None:
+        from ..diagnostics import CODES, quoted
+
+        print(f"rlvp-compile: error: unknown diagnostic code {quoted(args.explain_code)} (the codes: {', '.join(CODES)}; "
+              "all of them in docs/diagnostics.md)", file=sys.stderr)
+        return EXIT_USAGE
+    print(text)
+    return EXIT_OK
+
+
+def _check_available() -> bool:
+    """Whether `--check` can run (hypothesis installed); if not, say how to install it."""
+    import importlib.util
+
+    if importlib.util.find_spec(CHECK_NEEDS) is not None:
+        return True
+    print(f"rlvp-compile: error: --check needs {CHECK_NEEDS}, which is not installed; install it with: "
+          f"{CHECK_INSTALL}", file=sys.stderr)
+    return False
+
+
+def _hypothesis_home() -> None:
+    """Keep Hypothesis's cache out of the user's directory: it goes to ~/.cache/rlvp/hypothesis
+    (or $XDG_CACHE_HOME/rlvp/hypothesis) unless HYPOTHESIS_STORAGE_DIRECTORY says otherwise;
+    where that cannot be created, to a temporary folder."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return
+    import tempfile
+
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    home = os.path.join(cache, "rlvp", "hypothesis")
+    try:
+        os.makedirs(home, exist_ok=True)
+    except OSError:
+        home = os.path.join(tempfile.gettempdir(), f"rlvp-hypothesis-{os.getuid() if hasattr(os, 'getuid') else 0}")
+    set_hypothesis_home_dir(home)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.explain_code is not None:
+        return _explain_code(args)
     if args.auto_from_tags:
         if args.rules:
             print("rlvp-compile: error: give either rule files or --auto-from-tags, not both", file=sys.stderr)
@@ -167,9 +239,14 @@ def main(argv: list[str] | None = None) -> int:
     if (args.manifest or args.examples != 200) and not args.check:
         print("rlvp-compile: error: --manifest and --examples go with --check", file=sys.stderr)
         return EXIT_USAGE
-    if args.examples < 1:
-        print(f"rlvp-compile: error: --examples must be at least 1 (got {args.examples})", file=sys.stderr)
+    if not 1 <= args.examples <= MAX_EXAMPLES:
+        print(f"rlvp-compile: error: --examples must be between 1 and {MAX_EXAMPLES:,} (got {args.examples:,})",
+              file=sys.stderr)
         return EXIT_USAGE
+    if args.check:
+        if not _check_available():
+            return EXIT_USAGE
+        _hypothesis_home()
     if args.manifest:
         from ..manifests import ManifestError, load_manifest
 

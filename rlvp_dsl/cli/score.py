@@ -3,16 +3,23 @@
     rlvp-score rules/tau2_airline.rlvp ../shared/data/tau2_simulations          # summary per rule
     rlvp-score rules/tau2_airline.rlvp run.json --explain                          # every credit, with why
     rlvp-score rules/swe.rlvp trajs/ --json > score.json                           # everything as JSON
+    rlvp-score rules/tau2_airline.rlvp runs/ --domain airline --csv episodes.csv    # one domain; a row per episode
+    cat run.jsonl | rlvp-score rules/x.rlvp -                                      # standard input
+
+The JSON document and the CSV columns are described in docs/scoring.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
 import sys
+from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, version_text
 from ..diagnostics import render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
@@ -25,16 +32,25 @@ def _parser() -> argparse.ArgumentParser:
         description="Score agent trajectories with an .rlvp rule file: per-call credits, a summary per rule, "
                     "and each rule's correlation with the outcome reward.",
         epilog="Formats: tau2 results, tau-bench v1, OpenAI chat (JSON/JSONL, MCP results), SWE-agent .traj. "
+               "The JSON and CSV outputs: docs/scoring.md. "
                "Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error.",
     )
     p.add_argument("rules", help="the .rlvp rule file")
-    p.add_argument("trajectories", nargs="+", help="trajectory files or folders")
+    p.add_argument("trajectories", nargs="+", help="trajectory files or folders; - reads standard input")
+    p.add_argument("--version", action="version", version=version_text("rlvp-score"))
     p.add_argument("--format", choices=["tau2", "tau_bench_v1", "openai", "swe_agent"],
                    help="the trajectory format (default: detected per file)")
     p.add_argument("--explain", action="store_true", help="print every credit with its explanation")
     p.add_argument("--json", action="store_true", help="print the scores as JSON (per episode, per credit, summary)")
     p.add_argument("--limit", type=_count, default=0, metavar="N",
                    help="with --explain: show at most N episodes (0: all)")
+    p.add_argument("--domain", action="append", default=[], metavar="NAME",
+                   help="score only the episodes of this domain (as the trajectory records it: tau2's "
+                        "domain_name, tau-bench's policy heading, a chat record's meta.domain); repeatable")
+    p.add_argument("--by", choices=["domain", "file"],
+                   help="one summary per domain or per file instead of one over all episodes")
+    p.add_argument("--csv", metavar="PATH",
+                   help="write one CSV row per episode (outcome, totals, each rule's total) to PATH; - for stdout")
     p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT",
                    help="a tool result starting with TEXT is an error (adds to the default of --format, "
                         "which it needs)")
@@ -45,7 +61,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _count(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be 0 or more (got {value})")
     return value
@@ -100,13 +119,117 @@ def _explain(scored, limit: int) -> str:
     return "\n".join(lines)
 
 
+#: File endings of trajectories: a rule file named so is almost surely the arguments swapped.
+_TRAJECTORY_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+
+
+def domain_of(episode) -> str | None:
+    """The episode's domain as its trajectory records it (``meta["domain"]``), or None."""
+    domain = episode.meta.get("domain")
+    return str(domain) if domain not in (None, "") else None
+
+
+def _domains_text(counts: Counter) -> str:
+    named = sorted(((d, n) for d, n in counts.items() if d is not None), key=lambda x: (-x[1], x[0]))
+    text = ", ".join(f"{d} {n}" for d, n in named)
+    if counts.get(None):
+        text += ("; " if text else "") + f"{counts[None]} with no domain recorded"
+    return text
+
+
+def _select_domains(episodes, wanted: list[str]) -> tuple[list, str]:
+    """The episodes of the `wanted` domains (case-insensitive), and a note on what was left out."""
+    keep = {w.casefold() for w in wanted}
+    kept = [e for e in episodes if (domain_of(e) or "").casefold() in keep]
+    left = Counter(domain_of(e) for e in episodes if e not in kept)
+    note = f"--domain {', '.join(wanted)}: {len(kept)} episodes; left out {_domains_text(left)}" if left else ""
+    return kept, note
+
+
+def _groups(scored, by: str | None) -> list[tuple[str, list]]:
+    if by is None:
+        return [("all", scored)]
+    out: dict[str, list] = {}
+    for episode, credits in scored:
+        key = episode.source if by == "file" else (domain_of(episode) or "(no domain)")
+        out.setdefault(key, []).append((episode, credits))
+    return sorted(out.items())
+
+
+def _episode_row(program, episode, credits) -> dict:
+    per_rule = {r.name: 0.0 for r in program.rules}
+    for c in credits:
+        per_rule[c.rule] = per_rule.get(c.rule, 0.0) + c.value
+    return {
+        "id": episode.id,
+        "source": episode.source,
+        "domain": domain_of(episode),
+        "outcome": episode.outcome,
+        "events": len(episode.events),
+        "calls": len(episode.calls),
+        "malformed_calls": sum(e.status == "malformed" for e in episode.calls),
+        "orphan_results": int(episode.meta.get("orphan_results", 0)),
+        "total": sum(c.value for c in credits),
+        "rules": per_rule,
+    }
+
+
+def _csv_text(program, scored) -> str:
+    """One row per episode: the fixed columns of `_episode_row`, then ``rule:NAME`` per rule."""
+    names = [r.name for r in program.rules]
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    fixed = ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls", "orphan_results", "total"]
+    writer.writerow(fixed + [f"rule:{n}" for n in names])
+    for episode, credits in scored:
+        row = _episode_row(program, episode, credits)
+        cells = ["" if row[k] is None else row[k] for k in fixed]
+        writer.writerow(cells + [f"{row['rules'][n]:.6g}" for n in names])
+    return buffer.getvalue()
+
+
+def _write_csv(path: str, text: str) -> bool:
+    if path == "-":
+        sys.stdout.write(text)
+        return True
+    try:
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        print(f"rlvp-score: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _usage_problem(args) -> str:
+    """A contradiction among the options, or ""."""
+    if args.csv == "-" and (args.json or args.explain):
+        return "--csv - writes the CSV to stdout: it does not go with --json or --explain"
+    if args.limit and not args.explain:
+        return "--limit goes with --explain"
+    if args.trajectories.count("-") > 1:
+        return "standard input (-) can be read once"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    problem = _usage_problem(args)
+    if problem:
+        print(f"rlvp-score: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if not os.path.isfile(args.rules):
         what = "is a directory, not a rule file" if os.path.isdir(args.rules) else "rule file not found"
         print(f"rlvp-score: error: {what}: {args.rules}", file=sys.stderr)
         return EXIT_USAGE
     result = check_file(args.rules)
+    if not result.ok and os.path.splitext(args.rules)[1].lower() in _TRAJECTORY_SUFFIXES:
+        print(f"rlvp-score: error: {args.rules} is not a rule file (it looks like a trajectory); the rule file "
+              "comes first: rlvp-score RULES.rlvp TRAJECTORY...", file=sys.stderr)
+        return EXIT_USAGE
     if not result.ok:
         kept, dropped = sort_and_cap(result.diagnostics)
         decided(EXIT_INPUT_ERRORS)
@@ -124,7 +247,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from ..readers import ReaderError, read_report
 
-    missing = [p for p in args.trajectories if not os.path.exists(p)]
+    if not program.rules:
+        print(f"rlvp-score: warning: {args.rules} has no rules: every credit is 0", file=sys.stderr)
+    missing = [p for p in args.trajectories if p != "-" and not os.path.exists(p)]
     if missing:
         print(f"rlvp-score: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
@@ -138,35 +263,54 @@ def main(argv: list[str] | None = None) -> int:
     for error in report.errors:  # the other files are still scored; the exit status says 1
         print(f"rlvp-score: error: {error}", file=sys.stderr)
     if not report.episodes:
-        print("rlvp-score: error: no episodes found in " + ", ".join(args.trajectories), file=sys.stderr)
+        print("rlvp-score: error: no episodes found in "
+              + ", ".join("standard input" if t == "-" else t for t in args.trajectories), file=sys.stderr)
         for skipped in report.skipped:
             print(f"  skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
         return EXIT_INPUT_ERRORS
 
-    scored = [(episode, program.score(episode)) for episode in report.episodes]
+    episodes = list(report.episodes)
+    domains = Counter(domain_of(e) for e in episodes)
+    if args.domain:
+        episodes, note = _select_domains(episodes, args.domain)
+        if note and episodes:
+            print(f"rlvp-score: {note}", file=sys.stderr)
+        if not episodes:
+            print(f"rlvp-score: error: no episodes of domain {', '.join(args.domain)} (found: "
+                  f"{_domains_text(domains)})", file=sys.stderr)
+            return decided(EXIT_INPUT_ERRORS)
+    elif args.by != "domain" and len([d for d in domains if d is not None]) > 1:
+        print(f"rlvp-score: warning: the episodes come from {len([d for d in domains if d])} domains "
+              f"({_domains_text(domains)}) and one summary blends them: --domain NAME keeps one, "
+              "--by domain summarises each", file=sys.stderr)
+
+    scored = [(episode, program.score(episode)) for episode in episodes]
+    groups = _groups(scored, args.by)
     summary = summarise(program, scored)
-    note = _undeclared_note(program, report.episodes)
+    note = _undeclared_note(program, episodes)
     if note:
         print(f"rlvp-score: {note}", file=sys.stderr)
+    if args.csv is not None:
+        if not _write_csv(args.csv, _csv_text(program, scored)):
+            return decided(EXIT_USAGE)
+        if args.csv == "-":
+            return status
+        print(f"rlvp-score: wrote {len(scored)} episodes to {args.csv}", file=sys.stderr)
     if args.json:
         doc = {
             "rules": args.rules,
             "program": program.to_json(),
             "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
             "errors": [str(e) for e in report.errors],
+            "domains": {("" if d is None else d): n for d, n in sorted(domains.items(), key=lambda x: str(x[0]))},
+            "selected_domains": args.domain,
             "summary": summary.to_json(),
+            "groups": ([{"by": args.by, "key": key, "summary": summarise(program, part).to_json()}
+                        for key, part in groups] if args.by else []),
             "episodes": [
-                {
-                    "id": episode.id,
-                    "source": episode.source,
-                    "outcome": episode.outcome,
-                    "events": len(episode.events),
-                    "calls": len(episode.calls),
-                    "malformed_calls": sum(e.status == "malformed" for e in episode.calls),
-                    "orphan_results": int(episode.meta.get("orphan_results", 0)),
-                    "total": sum(c.value for c in credits),
-                    "credits": [c.to_json() for c in credits],
-                }
+                {**{k: v for k, v in _episode_row(program, episode, credits).items() if k != "rules"},
+                 "rule_totals": _episode_row(program, episode, credits)["rules"],
+                 "credits": [c.to_json() for c in credits]}
                 for episode, credits in scored
             ],
         }
@@ -175,10 +319,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.explain:
         print(_explain(scored, args.limit))
         print()
-    orphans = sum(int(episode.meta.get("orphan_results", 0)) for episode in report.episodes)
+    orphans = sum(int(episode.meta.get("orphan_results", 0)) for episode in episodes)
     print(f"rules: {args.rules} ({len(program.rules)} rules)   skipped files: {len(report.skipped)}"
           + (f"   read errors: {len(report.errors)}" if report.errors else "")
-          + (f"   orphan tool results (matching no call): {orphans}" if orphans else ""))
+          + (f"   orphan tool results (matching no call): {orphans}" if orphans else "")
+          + (f"   domain: {', '.join(args.domain)}" if args.domain else ""))
+    if args.by:
+        for key, part in groups:
+            print()
+            print(f"== {args.by} {key}: {len(part)} episodes")
+            print(render_summary(summarise(program, part)))
+        return status
     print(render_summary(summary))
     return status
 

@@ -2,7 +2,9 @@
 
 Detection (``format=None``), first match wins:
 
-1. extension ``.traj``  -> ``swe_agent``; ``.jsonl`` -> ``openai`` (one episode per line);
+1. extension ``.traj``  -> ``swe_agent``; ``.jsonl`` or ``.ndjson`` -> ``openai`` (one episode
+   per line); a file of any other name whose text is not one JSON document but whose first
+   line is a JSON object or array is JSONL too (read by content, not only by name);
 2. an object with a ``simulations`` list -> ``tau2``;
 3. an object with ``trajectory`` or ``history`` (a list) -> ``swe_agent``;
 4. a list whose first entry has ``traj`` -> ``tau_bench_v1``;
@@ -11,11 +13,15 @@ Detection (``format=None``), first match wins:
 
 Anything else is not a trajectory: :func:`read_episodes` raises :class:`ReaderError`,
 :func:`read_report` (and so :func:`read_paths`) skips the file and says why.
+
+The path ``-`` is standard input (named ``<stdin>`` in ids and messages), read once.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -31,7 +37,12 @@ from .tau_bench_v1 import read_tau_bench_v1
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent")
 #: File name endings read when walking a folder.
-FOLDER_SUFFIXES = (".json", ".jsonl", ".traj")
+FOLDER_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+#: Endings that always mean one JSON document per line.
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+#: The path that names standard input, and the name its episodes and errors carry.
+STDIN = "-"
+STDIN_NAME = "<stdin>"
 
 _READERS: dict[str, Callable[[Any, str, str, ErrorSignal], list[Episode]]] = {
     "tau2": read_tau2,
@@ -80,7 +91,7 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
     suffix = Path(path).suffix.lower()
     if suffix == ".traj":
         return "swe_agent", ""
-    if suffix == ".jsonl":
+    if suffix in JSONL_SUFFIXES:
         return "openai", ""
     if isinstance(data, dict):
         if isinstance(data.get("simulations"), list):
@@ -103,26 +114,60 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
     return None, f"not a trajectory: a JSON {type(data).__name__}"
 
 
-def _load(path: Path, file: str) -> tuple[str, Any]:
+def _read_text(path: Path, file: str) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ReaderError(file, detail=f"not UTF-8 text (byte {exc.start})") from None
+        if file == STDIN:
+            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+        else:
+            data = path.read_bytes()
     except OSError as exc:
-        raise ReaderError(file, detail=f"cannot read: {exc.strerror or exc}") from None
-    if path.suffix.lower() == ".jsonl":
-        return text, None
-    return text, load_json_text(text, file)
+        raise ReaderError(_shown(file), detail=f"cannot read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start})") from None
+
+
+def _shown(file: str) -> str:
+    return STDIN_NAME if file == STDIN else file
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    """Text that is not one JSON document but whose first non-blank line is a JSON object or array."""
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                return isinstance(json.loads(line), (dict, list))
+            except ValueError:
+                return False
+    return False
+
+
+def _load(path: Path, file: str) -> tuple[str, Any, bool]:
+    """(text, parsed JSON or None, whether the text is JSONL)."""
+    text = _read_text(path, file)
+    if path.suffix.lower() in JSONL_SUFFIXES and file != STDIN:
+        return text, None, True
+    if not text.strip():
+        raise ReaderError(_shown(file), detail="the file is empty (expected a trajectory: JSON or JSONL)")
+    try:
+        return text, load_json_text(text, _shown(file)), False
+    except ReaderError:
+        if _looks_like_jsonl(text):
+            return text, None, True
+        raise
 
 
 def _read_loaded(path: Path, file: str, text: str, data: Any, fmt: str, signal: ErrorSignal | None,
-                 line_errors: list | None = None) -> list[Episode]:
+                 line_errors: list | None = None, jsonl: bool = False) -> list[Episode]:
     signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[fmt]
-    if path.suffix.lower() == ".jsonl":
+    shown, name = _shown(file), (STDIN_NAME if file == STDIN else path.name)
+    if jsonl:
         if fmt != "openai":
-            raise ReaderError(file, detail=f"JSONL files are read as 'openai' chat episodes, not {fmt!r}")
-        return read_openai_jsonl(text, file, path.name, signal, line_errors=line_errors)
-    return _READERS[fmt](data, file, path.name, signal)
+            raise ReaderError(shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat "
+                                            f"episodes, not {fmt!r}")
+        return read_openai_jsonl(text, shown, name, signal, line_errors=line_errors)
+    return _READERS[fmt](data, shown, name, signal)
 
 
 def _check_format(format: str | None) -> None:
@@ -150,19 +195,23 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, er
     _check_format(format)
     file = os.fspath(path)
     real = Path(file)
-    text, data = _load(real, file)
+    text, data, jsonl = _load(real, file)
     fmt = format
     if fmt is None:
-        fmt, reason = detect_trajectory_format(data, file)
+        fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
         if fmt is None:
-            raise ReaderError(file, detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
-    return _read_loaded(real, file, text, data, fmt, error_signal)
+            raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
+    return _read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl)
 
 
 def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     """Files to read: named files as given, folders walked in sorted order."""
     out: list[Path] = []
     for item in paths:
+        if os.fspath(item) == STDIN:
+            if Path(STDIN) not in out:  # standard input can be read once
+                out.append(Path(STDIN))
+            continue
         path = Path(item)
         if path.is_dir():
             found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FOLDER_SUFFIXES)
@@ -175,7 +224,8 @@ def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
 
 
 def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None, error_signal: ErrorSignal | None = None, keep_going: bool = False) -> ReadReport:
-    """Read files and folders (folders recursively: ``*.json``, ``*.jsonl``, ``*.traj``).
+    """Read files and folders (folders recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``, ``*.traj``;
+    ``-`` is standard input).
 
     Files whose content is not a trajectory (``tools_manifest.json``, ``tasks.json``,
     ``PROVENANCE.json`` ...) are skipped and listed in :attr:`ReadReport.skipped`; with an
@@ -199,21 +249,21 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     for path in _walk(paths):
         file = os.fspath(path)
         try:
-            text, data = _load(path, file)
+            text, data, jsonl = _load(path, file)
             fmt = format
             if fmt is None:
-                fmt, reason = detect_trajectory_format(data, file)
+                fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
                 if fmt is None:
-                    skipped.append(SkippedFile(file, reason))
+                    skipped.append(SkippedFile(_shown(file), reason))
                     continue
             episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal,
-                                         line_errors=errors if keep_going else None))
+                                         line_errors=errors if keep_going else None, jsonl=jsonl))
         except ReaderError as exc:
             if not keep_going:
                 raise
             errors.append(exc)
             continue
-        files.append(file)
+        files.append(_shown(file))
     return ReadReport(episodes=episodes, files=files, skipped=skipped, errors=errors)
 
 

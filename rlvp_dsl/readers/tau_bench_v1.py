@@ -4,17 +4,31 @@
 tool-call ``arguments`` are JSON text, tool messages carry ``tool_call_id``.  v1 has no
 error flag: tools *return* ``"Error: ..."``, so the default :class:`ErrorSignal` is
 ``prefixes=("Error",)``.  ``outcome = reward``; ``id = "<file name>#[i]"``; meta keeps
-``task_id``, ``trial``, ``user_id`` and the policy (the system message).
+``task_id``, ``trial``, ``user_id``, the policy (the system message) and the ``domain``,
+which v1 records only in the policy's heading (``# Airline Agent Policy`` -> ``airline``,
+``# Retail agent policy`` -> ``retail``; ``None`` without such a heading).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rlvp_dsl.events import Episode
 
 from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got
 from .openai_chat import read_messages
+
+
+_POLICY_HEADING = re.compile(r"\A\s*#\s*([A-Za-z][\w-]*)\s+agent\s+policy\b", re.IGNORECASE)
+
+
+def policy_domain(policy: Any) -> str | None:
+    """The domain a tau-bench policy names in its heading (``# Airline Agent Policy``), lower-case."""
+    if not isinstance(policy, str):
+        return None
+    match = _POLICY_HEADING.match(policy)
+    return match.group(1).lower() if match else None
 
 
 def read_tau_bench_v1(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
@@ -38,7 +52,8 @@ def read_tau_bench_v1(data: Any, file: str, name: str, signal: ErrorSignal) -> l
         if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
             raise ReaderError(file, record, "reward", expected_got("a number or null", reward))
         task = entry.get("info", {}).get("task") if isinstance(entry.get("info"), dict) else None
-        meta.update(format="tau_bench_v1", task_id=entry.get("task_id"), trial=entry.get("trial"))
+        meta.update(format="tau_bench_v1", task_id=entry.get("task_id"), trial=entry.get("trial"),
+                    domain=policy_domain(meta.get("policy")))
         if isinstance(task, dict) and "user_id" in task:
             meta["user_id"] = task["user_id"]
         episodes.append(builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta))

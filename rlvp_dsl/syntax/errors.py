@@ -164,7 +164,9 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
             return [Diagnostic("RV101", f"unexpected invisible character {shown}", span,
                                help="delete it (it may come from copying text from a web page)")]
         hint = "strings use double quotes" if ch == "'" else "remove it, or put it inside a string or a comment (#)"
-        if ch == "/":
+        if ch == "/" and text.startswith(("//", "/*"), exc.pos_in_stream):
+            hint = f"comments start with `#`, not `{text[exc.pos_in_stream:exc.pos_in_stream + 2]}`"
+        elif ch == "/":
             hint = "a regular expression is written /.../ on one line"
         elif ch == '"':
             hint = "a string must be closed on the same line"

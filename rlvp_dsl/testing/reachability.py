@@ -12,6 +12,7 @@ from collections import Counter, defaultdict
 from .. import ast
 from ..analysis import Universe
 from ..compile import Program, compile_ruleset
+from ..diagnostics import did_you_mean
 from ..events import CALL, STATUSES, USER, Episode
 from ..ir import ObligationRule, RuleSet, ViolationRule
 from ..tools import ToolSpec
@@ -90,7 +91,10 @@ class Reasons:
                 text = f"no tool of {self.source} is tagged `{node.tag.text}`"
                 return text + (f" (only {', '.join(f'`{t}`' for t in owners)}, which it does not have)" if owners else "")
             if isinstance(node, ast.ArgTest):
-                return f"no tool of {self.source} that can match takes argument `{node.arg.text}`"
+                taken = {p for t in self.universe.tools.values() for p in (t.params or ())}
+                close = did_you_mean(node.arg.text, taken)
+                return (f"no tool of {self.source} that can match takes argument `{node.arg.text}`"
+                        + (f" ({close.replace(chr(39), '`')})" if close else ""))
             if isinstance(node, ast.Or):
                 return "; ".join(self._why(k) for k in node.items)
             if isinstance(node, ast.And):
