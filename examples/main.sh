@@ -6,8 +6,15 @@
 #
 #   bash examples/main.sh [DATA_DIR]
 #
-# DATA_DIR defaults to ../shared/data when it exists; otherwise the small example
-# episodes and manifest in examples/ are used, so this runs on any fresh machine.
+# DATA_DIR holds the real data in this layout (examples/data/README.md says where
+# the public files come from):
+#
+#   DATA_DIR/tau2/airline/tools_manifest.json   the airline tool catalogue (tau2 format)
+#   DATA_DIR/tau2_simulations/**/*.json         tau2-bench Results files (any domain; airline is scored)
+#   DATA_DIR/tau_bench_v1/**/*.json             tau-bench v1 results lists (optional)
+#
+# It defaults to ../shared/data when that exists, and otherwise to examples/data,
+# the small real samples shipped with the repository, so it runs on a fresh clone.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck disable=SC1091
@@ -15,19 +22,35 @@ source "$repo/examples/setup.sh"
 cd "$repo"
 
 data="${1:-}"
-if [[ -z "$data" && -d "$repo/../shared/data" ]]; then
-  data="$repo/../shared/data"
+if [[ -z "$data" ]]; then
+  if [[ -d "$repo/../shared/data" ]]; then
+    data="$repo/../shared/data"
+  else
+    data="examples/data"
+    echo "main: ../shared/data not found; using the small real samples in examples/data" >&2
+  fi
 fi
-if [[ -n "$data" ]]; then
-  [[ -d "$data" ]] || { echo "main: no such data folder: $data" >&2; exit 2; }
-  manifest="$data/tau2/airline/tools_manifest.json"
-  trajectories=("$data/tau2_simulations" "$data/tau_bench_v1")
-else
-  echo "main: ../shared/data not found; using the example episodes in examples/episodes" >&2
-  manifest="examples/manifests/airline_tools.json"
-  trajectories=("examples/episodes")
+[[ -d "$data" ]] || { echo "main: no such data folder: $data" >&2; exit 2; }
+manifest="$data/tau2/airline/tools_manifest.json"
+if [[ ! -f "$manifest" ]]; then
+  echo "main: $data has no tau2/airline/tools_manifest.json; the layout is described at the top of examples/main.sh" >&2
+  exit 2
+fi
+trajectories=()
+for sub in tau2_simulations tau_bench_v1; do
+  [[ -d "$data/$sub" ]] && trajectories+=("$data/$sub")
+done
+if [[ ${#trajectories[@]} -eq 0 ]]; then
+  echo "main: $data has neither tau2_simulations/ nor tau_bench_v1/; the layout is described at the top of examples/main.sh" >&2
+  exit 2
 fi
 mkdir -p build
+
+took() {  # the seconds a step took, as measured now
+  local s=$(( SECONDS - $1 ))
+  if (( s >= 60 )); then printf '%d min %02d s' $(( s / 60 )) $(( s % 60 )); else printf '%d s' "$s"; fi
+}
+job_start=$SECONDS
 
 echo "== 1. derive rules from the tool catalogue: $manifest"
 rlvp-compile --auto-from-tags "$manifest" -o build/airline_derived.rlvp
@@ -39,16 +62,22 @@ rlvp-compile rules/*.rlvp build/airline_derived.rlvp
 
 for rules in rules/tau2_airline.rlvp build/airline_derived.rlvp; do
   echo
-  echo "== 3. score ${trajectories[*]} with $rules"
-  rlvp-score "$rules" "${trajectories[@]}"
+  echo "== 3. score the airline episodes of ${trajectories[*]} with $rules"
+  rlvp-score "$rules" "${trajectories[@]}" --domain airline
 done
 
 echo
 echo "== 4. example episodes explained credit by credit"
 rlvp-score rules/tau2_airline.rlvp examples/episodes/airline_chat.jsonl --explain --limit 2 | head -40
+echo "(steps 1-4 took $(took "$job_start"))"
 
 echo
-echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model (2 minutes on 2 idle cores, longer when they are busy)"
-rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare
+echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model, 3 seeds each, 2 at a time"
+echo "   (CPU-bound: each run prints when it is done; the step's time is printed at its end)"
+train_start=$SECONDS
+again=()  # the main job may rerun into its own folder; a trainer that refuses an existing folder says --overwrite
+if [[ -d runs/compare ]] && rlvp-train --help 2>/dev/null | grep -q -- '--overwrite'; then again=(--overwrite); fi
+rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare "${again[@]}"
 echo
+echo "step 5 took $(took "$train_start") on $(nproc 2>/dev/null || echo '?') cores; the whole job $(took "$job_start")"
 echo "learning curves: runs/compare/curves.png   summary: runs/compare/summary.md, runs/compare/summary.json"

@@ -3,7 +3,10 @@
 # project into it.  Sourced by examples/main.sh and tests/run.sh.
 #
 # torch is installed first and pinned: an unpinned torch (or installing peft or
-# transformers before torch) pulls a multi-GB CUDA build.
+# transformers before torch) pulls whatever build the index serves.  From PyPI on
+# Linux x86-64 that is a CUDA build with several GB of nvidia-* wheels, even on a
+# machine without a GPU; TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu gets
+# the CPU build (a 190 MB wheel) there.  The build it got is printed.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${RLVP_VENV:-$repo/.venv}"
@@ -16,9 +19,21 @@ fi
 source "$venv/bin/activate"
 stamp="$venv/.rlvp-installed"
 if [[ ! -f "$stamp" || "$repo/pyproject.toml" -nt "$stamp" ]]; then
-  echo "setup: installing (torch==2.13.0 first, then the project with its train, test and trl extras)" >&2
+  echo "setup: installing (torch==2.13.0 first, then the project with its train, test and trl extras; a few minutes)" >&2
   python -m pip install --quiet --upgrade pip
-  python -m pip install --quiet "torch==2.13.0"
+  if [[ -n "${TORCH_INDEX_URL:-}" ]]; then
+    python -m pip install --quiet "torch==2.13.0" --index-url "$TORCH_INDEX_URL"
+  else
+    python -m pip install --quiet "torch==2.13.0"
+  fi
+  RLVP_VENV_SHOWN="$venv" python - <<'PY' >&2
+import os
+import torch
+build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build"
+print(f"setup: torch {torch.__version__} ({build})"
+      + ("" if not torch.version.cuda else f"; for the CPU build: rm -r {os.environ['RLVP_VENV_SHOWN']}, then "
+         "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash examples/main.sh"))
+PY
   python -m pip freeze | grep -i '^torch==' > "$venv/torch-constraint.txt"  # nothing may replace it
   python -m pip install --quiet -c "$venv/torch-constraint.txt" -e "$repo[train,test,trl]"
   touch "$stamp"

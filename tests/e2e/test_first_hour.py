@@ -1,0 +1,379 @@
+"""A new user's first hour with `rlvp-compile` and `rlvp-score`, as subprocesses: the README
+tour runs as printed on what the repository ships, the docs' outputs are real, and every
+mistake gets a one-line answer and exit 1 or 2, never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "examples" / "data"
+
+
+def run(tool: str, *args: str, cwd: Path = REPO, stdin: bytes | None = None, env: dict | None = None,
+        timeout: int = 180) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)], cwd=cwd,
+                          input=stdin, capture_output=True, timeout=timeout, env=env)
+    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
+                                       done.stderr.decode("utf-8", "replace"))
+
+
+def no_traceback(done: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in done.stderr + done.stdout, done.stderr[-3000:]
+
+
+# ---- the README tour ---------------------------------------------------------------
+
+
+def _tour_commands() -> list[str]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    tour = readme[readme.index("## A five-minute tour"):readme.index("**6. Use it from Python**")]
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", tour, re.S):
+        for line in block.splitlines():
+            line = line.split("  #")[0].strip()
+            if line.startswith(("rlvp-compile", "rlvp-score")):
+                commands.append(line)
+    return commands
+
+
+def test_the_tour_reads_only_what_the_repository_ships():
+    """The README tour names no ../shared path and tells a new shell to activate .venv."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    tour = readme[readme.index("## A five-minute tour"):readme.index("## Layout")]
+    assert "../shared" not in tour
+    assert ". .venv/bin/activate" in tour
+
+
+@pytest.mark.parametrize("command", _tour_commands())
+def test_each_tour_command_runs_as_printed(command, tmp_path):
+    """Every rlvp-compile / rlvp-score command of the tour runs from the repository root: exit 0
+    (the farmable example exits 1, as the README says), no traceback."""
+    tool, *args = command.split()
+    args = [str(tmp_path / "airline.rlvp") if a == "build/airline.rlvp" else a for a in args]
+    args = [str(tmp_path / "episodes.csv") if a == "build/episodes.csv" else a for a in args]
+    if "build/airline.rlvp" in command and "--auto-from-tags" not in command:
+        assert run("compile", "--auto-from-tags", "examples/data/tau2/airline/tools_manifest.json",
+                   "-o", args[-1]).returncode == 0
+    files = [a for a in args if not a.startswith("-")]
+    expanded = []
+    for a in args:  # the shell's glob
+        expanded.extend(sorted(str(p.relative_to(REPO)) for p in REPO.glob(a)) if "*" in a else [a])
+    done = run(tool.removeprefix("rlvp-"), *expanded)
+    no_traceback(done)
+    expected = 1 if "farmable" in command else 0
+    assert done.returncode == expected, (command, files, done.stderr[-2000:])
+
+
+def test_the_samples_have_their_licences_beside_them():
+    """Each sample folder of examples/data carries the licence of the repository it comes from."""
+    for folder in ("tau2", "tau2_simulations", "tau_bench_v1", "swe_agent"):
+        assert list((SAMPLES / folder).glob("LICENSE*")), folder
+
+
+# ---- versions, codes and their page ---------------------------------------------------
+
+
+@pytest.mark.parametrize("tool", ["compile", "score"])
+def test_version(tool):
+    """--version prints the program, the package version and Python's, and exits 0."""
+    done = run(tool, "--version")
+    assert done.returncode == 0
+    assert re.match(rf"rlvp-{tool} \S+ \(Python 3\.\d+", done.stdout), done.stdout
+
+
+def test_explain_code_prints_cause_fix_and_the_real_output():
+    """--explain-code names the code's cause and fix and shows what its example prints."""
+    done = run("compile", "--explain-code", "rv201")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("RV201: unknown tool")
+    assert "Cause: " in done.stdout and "Fix: " in done.stdout
+    assert "error[RV201]: unknown tool 'serch_flights'" in done.stdout
+
+
+def test_explain_code_of_an_unknown_code_is_a_usage_error():
+    """An unknown code: exit 2, one line naming the codes and the page."""
+    done = run("compile", "--explain-code", "RV999")
+    assert done.returncode == 2
+    assert "unknown diagnostic code 'RV999'" in done.stderr and "docs/diagnostics.md" in done.stderr
+    no_traceback(done)
+
+
+def test_the_diagnostics_page_is_up_to_date():
+    """docs/diagnostics.md is what docs/gen_diagnostics.py writes from the codes table."""
+    done = subprocess.run([sys.executable, "docs/gen_diagnostics.py", "--check"], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_code_is_documented_and_every_example_gives_its_code():
+    """Each code of diagnostics.CODES has a cause and a fix; each example is reported with its code."""
+    from rlvp_dsl.diagnostic_docs import DOCS, EXAMPLE_PATH, missing_docs
+    from rlvp_dsl.diagnostics import CODES
+    from rlvp_dsl.pipeline import check_text
+
+    assert missing_docs() == []
+    for code, doc in DOCS.items():
+        assert doc.cause and doc.fix, code
+        if doc.example:
+            codes = {d.code for d in check_text(doc.example, EXAMPLE_PATH, lints=True).diagnostics}
+            assert code in codes, (code, codes)
+    page = (REPO / "docs" / "diagnostics.md").read_text(encoding="utf-8")
+    assert all(f"## {code}" in page for code in CODES)
+
+
+def _documented_runs(page: str) -> list[tuple[str, list[str]]]:
+    runs = []
+    for block in re.findall(r"```\n(\$ rlvp-compile .*?)```", page, re.S):
+        command, *lines = block.rstrip("\n").splitlines()
+        runs.append((command[2:], lines))
+    return runs
+
+
+@pytest.mark.parametrize("command,lines", _documented_runs((REPO / "docs" / "testing-rules.md").read_text()),
+                         ids=lambda x: x if isinstance(x, str) else "")
+def test_the_outputs_in_testing_rules_are_real(command, lines):
+    """Each `$ rlvp-compile ...` output in docs/testing-rules.md is what the command prints now (the
+    page's lines appear in order; a line `...` stands for lines left out)."""
+    tool, *args = command.split()
+    done = run(tool.removeprefix("rlvp-"), *args)
+    actual = (done.stdout + done.stderr).splitlines()
+    position = 0
+    for line in lines:
+        if line.strip() == "...":
+            continue
+        while position < len(actual) and actual[position].rstrip() != line.rstrip():
+            position += 1
+        assert position < len(actual), f"not printed by `{command}` (in order): {line!r}\nprinted:\n" + "\n".join(actual)
+        position += 1
+
+
+# ---- rlvp-compile ---------------------------------------------------------------------
+
+
+def test_check_without_hypothesis_says_how_to_install_it():
+    """A core-only install: --check prints the one-line install command and exits 2, no traceback."""
+    code = ("import sys; sys.modules['hypothesis'] = None; from rlvp_dsl.cli.compile import main; "
+            "sys.exit(main(['--check', 'rules/chain.rlvp']))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--check needs hypothesis" in done.stderr and "pip install 'hypothesis>=6.100'" in done.stderr
+    no_traceback(done)
+
+
+def test_check_leaves_no_hypothesis_folder_behind(tmp_path):
+    """--check writes Hypothesis's cache under the user's cache folder, not the current directory."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
+    done = run("compile", "--check", REPO / "rules" / "chain.rlvp", "--examples", "10", cwd=work, env=env)
+    assert done.returncode == 0, done.stderr
+    assert list(work.iterdir()) == []
+
+
+def test_check_refuses_a_huge_example_count():
+    """--examples beyond 100,000 is a usage error at once, not a run of hours."""
+    done = run("compile", "--check", "rules/chain.rlvp", "--examples", "99999999999999999999")
+    assert done.returncode == 2 and "between 1 and 100,000" in done.stderr
+
+
+@pytest.mark.parametrize("text", ["", "   \n# only a comment\n"])
+def test_an_empty_rule_file_compiles_with_a_warning(tmp_path, text):
+    """An empty (or comment-only) file: exit 0 with RV306; --warnings-as-errors makes it exit 1."""
+    path = tmp_path / "empty.rlvp"
+    path.write_text(text)
+    done = run("compile", path)
+    assert done.returncode == 0
+    assert "warning[RV306]: the rule set has no rules" in done.stderr
+    assert run("compile", "--warnings-as-errors", path).returncode == 1
+
+
+@pytest.mark.parametrize("condition", ["on call put arg idd == \"x\"",
+                                       "on call put\n  unless seen (call get ok same idd)"])
+def test_a_typo_in_an_argument_name_of_inline_tools_is_flagged(tmp_path, condition):
+    """`arg idd` / `same idd` with inline tools whose target is `id`: RV307 with a did-you-mean."""
+    path = tmp_path / "typo.rlvp"
+    path.write_text(f"tool get : read target id\ntool put : write target id\nviolation v (-0.5) {{\n  {condition}\n}}\n")
+    done = run("compile", path)
+    assert done.returncode == 0
+    assert "warning[RV307]: argument 'idd'" in done.stderr and "did you mean 'id'?" in done.stderr
+
+
+def test_an_argument_a_test_episode_passes_is_known(tmp_path):
+    """A name the file's own test episode passes to the tool is not a typo."""
+    path = tmp_path / "ok.rlvp"
+    path.write_text('tool get : read target id\nviolation v (-0.5) { on call get arg idx == "x" }\n'
+                    'test "t" {\n  episode {\n    call get {"idx": "x"} ok\n  }\n  expect v at call 0 == -0.5\n}\n')
+    done = run("compile", path)
+    assert done.returncode == 0 and "RV307" not in done.stderr, done.stderr
+
+
+# ---- rlvp-score -----------------------------------------------------------------------
+
+CHAT = ('{"id": "a", "reward": 1, "messages": [{"role": "user", "content": "hi"}]}\n'
+        '{"id": "b", "reward": 0, "messages": [{"role": "user", "content": "yo"}]}\n')
+
+
+@pytest.mark.parametrize("name", ["run.json", "run.txt", "run.ndjson"])
+def test_score_reads_jsonl_by_content(tmp_path, name):
+    """A JSONL file is read as JSONL whatever it is called."""
+    path = tmp_path / name
+    path.write_text(CHAT)
+    done = run("score", "rules/tau2_airline.rlvp", path)
+    assert done.returncode == 0, done.stderr
+    assert "episodes: 2 " in done.stdout
+
+
+def test_score_reads_standard_input():
+    """`-` reads the trajectories from standard input."""
+    done = run("score", "rules/tau2_airline.rlvp", "-", "--json", stdin=CHAT.encode())
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [e["id"] for e in doc["episodes"]] == ["a", "b"]
+    assert {e["source"] for e in doc["episodes"]} == {"<stdin>"}
+
+
+def test_score_warns_when_domains_are_blended_and_filters_by_domain():
+    """Airline and telecom episodes in one summary: a warning; --domain airline keeps only those."""
+    blended = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations")
+    assert blended.returncode == 0
+    assert "come from 2 domains (airline 3, telecom 1)" in blended.stderr
+    one = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--domain", "airline", "--json")
+    assert one.returncode == 0 and "blends" not in one.stderr
+    doc = json.loads(one.stdout)
+    assert {e["domain"] for e in doc["episodes"]} == {"airline"}
+    assert doc["domains"] == {"airline": 3, "telecom": 1} and doc["selected_domains"] == ["airline"]
+
+
+def test_score_reads_the_tau_bench_v1_domain_from_its_policy():
+    """tau-bench v1 records its domain only in the policy heading; it is read from there."""
+    done = run("score", "rules/tau2_airline.rlvp", "examples/data/tau_bench_v1", "--domain", "airline")
+    assert done.returncode == 0, done.stderr
+    assert "episodes: 3 " in done.stdout
+
+
+def test_score_by_domain_prints_one_summary_each():
+    """--by domain: one summary per domain, in name order."""
+    done = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--by", "domain")
+    assert done.returncode == 0
+    assert re.findall(r"^== domain (\S+): (\d+) episodes", done.stdout, re.M) == [("airline", "3"), ("telecom", "1")]
+
+
+def test_score_csv_has_one_row_per_episode(tmp_path):
+    """--csv PATH: the documented columns, one rule:NAME column per rule, one row per episode."""
+    out = tmp_path / "out" / "episodes.csv"
+    done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", out)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    assert len(rows) == 6
+    assert list(rows[0])[:9] == ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls",
+                                 "orphan_results", "total"]
+    assert "rule:write_unconfirmed" in rows[0]
+    to_stdout = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", "-")
+    assert to_stdout.stdout == out.read_text()
+
+
+def test_score_json_has_the_documented_keys():
+    """--json: the top-level and per-episode keys docs/scoring.md lists."""
+    done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--json")
+    doc = json.loads(done.stdout)
+    assert list(doc) == ["rules", "program", "skipped", "errors", "domains", "selected_domains", "summary",
+                         "groups", "episodes"]
+    assert list(doc["episodes"][0]) == ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls",
+                                        "orphan_results", "total", "rule_totals", "credits"]
+    scoring = (REPO / "docs" / "scoring.md").read_text()
+    assert all(f'"{key}"' in scoring for key in doc)
+
+
+def test_score_with_the_arguments_swapped_says_so():
+    """A trajectory given as the rule file: exit 2 and the right order, not a page of syntax errors."""
+    done = run("score", "examples/episodes/airline_chat.jsonl", "rules/tau2_airline.rlvp")
+    assert done.returncode == 2
+    assert "the rule file comes first" in done.stderr and "RV101" not in done.stderr
+
+
+# ---- mistakes: a clear answer, never a traceback --------------------------------------
+
+MISTAKES = [
+    ("compile", []),
+    ("compile", ["--nonsense", "x.rlvp"]),
+    ("compile", ["no/such.rlvp"]),
+    ("compile", ["."]),
+    ("compile", ["{binary}"]),
+    ("compile", ["{latin1}"]),
+    ("compile", ["--max-diagnostics", "0", "rules/chain.rlvp"]),
+    ("compile", ["--max-diagnostics", "lots", "rules/chain.rlvp"]),
+    ("compile", ["--examples", "abc", "--check", "rules/chain.rlvp"]),
+    ("compile", ["--examples", "0", "--check", "rules/chain.rlvp"]),
+    ("compile", ["--manifest", "x.json", "rules/chain.rlvp"]),
+    ("compile", ["--check", "rules/chain.rlvp", "--manifest", "{binary}"]),
+    ("compile", ["--auto-from-tags", "{binary}"]),
+    ("compile", ["--auto-from-tags", "{empty}"]),
+    ("compile", ["--auto-from-tags", "."]),
+    ("compile", ["--auto-from-tags", "examples/manifests/chain4_tools.json", "-o", "."]),
+    ("compile", ["rules/chain.rlvp", "rules/swe.rlvp", "-o", "p.json"]),
+    ("compile", ["--explain-code", "x" * 100_000]),
+    ("score", []),
+    ("score", ["rules/chain.rlvp"]),
+    ("score", ["no/such.rlvp", "x"]),
+    ("score", ["rules", "examples/episodes"]),
+    ("score", ["{binary}", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "no/such.json"]),
+    ("score", ["rules/tau2_airline.rlvp", "{binary}"]),
+    ("score", ["rules/tau2_airline.rlvp", "{empty}"]),
+    ("score", ["rules/tau2_airline.rlvp", "{badjson}"]),
+    ("score", ["rules/tau2_airline.rlvp", "{emptydir}"]),
+    ("score", ["rules/tau2_airline.rlvp", "-", "-"]),
+    ("score", ["rules/tau2_airline.rlvp", "--format", "nonsense", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--limit", "-3", "--explain", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--limit", "3", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--error-prefix", "ERR", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--format", "tau2", "examples/episodes/airline_chat.jsonl"]),
+    ("score", ["rules/tau2_airline.rlvp", "--domain", "retail", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--by", "task", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--csv", "-", "--json", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--csv", ".", "examples/episodes"]),
+]
+
+
+@pytest.fixture(scope="module")
+def mistake_files(tmp_path_factory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("mistakes")
+    (root / "binary.bin").write_bytes(bytes(range(256)) * 8)
+    (root / "latin1.rlvp").write_bytes("tool caf\xe9 : read\n".encode("latin-1"))
+    (root / "empty.json").write_text("")
+    (root / "bad.json").write_text("[1, 2")
+    (root / "emptydir").mkdir()
+    return {"binary": str(root / "binary.bin"), "latin1": str(root / "latin1.rlvp"), "empty": str(root / "empty.json"),
+            "badjson": str(root / "bad.json"), "emptydir": str(root / "emptydir")}
+
+
+@pytest.mark.parametrize("tool,args", MISTAKES, ids=[f"{t} {' '.join(a)[:60]}" for t, a in MISTAKES])
+def test_a_mistake_gets_a_short_answer_and_exit_1_or_2(tool, args, mistake_files, tmp_path):
+    """Bad paths, flags, files and values: exit 1 or 2, a message naming the program, no traceback."""
+    args = [a.format(**mistake_files) if a.startswith("{") else a for a in args]
+    done = run(tool, *args, stdin=b"{not json")
+    no_traceback(done)
+    assert done.returncode in (1, 2), (done.returncode, done.stdout[-500:], done.stderr[-1000:])
+    assert f"rlvp-{tool}" in done.stderr or "error[" in done.stderr, done.stderr[-1000:]
+    assert len(done.stderr) < 5000, "the answer is short"
+
+
+@pytest.mark.parametrize("line", ["// a C comment", "tool a : read  // the reader"])
+def test_a_double_slash_comment_gets_the_comment_hint(tmp_path, line):
+    """`//` is answered with how comments are written, not with regex syntax."""
+    path = tmp_path / "slashes.rlvp"
+    path.write_text(line + "\n")
+    done = run("compile", path)
+    assert done.returncode == 1
+    assert "help: comments start with `#`, not `//`" in done.stderr
