@@ -26,7 +26,7 @@ if [[ ! -f "$stamp" || "$repo/pyproject.toml" -nt "$stamp" ]]; then
   else
     python -m pip install --quiet "torch==2.13.0"
   fi
-  RLVP_VENV_SHOWN="$venv" python - <<'PY' >&2
+  RLVP_VENV_SHOWN="$venv" python -W ignore - <<'PY' >&2  # -W ignore: numpy is not installed yet
 import os
 import torch
 build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build"
