@@ -17,11 +17,12 @@
 # the small real samples shipped with the repository, so it runs on a fresh clone.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck disable=SC1091
-source "$repo/examples/setup.sh"
-cd "$repo"
 
 data="${1:-}"
+if [[ -n "$data" && -d "$data" ]]; then
+  data="$(cd "$data" && pwd)"  # relative to where the job was started, not to the repository
+fi
+cd "$repo"
 if [[ -z "$data" ]]; then
   if [[ -d "$repo/../shared/data" ]]; then
     data="$repo/../shared/data"
@@ -44,6 +45,10 @@ if [[ ${#trajectories[@]} -eq 0 ]]; then
   echo "main: $data has neither tau2_simulations/ nor tau_bench_v1/; the layout is described at the top of examples/main.sh" >&2
   exit 2
 fi
+# set up only once the data folder is known to be usable (set-up takes minutes the first time)
+# shellcheck disable=SC1091
+source "$repo/examples/setup.sh"
+cd "$repo"
 mkdir -p build
 
 took() {  # the seconds a step took, as measured now
@@ -76,7 +81,7 @@ echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny m
 echo "   (CPU-bound: each run prints when it is done; the step's time is printed at its end)"
 train_start=$SECONDS
 again=()  # the main job may rerun into its own folder; a trainer that refuses an existing folder says --overwrite
-if [[ -d runs/compare ]] && rlvp-train --help 2>/dev/null | grep -q -- '--overwrite'; then again=(--overwrite); fi
+if [[ -d runs/compare && "$(rlvp-train --help 2>/dev/null || true)" == *--overwrite* ]]; then again=(--overwrite); fi
 rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare "${again[@]}"
 echo
 echo "step 5 took $(took "$train_start") on $(nproc 2>/dev/null || echo '?') cores; the whole job $(took "$job_start")"
