@@ -377,3 +377,12 @@ def test_a_double_slash_comment_gets_the_comment_hint(tmp_path, line):
     done = run("compile", path)
     assert done.returncode == 1
     assert "help: comments start with `#`, not `//`" in done.stderr
+
+
+def test_the_tau_bench_policy_heading_names_the_domain():
+    """tau-bench v1's wiki headings (airline, retail) name the domain; other text names none."""
+    from rlvp_dsl.readers.tau_bench_v1 import policy_domain
+
+    assert policy_domain("# Airline Agent Policy\n\nThe current time is ...") == "airline"
+    assert policy_domain("# Retail agent policy\n\nAs a retail agent ...") == "retail"
+    assert policy_domain("You are a helpful agent.") is None and policy_domain(None) is None
