@@ -24,12 +24,18 @@ warning here, kept in `REGISTRATION_ERRORS`, and reported by ``--check``.
 
 from __future__ import annotations
 
+import sys
+
+_NEEDS_VERL = ("rlvp_dsl.integrations.verl needs verl: install the project with its verl extra "
+               "(bash tests/integrations/verl/setup.sh, or pip install -e '.[verl]' after torch==2.13.0)")
+
 try:
     import verl  # noqa: F401  (when verl imports us as its plugin, this is verl itself, mid-import)
 except ImportError as exc:  # pragma: no cover - the extra installs verl
-    raise ImportError("rlvp_dsl.integrations.verl needs verl: install the project with its verl extra "
-                      "(bash tests/integrations/verl/setup.sh, or pip install -e '.[verl]' after torch==2.13.0)"
-                      ) from exc
+    if sys.argv[:1] == ["-m"]:  # `python -m rlvp_dsl.integrations.verl --check`: one line, no traceback
+        print(f"rlvp-verl-check: error: {_NEEDS_VERL}", file=sys.stderr)
+        raise SystemExit(1) from None
+    raise ImportError(_NEEDS_VERL) from exc
 
 from ._registry import PIECES, VERL_VERSION, register_all  # noqa: E402
 
