@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
 from trainer.config import ConfigError, TrainConfig, load_config
 
 # Known, harmless library warnings that would otherwise bury the run's output:
@@ -77,6 +77,7 @@ def run_paired(config: str, methods: str, iterations: int | None, seeds: str | N
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(message=version_text("rlvp-train"), package_name="rlvp", prog_name="rlvp-train")
 @click.argument("config", type=click.Path(dir_okay=False, exists=True))
 @click.option("--method", help="grpo | dapo | scalar_fold | rlvp | rlvp_auto | rlvp_noanneal (overrides the config)")
 @click.option("--iterations", type=int, help="number of iterations (overrides the config)")

@@ -73,3 +73,19 @@ def test_ctrl_c_exits_130(tmp_path, monkeypatch):
     monkeypatch.setattr(trainer.loop, "train", interrupted)
     done = invoke(CONFIG, "--iterations", "1", "--out", tmp_path / "out")
     assert done.exit_code == 130 and "interrupted" in done.output and "Traceback" not in done.output
+
+
+def test_version_and_a_missing_train_extra():
+    """rlvp-train --version prints the package version; without click (a core-only install) the entry
+    point names the install command and exits 2 instead of a traceback."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from trainer.entry import run; import sys; sys.argv=['rlvp-train', '--version']; run()"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.startswith("rlvp-train 0.")
+    code = ("import sys; sys.modules['click'] = None\n"
+            "from trainer.entry import run\nsys.argv = ['rlvp-train', '--help']\nrun()\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "rlvp-train: error: the trainer needs the train extra (click is not installed)" in done.stderr
