@@ -30,15 +30,18 @@ def _load(config: str, **overrides) -> TrainConfig:
     return load_config(config, **overrides)
 
 
-def _split(text: str) -> list[str]:
-    return [x.strip() for x in text.split(",") if x.strip()]
+def _split(text: str, flag: str = "--compare") -> list[str]:
+    items = [x.strip() for x in text.split(",")]
+    if any(not x for x in items):
+        raise click.BadParameter(f"'{flag}' has an empty item (got {text!r}): separate names with single commas")
+    return items
 
 
 def _seeds(text: str | None) -> list[int]:
     if not text:
         return [0]
     try:
-        seeds = [int(x) for x in _split(text)]
+        seeds = [int(x) for x in _split(text, "--seeds")]
     except ValueError:
         raise click.BadParameter(f"'--seeds' must be comma-separated integers (got {text!r})") from None
     if not seeds:
@@ -92,6 +95,8 @@ def main(config, method, iterations, seed, out_dir, resume, compare_methods, pai
     """Train a policy on a tool environment with GRPO and verifiable process rewards."""
     if seeds and not (compare_methods or paired_methods):
         raise click.UsageError("--seeds goes with --compare or --paired (one run takes --seed)")
+    if compare_methods and paired_methods:
+        raise click.UsageError("--compare and --paired are two different runs: give one of them")
     try:
         if compare_methods:
             code = run_compare(config, compare_methods, seeds, iterations, out_dir, jobs)

@@ -252,6 +252,11 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         raise ConfigError(f"{path}: config file not found") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): a config is a TOML file") from None
+    if not data:
+        raise ConfigError(f"{path}: the config is empty: expected TOML settings such as method = \"rlvp\" "
+                          "(see examples/chain4.toml)")
     flat = _flatten(data, str(path))
     flat.update({k: v for k, v in overrides.items() if v is not None})
     defaults = {f.name: f for f in dataclasses.fields(TrainConfig)}

@@ -223,6 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.explain_code is not None:
         return _explain_code(args)
+    if (args.validate or args.drop_harmful) and not args.auto_from_tags:
+        print("rlvp-compile: error: --validate and --drop-harmful go with --auto-from-tags MANIFEST", file=sys.stderr)
+        return EXIT_USAGE
+    if args.drop_harmful and not args.validate:
+        print("rlvp-compile: error: --drop-harmful needs --validate TRAJECTORIES (the evidence)", file=sys.stderr)
+        return EXIT_USAGE
     if args.auto_from_tags:
         if args.rules:
             print("rlvp-compile: error: give either rule files or --auto-from-tags, not both", file=sys.stderr)

@@ -136,6 +136,8 @@ class RlvpReward:
                  error_signal: Any = "trl", call_markers: tuple[str, str] = HERMES_MARKERS, name: str = "rlvp"):
         if mode not in ("token", "scalar"):
             raise ValueError(f"'mode' must be token or scalar (got {mode!r})")
+        if isinstance(process_weight, bool) or not isinstance(process_weight, (int, float)):
+            raise TypeError(f"'process_weight' must be a number (got {process_weight!r})")
         if process_weight < 0:
             raise ValueError(f"'process_weight' must be non-negative (got {process_weight})")
         self.program = _as_program(rules)

@@ -89,3 +89,24 @@ def test_version_and_a_missing_train_extra():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "rlvp-train: error: the trainer needs the train extra (click is not installed)" in done.stderr
+
+
+def test_empty_config_empty_seed_items_and_two_modes_are_refused(tmp_path):
+    """An empty config is a config error (no training on defaults); '0,,1' and --compare with --paired
+    are usage errors (exit 2) blamed on the flag."""
+    import subprocess
+    import sys
+
+    empty = tmp_path / "empty.toml"
+    empty.write_text("")
+
+    def train(*args):
+        code = "import sys; from trainer.entry import run; sys.argv = ['rlvp-train', *sys.argv[1:]]; run()"
+        return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True)
+
+    done = train(empty)
+    assert done.returncode == 1 and "the config is empty" in done.stderr
+    done = train("examples/chain4.toml", "--compare", "grpo,rlvp", "--seeds", "0,,1")
+    assert done.returncode == 2 and "'--seeds' has an empty item" in done.stderr
+    done = train("examples/chain4.toml", "--compare", "grpo", "--paired", "grpo,rlvp")
+    assert done.returncode == 2 and "--compare and --paired" in done.stderr
