@@ -35,6 +35,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from rlvp_dsl.cli import whole_number  # noqa: E402
+
 METHODS = {
     "grpo": ("grpo", "TRL GRPOTrainer (outcome only)"),
     "rlvp": ("rlvp", "TRL + rlvp token credit"),
@@ -42,14 +44,6 @@ METHODS = {
 OVERHEAD_BAR = 1.0  # % of a TRL step
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
-    return value
 
 
 def _methods(text: str) -> list[str]:
@@ -81,9 +75,9 @@ def _stat(values, digits: int = 0, scale: float = 1.0, unit: str = "") -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benchmarks/trl_chain4.py", description=__doc__.split("\n")[0])
-    ap.add_argument("--seeds", type=_positive, default=3, help="seeds 0..N-1 (default 3)")
-    ap.add_argument("--steps", type=_positive, default=60, help="TRL optimiser steps per run (default 60)")
-    ap.add_argument("--jobs", type=_positive, default=2, help="runs in parallel, one torch thread each (default 2)")
+    ap.add_argument("--seeds", type=whole_number(1), default=3, help="seeds 0..N-1 (default 3)")
+    ap.add_argument("--steps", type=whole_number(1), default=60, help="TRL optimiser steps per run (default 60)")
+    ap.add_argument("--jobs", type=whole_number(1), default=2, help="runs in parallel, one torch thread each (default 2)")
     ap.add_argument("--methods", type=_methods, default=["grpo", "rlvp"], help="default grpo,rlvp")
     ap.add_argument("--config", default="examples/chain4.toml")
     ap.add_argument("--rules", help="rule file for rlvp (default: the config's rules)")
@@ -94,27 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError:
         print("error: this benchmark needs TRL: pip install -e '.[trl]'", file=sys.stderr)
         return 2
-    from trainer.config import ConfigError, load_config
 
-    config = Path(a.config)
-    if not config.is_absolute() and not config.exists() and (ROOT / config).exists():
-        config = ROOT / config
-    try:
-        base = load_config(config)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    if a.rules and not Path(a.rules).exists():
-        print(f"error: rule file {a.rules!r} does not exist", file=sys.stderr)
-        return 2
-    from rlvp_dsl.diagnostics import RuleError
-    from rlvp_dsl.pipeline import load_program
+    from trainer.trl_runs import load_checked
 
-    try:
-        load_program(a.rules or base.rules)
-    except RuleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    base, code = load_checked(a.config, a.rules, ROOT)
+    if base is None:
+        return code
     command = "python benchmarks/trl_chain4.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:]))
     seeds = list(range(a.seeds))
     print(f"$ {command.strip()}")

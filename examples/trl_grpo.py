@@ -37,34 +37,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from rlvp_dsl.cli import whole_number  # noqa: E402
+
 LABELS = {"grpo": "GRPOTrainer (outcome only)", "rlvp": "RlvpGRPOTrainer (token credit)"}
 QUICK_STEPS = 10
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
-    return value
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be non-negative (got {value})")
-    return value
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python examples/trl_grpo.py", description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=_positive, help="optimiser steps per trainer (default: the config's iterations)")
-    ap.add_argument("--seed", type=_seed, default=0, help="seed of the model, the tasks and the sampling (default 0)")
+    ap.add_argument("--steps", type=whole_number(1), help="optimiser steps per trainer (default: the config's iterations)")
+    ap.add_argument("--seed", type=whole_number(0), default=0, help="seed of the model, the tasks and the sampling (default 0)")
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} steps each (unless --steps is given)")
     ap.add_argument("--config", default="examples/chain4.toml", help="training config (default examples/chain4.toml)")
     ap.add_argument("--rules", help="rule file for rlvp (default: the config's rules)")
@@ -94,28 +80,13 @@ def main(argv: list[str] | None = None) -> int:
         print("error: this example needs TRL: pip install -e '.[trl]'", file=sys.stderr)
         return 2
     from rlvp_dsl.diagnostics import RuleError
-    from rlvp_dsl.pipeline import load_program
-    from trainer.config import ConfigError, load_config
-    from trainer.trl_runs import build_trl_run, quiet_libraries
+    from trainer.trl_runs import build_trl_run, load_checked, quiet_libraries
 
     quiet_libraries()
 
-    config = Path(args.config)
-    if not config.is_absolute() and not config.exists() and (ROOT / config).exists():
-        config = ROOT / config
-    try:
-        cfg = load_config(config, seed=args.seed)
-    except ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    if args.rules and not Path(args.rules).exists():
-        print(f"error: rule file {args.rules!r} does not exist", file=sys.stderr)
-        return 2
-    try:
-        load_program(args.rules or cfg.rules)  # rule errors now, not after the first run
-    except RuleError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    cfg, code = load_checked(args.config, args.rules, ROOT, seed=args.seed)
+    if cfg is None:
+        return code
     steps = args.steps or (QUICK_STEPS if args.quick else cfg.iterations)
     batch = f"{cfg.tasks_per_iteration} tasks x {cfg.num_generations} episodes"
     print(f"{cfg.env} ({args.config}, env_args {cfg.env_args}), embedded tiny model + LoRA, {batch} per step, "

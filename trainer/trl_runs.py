@@ -29,7 +29,9 @@ Importing this module imports neither torch nor trl (`build_trl_run` imports bot
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import attrs
@@ -239,6 +241,37 @@ def build_trl_run(method: str, cfg: Any, *, steps: int, out_dir: str, rules: str
     run = TrlRun(method, trainer, rollout, reward, rlvp_s=rlvp_s)
     trainer.add_callback(_step_clock(run.step_s))
     return run
+
+
+def load_checked(config: str, rules: str | None, root: Path, **overrides: Any) -> tuple[Any, int]:
+    """The run config at `config` (relative paths also tried from `root`) and its rule file
+    compiled once, so a mistake is one ``error:`` line before any training.
+
+    Returns:
+        (the `TrainConfig`, 0), or (None, exit code): 1 for a bad config or rule file,
+        2 for a rule file that does not exist.
+    """
+    from rlvp_dsl.diagnostics import RuleError
+    from rlvp_dsl.pipeline import load_program
+    from trainer.config import ConfigError, load_config
+
+    path = Path(config)
+    if not path.is_absolute() and not path.exists() and (root / path).exists():
+        path = root / path
+    try:
+        cfg = load_config(path, **overrides)
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None, 1
+    if rules and not Path(rules).exists():
+        print(f"error: rule file {rules!r} does not exist", file=sys.stderr)
+        return None, 2
+    try:
+        load_program(rules or cfg.rules)  # rule errors now, not after the first run
+    except RuleError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None, 1
+    return cfg, 0
 
 
 def quiet_libraries() -> None:

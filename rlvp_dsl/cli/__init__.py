@@ -28,6 +28,23 @@ def version_text(prog: str) -> str:
     return f"{prog} {package_version()} (Python {platform.python_version()})"
 
 
+def whole_number(minimum: int | None = None):
+    """An argparse ``type=`` for whole numbers of at least `minimum`: a bad value is a usage
+    error naming the flag (``--steps: must be at least 1 (got 0)``), never a traceback."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
+        if minimum is not None and value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum} (got {value})")
+        return value
+
+    return parse
+
+
 def json_text(value, **kwargs) -> str:
     """`json.dumps` that always writes valid JSON: a NaN or infinite number (an outcome
     read as NaN, a correlation of a constant column) becomes ``null``."""

@@ -15,7 +15,7 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, version_text
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, whole_number, version_text
 from ..diagnostics import MAX_PER_FILE, has_errors, render_json, render_text, sort_and_cap
 from ..loader import read_source
 from ..pipeline import check_file
@@ -29,21 +29,8 @@ CHECK_NEEDS = "hypothesis"
 CHECK_INSTALL = "pip install 'hypothesis>=6.100'"
 
 
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
-    return value
 
 
-def _whole(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -68,7 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--drop-harmful", action="store_true",
                    help="with --validate: leave out derived penalties that fire more on successes than failures")
     p.add_argument("--json", action="store_true", help="print diagnostics as JSON: a list, one object per file")
-    p.add_argument("--max-diagnostics", type=_at_least_one, default=MAX_PER_FILE, metavar="N",
+    p.add_argument("--max-diagnostics", type=whole_number(1), default=MAX_PER_FILE, metavar="N",
                    help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
     p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
     p.add_argument("--test", action="store_true",
@@ -78,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
                         "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)")
     p.add_argument("--manifest", metavar="MANIFEST",
                    help="with --check: generate calls of this manifest's tools (default: the rule file's tools)")
-    p.add_argument("--examples", type=_whole, default=200, metavar="N",
+    p.add_argument("--examples", type=whole_number(), default=200, metavar="N",
                    help=f"with --check: examples per property (default 200, at most {MAX_EXAMPLES:,})")
     return p
 

@@ -19,7 +19,7 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, version_text
+from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, version_text, whole_number
 from ..diagnostics import render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
@@ -42,7 +42,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="the trajectory format (default: detected per file)")
     p.add_argument("--explain", action="store_true", help="print every credit with its explanation")
     p.add_argument("--json", action="store_true", help="print the scores as JSON (per episode, per credit, summary)")
-    p.add_argument("--limit", type=_count, default=0, metavar="N",
+    p.add_argument("--limit", type=whole_number(0), default=0, metavar="N",
                    help="with --explain: show at most N episodes (0: all)")
     p.add_argument("--domain", action="append", default=[], metavar="NAME",
                    help="score only the episodes of this domain (as the trajectory records it: tau2's "
@@ -60,14 +60,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more (got {value})")
-    return value
 
 
 def _undeclared_note(program, episodes) -> str:
