@@ -10,6 +10,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${RLVP_VENV:-$repo/.venv}"
+extras="${RLVP_EXTRAS:-train,test,trl}"  # tests/integrations/verl/setup.sh: verl,test in .venv-verl
 python="${PYTHON:-python3}"
 if [[ ! -x "$venv/bin/python" ]]; then
   echo "setup: creating $venv" >&2
@@ -19,7 +20,7 @@ fi
 source "$venv/bin/activate"
 stamp="$venv/.rlvp-installed"
 if [[ ! -f "$stamp" || "$repo/pyproject.toml" -nt "$stamp" ]]; then
-  echo "setup: installing (torch==2.13.0 first, then the project with its train, test and trl extras; a few minutes)" >&2
+  echo "setup: installing in $venv (torch==2.13.0 first, then the project with its $extras extras; a few minutes)" >&2
   python -m pip install --quiet --upgrade pip
   if [[ -n "${TORCH_INDEX_URL:-}" ]]; then
     python -m pip install --quiet "torch==2.13.0" --index-url "$TORCH_INDEX_URL"
@@ -35,6 +36,6 @@ print(f"setup: torch {torch.__version__} ({build})"
          "TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu bash examples/main.sh"))
 PY
   python -m pip freeze | grep -i '^torch==' > "$venv/torch-constraint.txt"  # nothing may replace it
-  python -m pip install --quiet -c "$venv/torch-constraint.txt" -e "$repo[train,test,trl]"
+  python -m pip install --quiet -c "$venv/torch-constraint.txt" -e "$repo[$extras]"
   touch "$stamp"
 fi
