@@ -57,6 +57,7 @@ from typing import Any
 
 import attrs
 
+from ..readers._base import json_problem
 from ..tools import ToolSpec
 from .targets import infer_targets
 
@@ -132,7 +133,7 @@ def load_manifest(path: str) -> Manifest:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ManifestError(f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {exc.msg}") from None
+        raise ManifestError(f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {json_problem(exc, text)}") from None
     return parse_manifest(data, path)
 
 

@@ -77,7 +77,17 @@ def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ReaderError(f"{file}:{exc.lineno + line_offset}:{exc.colno}", detail=f"invalid JSON: {exc.msg}") from None
+        where = f"{file}:{exc.lineno + line_offset}:{exc.colno}"
+        raise ReaderError(where, detail=f"invalid JSON: {json_problem(exc, text)}") from None
+
+
+def json_problem(exc: json.JSONDecodeError, text: str) -> str:
+    """json's message as a whole sentence (``Unterminated string starting at`` names no place
+    by itself), and a hint when the error is at the very end: the file was cut off."""
+    msg = exc.msg + (" this position" if exc.msg.endswith(" at") else "")
+    if not text[exc.pos:].strip() or exc.msg.startswith("Unterminated"):
+        msg += " -- the text ends early: is the file truncated?"
+    return msg
 
 
 def message_text(content: Any) -> str:
