@@ -187,7 +187,8 @@ class RlvpToolAgentLoop(ToolAgentLoop):
             self._prompt_messages, self._turns_in(response_ids),
             lambda ids, skip: self.tokenizer.decode(list(ids), skip_special_tokens=skip),
             self.marker_ids, n_tokens=T, call_markers=self.rlvp.call_markers, error_signal=self.rlvp.error_signal)
-        scored = score(self.program, read.episode, source=self.rlvp.rules, malformed=read.malformed)
+        scored = score(self.program, read.episode, source=self.rlvp.rules, malformed=read.malformed,
+                       first_event=read.first_event)
         cc = scored.credits
         process = token_credits(cc.values, read.spans, T, mask)  # (T,) calls on their spans
         if cc.unattached:

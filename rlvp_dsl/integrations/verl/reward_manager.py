@@ -67,11 +67,13 @@ class RlvpRewardManager(NaiveRewardManager):
         response_ids = item.batch["responses"]
         length = int(item.batch["attention_mask"][-response_ids.shape[-1]:].sum())
         text = self.tokenizer.decode(response_ids[:length].tolist(), skip_special_tokens=True)
-        episode = episode_from_response_text(
+        read = episode_from_response_text(
             text, prompt_messages=_messages(item.non_tensor_batch.get("raw_prompt")),
             call_markers=self.settings.call_markers, error_signal=self.settings.error_signal)
-        malformed = sum(1 for e in episode.calls if e.status == "malformed")
-        return score(self.program, episode, source=self.settings.rules, malformed=malformed), None
+        response_calls = [e for e in read.episode.events[read.first_event:] if e.kind == "call"]
+        malformed = sum(1 for e in response_calls if e.status == "malformed")
+        return score(self.program, read.episode, source=self.settings.rules, malformed=malformed,
+                     first_event=read.first_event), None
 
     async def run_single(self, data: DataProto) -> dict:
         result = await super().run_single(data)

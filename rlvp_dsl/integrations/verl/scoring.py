@@ -35,7 +35,7 @@ class Scored:
 
     Attributes:
         credits: per-call credit (`rlvp_dsl.attach.CallCredits`).
-        n_calls: calls in the episode.
+        n_calls: calls of the response (the prompt's calls not counted).
         malformed: calls verl did not read as calls.
     """
 
@@ -57,15 +57,20 @@ class Scored:
         }
 
 
-def score(program: Program, episode: Episode, *, source: str, malformed: int = 0) -> Scored:
+def score(program: Program, episode: Episode, *, source: str, malformed: int = 0, first_event: int = 0) -> Scored:
     """Score `episode` with `program` and sum the credits per call.
+
+    The rules see the whole episode, prompt history included; credit on an event before
+    `first_event` (the prompt's) is dropped: the response did not earn it, and the same
+    history would otherwise add the same credit to every rollout of a group.
 
     Raises:
         ValueError: a credit on an event the episode does not have (a rule bug; see
             `rlvp_dsl.attach.call_credits`).
     """
-    credits = call_credits(episode, program.score(episode), source=source)
-    return Scored(credits, len(episode.calls), malformed)
+    credits = [c for c in program.score(episode) if c.event_index >= first_event]
+    prompt_calls = sum(1 for e in episode.events[:first_event] if e.kind == "call")
+    return Scored(call_credits(episode, credits, source=source), len(episode.calls) - prompt_calls, malformed)
 
 
 def as_floats(metrics: dict[str, Any]) -> dict[str, float]:

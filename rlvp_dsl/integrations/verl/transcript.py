@@ -19,8 +19,11 @@ discharge).
   Hermes/Qwen template's rendering of tool messages); each turn's calls take the
   following tool responses in order.
 
-Both put the prompt's messages (``raw_prompt``: system, user, earlier turns) first;
-calls in the prompt have no span.  Tool texts read as errors by the ``verl`` error signal
+Both put the prompt's messages (``raw_prompt``: system, user, earlier turns) first, so
+rules see the history (a read in the prompt counts as seen); calls in the prompt have no
+span, and `first_event` marks where the response begins: credit on the prompt's events
+is not the response's and is dropped when scoring (`scoring.score`), as the TRL
+integration does.  Tool texts read as errors by the ``verl`` error signal
 (``Unknown function '...'``, ``Invalid JSON in arguments for '...'``, ``Error ...``).
 """
 
@@ -91,19 +94,36 @@ class TurnsEpisode:
             clipped to the response length); ``(0, 0)`` for a call with no tokens there.
         malformed: how many blocks verl did not read as calls.
         not_run: how many calls verl read but did not run.
+        first_event: index of the first event of the response (the prompt's events come
+            before it).
     """
 
     episode: Episode
     spans: tuple[Span, ...]
     malformed: int = 0
     not_run: int = 0
+    first_event: int = 0
 
 
-def _prompt(builder: EpisodeBuilder, prompt_messages: Sequence[Mapping[str, Any]] | None) -> int:
-    """Feed the prompt's messages; the number of calls they hold."""
+@attrs.frozen
+class ResponseEpisode:
+    """An episode read from a decoded response.
+
+    Attributes:
+        episode: the episode (prompt messages first).
+        first_event: index of the first event of the response.
+    """
+
+    episode: Episode
+    first_event: int = 0
+
+
+def _prompt(builder: EpisodeBuilder, prompt_messages: Sequence[Mapping[str, Any]] | None) -> tuple[int, int]:
+    """Feed the prompt's messages; ``(events, calls)`` they hold."""
     if prompt_messages:
         read_messages([dict(m) for m in prompt_messages], builder, "<raw_prompt>", "")
-    return sum(1 for e in builder.events() if e.kind == CALL)
+    events = builder.events()
+    return len(events), sum(1 for e in events if e.kind == CALL)
 
 
 def _strip_markers(text: str, markers: tuple[str, str]) -> tuple[str, bool]:
@@ -143,7 +163,7 @@ def episode_from_turns(
         `TurnsEpisode`.  Never raises for what the model wrote.
     """
     builder = EpisodeBuilder(resolve_signal(error_signal))
-    n_prompt_calls = _prompt(builder, prompt_messages)
+    n_prompt_events, n_prompt_calls = _prompt(builder, prompt_messages)
     spans: list[Span] = [(0, 0)] * n_prompt_calls
     malformed = not_run = 0
     for number, turn in enumerate(turns):
@@ -178,7 +198,7 @@ def episode_from_turns(
             text_, records = tool_result(message.get("content"))
             builder.result(text_, call_id=call_id, records=[message, *records])
     episode = builder.episode(id, outcome=None, source="", meta={})
-    return TurnsEpisode(episode, tuple(spans), malformed, not_run)
+    return TurnsEpisode(episode, tuple(spans), malformed, not_run, n_prompt_events)
 
 
 def _strip_role_lines(text: str) -> str:
@@ -199,11 +219,12 @@ def episode_from_response_text(
     response_markers: tuple[str, str] = RESPONSE_MARKERS,
     error_signal: str = "verl",
     id: str = "episode",
-) -> Episode:
+) -> ResponseEpisode:
     """The episode in a decoded response (single-turn text, or a tool agent's turns rendered
-    by a Hermes/Qwen template).  Never raises for what the model wrote."""
+    by a Hermes/Qwen template), after the prompt's messages.  Never raises for what the
+    model wrote."""
     builder = EpisodeBuilder(resolve_signal(error_signal))
-    _prompt(builder, prompt_messages)
+    n_prompt_events, _ = _prompt(builder, prompt_messages)
     opener, closer = response_markers
     pending: list[str] = []  # ids of the current turn's calls still waiting for a result
     pos, number = 0, 0
@@ -235,4 +256,4 @@ def episode_from_response_text(
         if end < 0:
             break
         pos = end + len(closer)
-    return builder.episode(id, outcome=None, source="", meta={})
+    return ResponseEpisode(builder.episode(id, outcome=None, source="", meta={}), n_prompt_events)

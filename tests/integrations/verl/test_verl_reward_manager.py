@@ -71,16 +71,48 @@ def test_default_compute_score_is_verl_s(tmp_path):
 
 def test_the_episode_read_from_text():
     """Calls take the following tool responses in order; verl's error texts are errors."""
-    episode = episode_from_response_text(MULTI_TURN, prompt_messages=[{"role": "user", "content": "2+3?"}])
+    read = episode_from_response_text(MULTI_TURN, prompt_messages=[{"role": "user", "content": "2+3?"}])
+    episode = read.episode
+    assert read.first_event == 1
     assert [(e.kind, e.tool, e.status) for e in episode.events] == [
         ("user", None, "ok"), ("assistant", None, "ok"), ("call", "boom", "error"), ("call", "calc", "ok"),
         ("assistant", None, "ok")]
     assert episode.events[3].result == "5" and episode.events[4].text == "The answer is 5."
     # a turn's text and calls were issued together; the next turn came after the results
     assert episode.events[1].same_message(episode.events[2]) and not episode.events[2].same_message(episode.events[3])
-    single = episode_from_response_text(SINGLE_TURN)
+    single = episode_from_response_text(SINGLE_TURN).episode
     assert [e.status for e in single.calls] == ["no_result"]
     assert sorted(c.value for c in loads(F.RULES).score(single)) == [-0.125]
+
+
+# An earlier turn in the prompt: a failed boom call (-0.5) that opened recover.
+HISTORY = [{"role": "user", "content": "2+3?"},
+           {"role": "assistant", "content": "", "tool_calls": [
+               {"id": "h1", "type": "function", "function": {"name": "boom", "arguments": '{"x": "1"}'}}]},
+           {"role": "tool", "tool_call_id": "h1", "content": "Error executing tool 'boom': kaboom 0"}]
+
+
+def test_credit_on_the_prompt_history_is_not_the_response_s(tmp_path):
+    """The rules see the prompt's history: its failed boom opened recover, which the
+    response's ok calc discharges (+0.25, on the response's call).  The history's own -0.5
+    is dropped, its call is not counted, and its obligation expiring in a response that
+    never recovers lands on the history's call: dropped too."""
+    cfg = F.config(F.write_rules(tmp_path), manager="rlvp", process_weight=1.0)
+    cfg.reward.custom_reward_function.path = F.write_score_fn(tmp_path)
+    recovers = f"{CALC}\nuser\n<tool_response>\n5\n</tool_response>\nassistant\nIt is 5."
+    data = F.reward_batch(TOK, ["2+3?", "2+3?"], [recovers, "It is 5"], ["5", "5"])
+    raw = np.empty(2, dtype=object)
+    raw[:] = [HISTORY, HISTORY]
+    data.non_tensor_batch["raw_prompt"] = raw
+    _, out = _scores(cfg, data)
+    info = [o["reward_extra_info"] for o in out]
+    assert [i["rlvp_calls"] for i in info] == [1.0, 0.0]
+    assert [i["rlvp_credit"] for i in info] == [0.25, 0.0]
+    assert [o["reward_score"] for o in out] == [1.25, 1.0]
+    program = loads(F.RULES)
+    whole = [sorted(c.value for c in program.score(episode_from_response_text(r, prompt_messages=HISTORY).episode))
+             for r in (recovers, "It is 5")]
+    assert whole == [[-0.5, 0.25], [-0.5, -0.25]]  # what scoring the whole episode would have added
 
 
 def test_agent_loop_scoring_is_used_and_never_counted_twice(tmp_path):
