@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("selenium", reason="selenium is not installed (the test extra)")
 
 from html_golden import CLEAN, EXPECTED, GOLDEN, LINKS, RULE_LINES, RULES, RULES_PATH  # noqa: E402
-from page_tools import open_page, pixel_spread  # noqa: E402
+from .page_tools import open_page, pixel_spread  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select  # noqa: E402
 

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("selenium", reason="selenium is not installed (the test extra)")
 
-from page_tools import open_page, pixel_spread  # noqa: E402
+from .page_tools import open_page, pixel_spread  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 from rlvp_dsl.attach import CallCredits  # noqa: E402
