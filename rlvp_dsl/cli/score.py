@@ -202,6 +202,9 @@ def _write_html(path: str, program, scored, sources, title: str) -> bool:
     """The HTML report (rlvp_dsl/html) to `path`, its folder created; False (said) when it cannot be written."""
     from ..html import build_report, write_report
 
+    if path == "-":
+        print("rlvp-score: error: --html needs a file path (the report is one HTML file), not -", file=sys.stderr)
+        return False
     try:
         write_report(build_report(program, scored, sources, title=title), path)
     except OSError as exc:
@@ -297,14 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     note = _undeclared_note(program, episodes)
     if note:
         print(f"rlvp-score: {note}", file=sys.stderr)
+    if args.html is not None and not _write_html(args.html, program, scored, result.sources, args.rules):
+        return decided(EXIT_USAGE)
     if args.csv is not None:
         if not _write_csv(args.csv, _csv_text(program, scored)):
             return decided(EXIT_USAGE)
         if args.csv == "-":
             return status
         print(f"rlvp-score: wrote {len(scored)} episodes to {args.csv}", file=sys.stderr)
-    if args.html is not None and not _write_html(args.html, program, scored, result.sources, args.rules):
-        return decided(EXIT_USAGE)
     if args.json:
         doc = {
             "rules": args.rules,

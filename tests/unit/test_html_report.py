@@ -142,6 +142,16 @@ def test_rlvp_score_writes_the_report_into_a_new_folder(tmp_path, capsys):
 def test_rlvp_score_html_to_an_unwritable_path_is_an_io_error(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code = score_main([str(REPO / "rules/tau2_airline.rlvp"), str(REPO / "examples/episodes"), "--html", str(blocker / "report.html")])
+    code = score_main([str(REPO / "rules/tau2_airline.rlvp"), str(REPO / "examples/episodes"),
+                       "--html", str(blocker / "report.html")])
     assert code == 2
     assert "cannot write" in capsys.readouterr().err
+
+
+def test_rlvp_score_html_goes_with_csv_on_stdout_and_refuses_stdout_itself(tmp_path, capsys):
+    out = tmp_path / "report.html"
+    rules, episodes = str(REPO / "rules/tau2_airline.rlvp"), str(REPO / "examples/episodes")
+    assert score_main([rules, episodes, "--csv", "-", "--html", str(out)]) == 0
+    assert out.is_file() and capsys.readouterr().out.startswith("id,source,domain,outcome")
+    assert score_main([rules, episodes, "--html", "-"]) == 2
+    assert "--html needs a file path" in capsys.readouterr().err
