@@ -20,6 +20,7 @@ Nothing here reads a file or imports jinja2: it is unit-tested on values
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any, Mapping, Sequence
 
@@ -185,6 +186,11 @@ def histogram(totals: Sequence[float], outcomes: Sequence[float | None], max_bar
     return Histogram(labels, tuple(low), tuple(high), tuple(unknown))
 
 
+def _finite(x: float | None) -> float | None:
+    """`x`, or None for a missing or non-finite number (JSON has no NaN; the page shows n/a)."""
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
 def _shorten(text: str, limit: int) -> tuple[str, int]:
     """``(text cut to limit characters, the full length)``."""
     return (text if len(text) <= limit else text[:limit]), len(text)
@@ -243,7 +249,7 @@ def episode_record(number: int, episode: Episode, credits: Sequence[Credit], rul
         "id": episode.id,
         "source": episode.source,
         "domain": episode.meta.get("domain"),
-        "outcome": episode.outcome,
+        "outcome": _finite(episode.outcome),
         "total": sum(c.value for c in credits),
         "calls": len(episode.calls),
         "rule_totals": totals,

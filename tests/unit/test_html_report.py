@@ -155,3 +155,11 @@ def test_rlvp_score_html_goes_with_csv_on_stdout_and_refuses_stdout_itself(tmp_p
     assert out.is_file() and capsys.readouterr().out.startswith("id,source,domain,outcome")
     assert score_main([rules, episodes, "--html", "-"]) == 2
     assert "--html needs a file path" in capsys.readouterr().err
+
+
+def test_a_non_finite_outcome_is_shown_as_unknown():
+    program = loads(RULES, RULES_PATH)
+    odd = CLEAN.__class__("odd", CLEAN.events, outcome=float("nan"))
+    report = build_report(program, [(odd, program.score(odd))], {RULES_PATH: RULES})
+    assert report.episodes[0]["outcome"] is None
+    assert json.loads(report.data_json())["episodes"][0]["outcome"] is None
