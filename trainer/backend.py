@@ -30,6 +30,7 @@ class Backend:
         scorer: compiled rules (``score(episode) -> list[Credit]``) or ``fn(episode) -> list[float]``.
         pad_id: padding token id.
         ref_context: context manager factory that disables the adapter (reference model).
+        decode: ids -> one text per id, for the token pages (None: they show the ids).
     """
 
     model: torch.nn.Module
@@ -38,6 +39,7 @@ class Backend:
     scorer: Any
     pad_id: int = 0
     ref_context: Callable[[], Any] | None = None
+    decode: Callable[[Any], list[str]] | None = None
 
 
 def build_backend(cfg: TrainConfig) -> Backend:
@@ -69,4 +71,5 @@ def build_backend(cfg: TrainConfig) -> Backend:
         scorer=program,
         pad_id=int(getattr(tokenizer, "pad_token_id", 0) or 0),
         ref_context=getattr(policy, "disable_adapter", None),
+        decode=lambda ids: [tokenizer.decode([i]) for i in ids],
     )

@@ -151,6 +151,11 @@ class TrainConfig:
     """Trailing window (iterations) of the success rate used for that threshold."""
     threads: int = 1
     """torch threads (the machine is shared)."""
+    token_page_every: int = 20
+    """Write ``out_dir/token_pages/iter_NNNN.html`` (tokens coloured by their advantage) every k iterations
+    and at the last one (0: never); see trainer/token_page.py."""
+    token_page_rollouts: int = 4
+    """Rollouts of the batch shown on a token page."""
 
     def __post_init__(self) -> None:
         self.validate()
@@ -192,6 +197,10 @@ class TrainConfig:
                 bad(name, "non-negative")
         if self.anneal_iterations < 0:
             bad("anneal_iterations", "non-negative")
+        if not isinstance(self.token_page_every, int) or self.token_page_every < 0:
+            bad("token_page_every", "a non-negative integer (0: no token pages)")
+        if not isinstance(self.token_page_rollouts, int) or self.token_page_rollouts < 1:
+            bad("token_page_rollouts", "a positive integer")
 
     # ------------------------------------------------------------------
     def replace(self, **changes: Any) -> "TrainConfig":

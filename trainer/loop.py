@@ -56,6 +56,7 @@ import torch
 
 from rlvp_dsl.attach import CallCredits, score_calls
 from trainer import checkpoint as ckpt
+from trainer import token_page
 from trainer.advantages import compute_advantages
 from trainer.annealing import ProcessWeightSchedule
 from trainer.backend import Backend, build_backend
@@ -189,6 +190,8 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
                 process_norm=cfg.process_norm, eps=cfg.adv_eps,
             )
             dead_iteration, frac_dead = adv.dead_iteration, adv.frac_dead_groups
+            # the tokens coloured by the advantages and mask the update below receives (trainer/token_page.py)
+            token_page.maybe_write(cfg, it, batch, credits, adv, cmask, weight, decode=be.decode, log=say)
             # --- update ---
             stats = _update(cfg, be, model, optimizer, params, batch, adv.advantages, cmask,
                             step=not (dead_iteration and cfg.beta == 0))

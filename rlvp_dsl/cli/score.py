@@ -51,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="one summary per domain or per file instead of one over all episodes")
     p.add_argument("--csv", metavar="PATH",
                    help="write one CSV row per episode (outcome, totals, each rule's total) to PATH; - for stdout")
+    p.add_argument("--html", metavar="PATH",
+                   help="write the HTML credit report (one self-contained file: rules, episodes, timelines) to PATH")
     p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT",
                    help="a tool result starting with TEXT is an error (adds to the default of --format, "
                         "which it needs)")
@@ -196,6 +198,22 @@ def _write_csv(path: str, text: str) -> bool:
     return True
 
 
+def _write_html(path: str, program, scored, sources, title: str) -> bool:
+    """The HTML report (rlvp_dsl/html) to `path`, its folder created; False (said) when it cannot be written."""
+    from ..html import build_report, write_report
+
+    if path == "-":
+        print("rlvp-score: error: --html needs a file path (the report is one HTML file), not -", file=sys.stderr)
+        return False
+    try:
+        write_report(build_report(program, scored, sources, title=title), path)
+    except OSError as exc:
+        print(f"rlvp-score: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    print(f"rlvp-score: wrote the HTML report of {len(scored)} episodes to {path}", file=sys.stderr)
+    return True
+
+
 def _usage_problem(args) -> str:
     """A contradiction among the options, or ""."""
     if args.csv == "-" and (args.json or args.explain):
@@ -282,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     note = _undeclared_note(program, episodes)
     if note:
         print(f"rlvp-score: {note}", file=sys.stderr)
+    if args.html is not None and not _write_html(args.html, program, scored, result.sources, args.rules):
+        return decided(EXIT_USAGE)
     if args.csv is not None:
         if not _write_csv(args.csv, _csv_text(program, scored)):
             return decided(EXIT_USAGE)

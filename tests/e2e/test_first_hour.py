@@ -61,6 +61,7 @@ def test_each_tour_command_runs_as_printed(command, tmp_path):
     tool, *args = command.split()
     args = [str(tmp_path / "airline.rlvp") if a == "build/airline.rlvp" else a for a in args]
     args = [str(tmp_path / "episodes.csv") if a == "build/episodes.csv" else a for a in args]
+    args = [str(tmp_path / "report.html") if a == "build/report.html" else a for a in args]
     if "build/airline.rlvp" in command and "--auto-from-tags" not in command:
         assert run("compile", "--auto-from-tags", "examples/data/tau2/airline/tools_manifest.json",
                    "-o", args[-1]).returncode == 0

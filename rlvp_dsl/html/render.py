@@ -1,0 +1,54 @@
+"""Lay a `Report` out as one self-contained HTML file (jinja2; CSS and script inline).
+
+The page embeds the episodes as JSON (`Report.data_json`) and its script draws an
+episode's timeline only when it is opened, so a report of thousands of episodes opens
+at once.  Nothing is loaded from the network: no font, no stylesheet, no script.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+from .model import RESULT_PREVIEW, Report
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+
+@functools.lru_cache(maxsize=None)
+def environment(folder: str = str(TEMPLATES)):
+    """The jinja2 environment of the templates in `folder` (autoescaped, strict about undefined names)."""
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(folder),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+
+
+def _signed(x: float | None, spec: str = "+.2f") -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def render_report(report: Report) -> str:
+    """The report page as HTML text."""
+    template = environment().get_template("report.html.j2")
+    return template.render(report=report, data_json=report.data_json(), preview=RESULT_PREVIEW, signed=_signed)
+
+
+def write_report(report: Report, path: str | os.PathLike) -> Path:
+    """Write the page to `path`, creating its folder; returns the path.
+
+    Raises:
+        OSError: the folder or the file cannot be written.
+    """
+    out = Path(path)
+    if out.parent and not out.parent.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_report(report), encoding="utf-8")
+    return out

@@ -1,0 +1,1 @@
+"""Tests in headless Chromium (conftest.py: the driver)."""
