@@ -76,6 +76,9 @@ class Interrupted(KeyboardInterrupt):
         super().__init__(f"interrupted after {iterations} iterations")
         self.checkpoint, self.iterations, self.out_dir = checkpoint, iterations, out_dir
 
+    def __reduce__(self):  # picklable: a --compare worker sends it back to the parent
+        return (type(self), (self.checkpoint, self.iterations, self.out_dir))
+
 
 def capture(*, model: torch.nn.Module, optimizer: torch.optim.Optimizer, schedule_state: dict, counters: dict,
             config: dict) -> dict[str, Any]:
@@ -186,7 +189,7 @@ def _is_run(folder: Path) -> bool:
     return any((folder / name).is_file() for name in _MARKERS)
 
 
-def _nested_runs(folder: Path) -> list[Path]:
+def nested_runs(folder: Path) -> list[Path]:
     """The run folders a comparison (``METHOD/seedK``) or a paired run (``seedK/driver_METHOD``) put under ``folder``."""
     from trainer.methods import METHODS
 
@@ -217,11 +220,11 @@ def existing_outputs(out_dir: str | os.PathLike) -> list[Path]:
     folder = Path(out_dir)
     if not folder.is_dir():
         return []
-    found = [folder / n for n in dict.fromkeys(RUN_FILES + GRID_FILES) if (folder / n).is_file()]
+    found = [folder / n for n in dict.fromkeys(_MARKERS + RUN_FILES + GRID_FILES) if (folder / n).is_file()]
     found += _paired_files(folder)
     if (folder / "tb").is_dir() and any(_TB_EVENTS.fullmatch(f.name) for f in (folder / "tb").iterdir()):
         found.append(folder / "tb")
-    return found + _nested_runs(folder)
+    return found + nested_runs(folder)
 
 
 def clear_outputs(out_dir: str | os.PathLike) -> list[Path]:
@@ -243,7 +246,7 @@ def clear_outputs(out_dir: str | os.PathLike) -> list[Path]:
                     removed.append(f)
             _rmdir_if_empty(tb)
 
-    nested = _nested_runs(folder)
+    nested = nested_runs(folder)
     parents = sorted({run.parent for run in nested} | {f.parent for f in _paired_files(folder)})
     for run in nested:
         clear_run(run, RUN_FILES)
