@@ -25,6 +25,7 @@ from pathlib import Path
 
 import click
 
+from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
 from trainer.config import ConfigError, TrainConfig, load_config
 from trainer.methods import METHODS
@@ -214,6 +215,8 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
     else:
         try:
             backend = build_backend(cfg)
+        except RuleError:  # a rule file's own diagnostics name their file, line and column
+            raise
         except (ValueError, FileNotFoundError) as exc:  # a model or environment setting
             raise ConfigError(f"{config}: {exc}") from None
         try:

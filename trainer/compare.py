@@ -51,12 +51,14 @@ class GridInterrupted(KeyboardInterrupt):
 
 
 _WORKER_CLOCK: GridClock | None = None  # the grid's clock in a --compare worker process
+_WORKER_STOP = None  # set by the parent on Ctrl-C: runs not yet started are skipped
 
 
-def _init_worker(done, remaining: int, start: float) -> None:
-    """Worker set-up: share the grid's iteration counter; ignore Ctrl-C while idle (a run handles it)."""
-    global _WORKER_CLOCK
-    _WORKER_CLOCK = GridClock(remaining, done, start)
+def _init_worker(done, remaining: int, start: float, stop) -> None:
+    """Worker set-up: share the grid's iteration counter and stop flag; ignore Ctrl-C while idle
+    (a run handles it)."""
+    global _WORKER_CLOCK, _WORKER_STOP
+    _WORKER_CLOCK, _WORKER_STOP = GridClock(remaining, done, start), stop
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
@@ -66,11 +68,15 @@ def _interrupt_once(signum, frame):  # the first Ctrl-C interrupts the run; a se
 
 
 def _run_one(cfg: TrainConfig, resume: bool = False, progress: bool | str | None = None,
-             clock: GridClock | None = None, worker: bool = False) -> list[dict]:
-    """One run of the grid; returns the whole run's metric rows (read back from its metrics.jsonl)."""
+             clock: GridClock | None = None, worker: bool = False) -> list[dict] | None:
+    """One run of the grid; returns the whole run's metric rows (read back from its metrics.jsonl),
+    or None when a worker finds the grid stopped before the run started."""
     if worker:
+        if _WORKER_STOP is not None and _WORKER_STOP.is_set():
+            return None
         clock = _WORKER_CLOCK
         signal.signal(signal.SIGINT, _interrupt_once)
+    resume = resume and (Path(cfg.out_dir) / ckpt.FILENAME).is_file()  # a run never started starts now
     try:
         if not (resume and ckpt.iterations_done(cfg.out_dir) >= cfg.iterations):
             train(cfg, resume=resume, progress=progress, clock=clock,
@@ -119,9 +125,9 @@ def run_grid(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out
             done(k, m, s, rows)
         return results
     ctx = get_context("spawn")
-    shared = ctx.Value("i", 0)
+    shared, stop = ctx.Value("i", 0), ctx.Event()
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                               initargs=(shared, remaining, time.time()))
+                               initargs=(shared, remaining, time.time(), stop))
     futures = {pool.submit(_run_one, c, resume, "lines", None, True): (m, s) for m, s, c in todo}
     interrupted: list[ckpt.Interrupted] = []
     try:
@@ -139,6 +145,7 @@ def run_grid(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out
         if interrupted:
             raise KeyboardInterrupt
     except KeyboardInterrupt:
+        stop.set()
         for fut in futures:
             fut.cancel()
         for proc in list(getattr(pool, "_processes", {}).values()):  # a run not reached by the terminal's Ctrl-C
@@ -154,13 +161,17 @@ def run_grid(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out
             except ckpt.Interrupted as exc:
                 if exc not in interrupted:
                     interrupted.append(exc)
-            except Exception:  # noqa: BLE001 - a worker that died: its last periodic checkpoint stays
+            except (Exception, KeyboardInterrupt):  # noqa: BLE001 - died or set-up interrupted: its last checkpoint stays
                 pass
             else:
-                if (m, s) not in finished:
+                if rows is not None and (m, s) not in finished:
                     done(len(finished) + 1, m, s, rows)
         pool.shutdown(wait=True, cancel_futures=True)
         raise GridInterrupted(str(out), finished, interrupted) from None
+    except BaseException:  # a run failed (a bad rule file, a missing package): stop the others
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
     pool.shutdown(wait=True)
     return results
 
