@@ -141,7 +141,7 @@ class _Command(click.Command):
 # ----------------------------------------------------------------------------
 # run folders
 # ----------------------------------------------------------------------------
-def prepare_out(out_dir: str, resume: bool, overwrite: bool) -> None:
+def prepare_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = True) -> None:
     """Refuse a folder that holds an earlier run unless ``--resume`` or ``--overwrite``;
     ``--overwrite`` removes what the trainer wrote there (and only that)."""
     from trainer.checkpoint import clear_outputs, existing_outputs
@@ -152,8 +152,9 @@ def prepare_out(out_dir: str, resume: bool, overwrite: bool) -> None:
         click.echo(f"--overwrite: removed {len(removed)} file(s) of the earlier run in {out_dir}", err=True)
     elif found and not resume:
         names = ", ".join(str(p.relative_to(out_dir)) for p in found[:4]) + (" ..." if len(found) > 4 else "")
-        raise Failure(f"{out_dir} already holds a run ({names}): give --resume to continue it, "
-                      f"--overwrite to replace it, or another --out", EXIT_USAGE)
+        choices = "give --resume to continue it, --overwrite to replace it," if resumable else \
+            "give --overwrite to replace it"
+        raise Failure(f"{out_dir} already holds a run ({names}): {choices} or another --out", EXIT_USAGE)
 
 
 def _inside_a_run(out_dir: str) -> Path | None:
@@ -283,7 +284,7 @@ def run_paired(config: str, methods: list[str], iterations: int | None, seeds: l
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "paired")
-    prepare_out(out_dir, False, overwrite)
+    prepare_out(out_dir, False, overwrite, resumable=False)
     for s in seeds or [0]:
         try:
             res = paired(cfg.replace(seed=s), methods[0], methods, Path(out_dir) / f"seed{s}")

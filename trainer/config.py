@@ -284,7 +284,7 @@ def type_error(key: str, value: Any, want: str) -> str | None:
         "float": ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
         "str": ("a string", lambda v: isinstance(v, str)),
         "list": ("an array of strings, e.g. [\"q_proj\", \"v_proj\"]",
-                 lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)),
+                 lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)),
         "dict": ("a table, e.g. { num_distractors = 2 }", lambda v: isinstance(v, dict)),
     }.get(base)
     if expected is None or expected[1](value):
