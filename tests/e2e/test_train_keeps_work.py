@@ -1,12 +1,13 @@
 """rlvp-train never loses work: an existing run folder is refused unless --resume or --overwrite,
-Ctrl-C checkpoints the last finished iteration and a resumed run equals an uninterrupted one,
-progress shows off a terminal, and `rlvp-train plot` draws finished runs.  Real tiny-model runs
+Ctrl-C checkpoints the last finished iteration and a resumed run equals an uninterrupted one
+(a single run and a parallel grid), progress lines show off a terminal, and `rlvp-train plot` draws finished runs.  Real tiny-model runs
 (2 tasks x 4 rollouts per iteration, a few iterations: seconds each)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -137,6 +138,9 @@ def test_ctrl_c_checkpoints_and_the_printed_resume_command_continues_identically
     err = "".join(err) + rest
     assert proc.returncode == 130, err
     assert "Traceback" not in err
+    # off a terminal: one progress line per iteration here (log_every = 1)
+    assert re.search(r"^rlvp seed 0: iteration 1/4, success \d\.\d\d, loss -?\d\.\d{4}, dead groups \d\.\d\d, "
+                     r"elapsed \d+ s, ETA \d+ s$", err, re.M), err
     assert "rlvp-train: error: interrupted after " in err and f"checkpoint {tmp_path / 'run' / 'checkpoint.pt'}" in err
     saved = ckpt.iterations_done(tmp_path / "run")
     assert 1 <= saved < 4 and len(read_metrics(tmp_path / "run")) == saved
@@ -185,6 +189,39 @@ def test_keyboard_interrupt_mid_iteration_saves_the_last_finished_one(tmp_path):
     assert strip(read_metrics(cfg.out_dir)) == strip(full)
 
 
+def test_ctrl_c_in_a_parallel_grid_keeps_every_run(tmp_path):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) in `--compare --jobs 2`: exit
+    130, no traceback, each running run checkpoints; the printed command resumes the grid and
+    every run equals an uninterrupted one."""
+    config = small_config(tmp_path, iterations=3, every=0)
+    out = tmp_path / "cmp"
+    proc = subprocess.Popen([sys.executable, "-m", "trainer.cli", str(config), "--compare", "grpo,rlvp",
+                             "--jobs", "2", "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    err = []
+    for line in proc.stderr:
+        err.append(line)
+        if ": iteration 1/3" in line:
+            os.killpg(proc.pid, signal.SIGINT)
+            break
+    _, rest = proc.communicate(timeout=120)
+    err = "".join(err) + rest
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    # each run's progress lines carry the ETA of the whole grid (2 runs x 3 iterations)
+    assert re.search(r"^\[(grpo|rlvp) s0\] \1 seed 0: iteration 1/3, .*; all runs: \d/6 iterations, ETA ", err, re.M)
+    assert "rlvp-train: error: interrupted with " in err
+    again = err.split("continue with: ")[1].splitlines()[0]
+    assert again.endswith(f"--jobs 2 --out {out} --resume")
+    assert any((out / m / "seed0" / "checkpoint.pt").is_file() for m in ("grpo", "rlvp"))
+    args = shlex.split(again)[1:]
+    del args[args.index("--jobs"):args.index("--jobs") + 2]  # the same grid, one run at a time (faster here)
+    done = invoke(*args)
+    assert done.exit_code == 0, done.output
+    for m in ("grpo", "rlvp"):
+        full = train(load_config(config).replace(method=m, out_dir=str(tmp_path / "full" / m)), progress=False)
+        assert strip(read_metrics(out / m / "seed0")) == strip(full), m
+
+
 def test_compare_resume_continues_every_run_and_summarises_whole_runs(tmp_path):
     """--compare --resume: each run continues from its checkpoint; the summary counts all iterations."""
     config = small_config(tmp_path, iterations=1)
@@ -192,6 +229,7 @@ def test_compare_resume_continues_every_run_and_summarises_whole_runs(tmp_path):
     assert invoke(config, "--compare", "grpo,rlvp", "--out", out).exit_code == 0
     done = invoke(config, "--compare", "grpo,rlvp", "--out", out, "--resume", "--iterations", "2")
     assert done.exit_code == 0, done.output
+    assert "all runs: 2/2 iterations, ETA 0 s" in done.output and "[2/2] rlvp seed 0 done" in done.output
     summary = json.loads((out / "summary.json").read_text())["summary"]
     assert [summary[m]["seeds"][0]["iterations"] for m in ("grpo", "rlvp")] == [2, 2]
     assert summary["rlvp"]["episodes_generated"]["mean"] == 16
@@ -206,23 +244,6 @@ def test_resume_with_another_config_is_refused(tmp_path):
     done = invoke(changed, "--resume", "--iterations", "2")
     assert done.exit_code == 1
     assert "was trained with another config: learning_rate = 0.005 there, 0.01 now" in done.output
-
-
-# ---- progress ----------------------------------------------------------------------------------
-
-
-def test_progress_lines_off_a_terminal_and_the_grid_eta(tmp_path):
-    """Under a pipe: one line per log_every iterations with success, loss, elapsed and ETA; under
-    --compare also the ETA of all method x seed runs."""
-    config = small_config(tmp_path, iterations=2)
-    done = cli(config, "--compare", "grpo,rlvp", "--out", tmp_path / "cmp")
-    assert done.returncode == 0, done.stderr
-    lines = [x for x in done.stderr.splitlines() if ": iteration " in x]
-    assert len(lines) == 4, done.stderr
-    assert lines[0].startswith("[grpo s0] grpo seed 0: iteration 1/2, success ")
-    assert "loss " in lines[0] and "elapsed " in lines[0] and "ETA " in lines[0]
-    assert "all runs: 1/4 iterations, ETA" in lines[0] and "all runs: 4/4 iterations, ETA 0 s" in lines[-1]
-    assert "[2/2] rlvp seed 0 done" in done.stderr
 
 
 # ---- plot --------------------------------------------------------------------------------------
