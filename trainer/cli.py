@@ -141,20 +141,26 @@ class _Command(click.Command):
 # ----------------------------------------------------------------------------
 # run folders
 # ----------------------------------------------------------------------------
-def prepare_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = True) -> None:
-    """Refuse a folder that holds an earlier run unless ``--resume`` or ``--overwrite``;
-    ``--overwrite`` removes what the trainer wrote there (and only that)."""
-    from trainer.checkpoint import clear_outputs, existing_outputs
+def check_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = True) -> None:
+    """Refuse a folder that holds an earlier run unless ``--resume`` or ``--overwrite``."""
+    from trainer.checkpoint import existing_outputs
 
     found = existing_outputs(out_dir)
-    if overwrite and found:
-        removed = clear_outputs(out_dir)
-        click.echo(f"--overwrite: removed {len(removed)} file(s) of the earlier run in {out_dir}", err=True)
-    elif found and not resume:
+    if found and not (resume or overwrite):
         names = ", ".join(str(p.relative_to(out_dir)) for p in found[:4]) + (" ..." if len(found) > 4 else "")
         choices = "give --resume to continue it, --overwrite to replace it," if resumable else \
             "give --overwrite to replace it"
         raise Failure(f"{out_dir} already holds a run ({names}): {choices} or another --out", EXIT_USAGE)
+
+
+def clear_out(out_dir: str, overwrite: bool) -> None:
+    """``--overwrite``: remove what the trainer wrote in ``out_dir`` (and only that), once the new
+    run's config, environment and rules are known to be good."""
+    from trainer.checkpoint import clear_outputs, existing_outputs
+
+    if overwrite and existing_outputs(out_dir):
+        removed = clear_outputs(out_dir)
+        click.echo(f"--overwrite: removed {len(removed)} file(s) of the earlier run in {out_dir}", err=True)
 
 
 def _inside_a_run(out_dir: str) -> Path | None:
@@ -197,6 +203,14 @@ def _check_env(config: str, cfg: TrainConfig) -> None:
         raise ConfigError(f"{config}: {exc}") from None
 
 
+def _check_rules(cfg: TrainConfig, methods: list[str]) -> None:
+    """Load the rule file of each method now (a RuleError names it), before any run starts."""
+    from rlvp_dsl import load_program
+
+    for path in dict.fromkeys(cfg.resolve(getattr(cfg, METHODS[m].rules_field)) for m in methods):
+        load_program(path)
+
+
 def run_single(config: str, method, iterations, seed, out_dir, resume: bool, overwrite: bool) -> int:
     from trainer import checkpoint as ckpt
     from trainer.backend import build_backend
@@ -209,7 +223,7 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
         raise Failure(f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
                       + (" (it holds a comparison: give --compare ... --resume)" if ckpt.nested_runs(Path(cfg.out_dir))
                          else ""), EXIT_USAGE)
-    prepare_out(cfg.out_dir, resume, overwrite)
+    check_out(cfg.out_dir, resume, overwrite)
     if resume and (done := ckpt.iterations_done(cfg.out_dir)) >= cfg.iterations:
         click.echo(f"{cfg.out_dir} already has {done} iterations (iterations = {cfg.iterations}): nothing to train; "
                    f"give a larger --iterations to continue it", err=True)
@@ -220,6 +234,7 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
             raise
         except (ValueError, FileNotFoundError) as exc:  # a model or environment setting
             raise ConfigError(f"{config}: {exc}") from None
+        clear_out(cfg.out_dir, overwrite)
         try:
             train(cfg, backend=backend, resume=resume)
         except ckpt.Interrupted as exc:
@@ -259,7 +274,9 @@ def run_compare(config: str, methods: list[str], seeds: list[int] | None, iterat
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "compare")
-    prepare_out(out_dir, resume, overwrite)
+    check_out(out_dir, resume, overwrite)
+    _check_rules(cfg, methods)
+    clear_out(out_dir, overwrite)
     try:
         table, _ = compare(cfg, methods, seeds or [0], out_dir, jobs=jobs, resume=resume)
     except GridInterrupted as exc:
@@ -284,7 +301,9 @@ def run_paired(config: str, methods: list[str], iterations: int | None, seeds: l
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "paired")
-    prepare_out(out_dir, False, overwrite, resumable=False)
+    check_out(out_dir, False, overwrite, resumable=False)
+    _check_rules(cfg, methods)
+    clear_out(out_dir, overwrite)
     for s in seeds or [0]:
         try:
             res = paired(cfg.replace(seed=s), methods[0], methods, Path(out_dir) / f"seed{s}")

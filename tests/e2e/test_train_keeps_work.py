@@ -72,6 +72,12 @@ def test_a_folder_holding_a_run_is_refused_and_overwrite_keeps_the_users_files(t
     assert done.exit_code == 2
     assert f"rlvp-train: error: {run} already holds a run (metrics.jsonl, checkpoint.pt): give --resume" in done.output
     assert (run / "metrics.jsonl").read_text() == before  # nothing was touched
+    broken = tmp_path / "broken.toml"  # --overwrite with a config that fails: the old run stays
+    (tmp_path / "bad.rlvp").write_text("tool x : read\nrule x\n")
+    broken.write_text(config.read_text().replace("examples/rules/chain4_dense.rlvp", str(tmp_path / "bad.rlvp")))
+    done = invoke(broken, "--overwrite")
+    assert done.exit_code == 1 and "bad.rlvp:2:1: error[RV101]" in done.output
+    assert (run / "metrics.jsonl").read_text() == before
     (run / "notes.txt").write_text("mine")
     done = invoke(config, "--overwrite")
     assert done.exit_code == 0, done.output
