@@ -113,6 +113,8 @@ def _usage_message(exc: click.UsageError) -> str:
         opts = getattr(exc.param, "opts", None) or [exc.param.name]
         name = opts[0] if opts[0].startswith("-") else exc.param.human_readable_name
         return f"{name}: {exc.message}"
+    if isinstance(exc, click.BadParameter) and isinstance(exc.param_hint, str):
+        return f"{exc.param_hint.strip(chr(39))}: {exc.message}"
     return exc.format_message()
 
 
