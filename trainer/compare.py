@@ -21,49 +21,158 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from trainer import checkpoint as ckpt
 from trainer.advantages import compute_advantages
 from trainer.batch import pad_batch
 from trainer.config import TrainConfig
 from trainer.loop import train
 from trainer.methods import get_method
-from trainer.metrics import mean_std, summarise_run
+from trainer.metrics import GridClock, mean_std, read_metrics, summarise_run
 from trainer.plots import plot_curves
 
 
-def _run_one(cfg: TrainConfig) -> list[dict]:
-    return train(cfg, progress=False, log=lambda s: print(f"[{cfg.method} s{cfg.seed}] {s}", file=sys.stderr))
+class GridInterrupted(KeyboardInterrupt):
+    """Ctrl-C during ``--compare``: finished runs are kept, each interrupted run wrote its checkpoint.
+
+    Attributes: ``out_dir``, ``finished`` (``[(method, seed)]``), ``interrupted`` (`ckpt.Interrupted` of each run).
+    """
+
+    def __init__(self, out_dir: str, finished: list, interrupted: list):
+        super().__init__(f"--compare interrupted: {len(finished)} runs finished")
+        self.out_dir, self.finished, self.interrupted = out_dir, finished, interrupted
+
+
+_WORKER_CLOCK: GridClock | None = None  # the grid's clock in a --compare worker process
+_WORKER_STOP = None  # set by the parent on Ctrl-C: runs not yet started are skipped
+
+
+def _init_worker(done, remaining: int, start: float, stop) -> None:
+    """Worker set-up: share the grid's iteration counter and stop flag; ignore Ctrl-C while idle
+    (a run handles it)."""
+    global _WORKER_CLOCK, _WORKER_STOP
+    _WORKER_CLOCK, _WORKER_STOP = GridClock(remaining, done, start), stop
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _interrupt_once(signum, frame):  # the first Ctrl-C interrupts the run; a second must not cut its checkpoint
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def _run_one(cfg: TrainConfig, resume: bool = False, progress: bool | str | None = None,
+             clock: GridClock | None = None, worker: bool = False) -> list[dict] | None:
+    """One run of the grid; returns the whole run's metric rows (read back from its metrics.jsonl),
+    or None when a worker finds the grid stopped before the run started."""
+    if worker:
+        if _WORKER_STOP is not None and _WORKER_STOP.is_set():
+            return None
+        clock = _WORKER_CLOCK
+        signal.signal(signal.SIGINT, _interrupt_once)
+    resume = resume and (Path(cfg.out_dir) / ckpt.FILENAME).is_file()  # a run never started starts now
+    try:
+        if not (resume and ckpt.iterations_done(cfg.out_dir) >= cfg.iterations):
+            train(cfg, resume=resume, progress=progress, clock=clock,
+                  log=lambda s: print(f"[{cfg.method} s{cfg.seed}] {s}", file=sys.stderr))
+    finally:
+        if worker:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return read_metrics(cfg.out_dir)
 
 
 def run_grid(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out_dir: str | os.PathLike,
-             jobs: int = 1, say: Callable[[str], None] | None = None) -> dict[str, list[list[dict]]]:
-    """Train every (method, seed); returns method -> per-seed metric rows.
+             jobs: int = 1, say: Callable[[str], None] | None = None,
+             resume: bool = False) -> dict[str, list[list[dict]]]:
+    """Train every (method, seed); returns method -> per-seed metric rows (each the whole run).
 
     Each run writes to ``out_dir/<method>/seed<k>/``.  ``jobs > 1`` runs that many in
-    parallel processes (each with ``cfg.threads`` torch threads).
+    parallel processes (each with ``cfg.threads`` torch threads).  ``resume``: a run with a
+    checkpoint continues from it (a finished one is only read back), the others start.
+    Progress: each run's bar on a terminal (``jobs = 1``), else its progress lines, which
+    carry the ETA of the whole grid; one line per finished run.
+
+    Raises:
+        GridInterrupted: Ctrl-C (every running run wrote its checkpoint first).
     """
     say = say or (lambda s: print(s, file=sys.stderr))
     out = Path(out_dir)
     todo = [(m, s, cfg.replace(method=m, seed=s, out_dir=str(out / m / f"seed{s}"))) for m in methods for s in seeds]
     results: dict[str, list[list[dict]]] = {m: [[] for _ in seeds] for m in methods}
+    remaining = sum(cfg.iterations - min(cfg.iterations, ckpt.iterations_done(c.out_dir) if resume else 0)
+                    for _, _, c in todo)
     t0 = time.perf_counter()
+    finished: list[tuple[str, int]] = []
+
+    def done(k: int, m: str, s: int, rows: list[dict]) -> None:
+        results[m][list(seeds).index(s)] = rows
+        finished.append((m, s))
+        say(f"[{k}/{len(todo)}] {m} seed {s} done ({time.perf_counter() - t0:.0f} s)")
+
     if jobs <= 1:
+        clock = GridClock(remaining)
         for k, (m, s, c) in enumerate(todo, 1):
-            results[m][list(seeds).index(s)] = _run_one(c)
-            say(f"[{k}/{len(todo)}] {m} seed {s} done ({time.perf_counter() - t0:.0f}s)")
-    else:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
-            futures = {pool.submit(_run_one, c): (m, s) for m, s, c in todo}
-            for k, fut in enumerate(futures, 1):
+            try:
+                rows = _run_one(c, resume=resume, clock=clock)
+            except ckpt.Interrupted as exc:
+                raise GridInterrupted(str(out), finished, [exc]) from None
+            done(k, m, s, rows)
+        return results
+    ctx = get_context("spawn")
+    shared, stop = ctx.Value("i", 0), ctx.Event()
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
+                               initargs=(shared, remaining, time.time(), stop))
+    futures = {pool.submit(_run_one, c, resume, "lines", None, True): (m, s) for m, s, c in todo}
+    interrupted: list[ckpt.Interrupted] = []
+    try:
+        pending = set(futures)
+        while pending:
+            ready, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in ready:
                 m, s = futures[fut]
-                results[m][list(seeds).index(s)] = fut.result()
-                say(f"[{k}/{len(todo)}] {m} seed {s} done ({time.perf_counter() - t0:.0f}s)")
+                try:
+                    rows = fut.result()
+                except ckpt.Interrupted as exc:  # a worker was interrupted on its own
+                    interrupted.append(exc)
+                    continue
+                done(len(finished) + 1, m, s, rows)
+        if interrupted:
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        stop.set()
+        for fut in futures:
+            fut.cancel()
+        for proc in list(getattr(pool, "_processes", {}).values()):  # a run not reached by the terminal's Ctrl-C
+            try:
+                os.kill(proc.pid, signal.SIGINT)
+            except (OSError, AttributeError):
+                pass
+        for fut, (m, s) in futures.items():
+            if fut.cancelled():
+                continue
+            try:
+                rows = fut.result()
+            except ckpt.Interrupted as exc:
+                if exc not in interrupted:
+                    interrupted.append(exc)
+            except (Exception, KeyboardInterrupt):  # noqa: BLE001 - died or set-up interrupted: its last checkpoint stays
+                pass
+            else:
+                if rows is not None and (m, s) not in finished:
+                    done(len(finished) + 1, m, s, rows)
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise GridInterrupted(str(out), finished, interrupted) from None
+    except BaseException:  # a run failed (a bad rule file, a missing package): stop the others
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return results
 
 
@@ -107,14 +216,18 @@ def markdown_table(summary: dict[str, Any], threshold: float = 0.5) -> str:
 
 
 def compare(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out_dir: str | os.PathLike,
-            jobs: int = 1, say: Callable[[str], None] | None = None) -> tuple[str, dict[str, Any]]:
-    """Run the grid, write ``summary.json``, ``summary.md`` and ``curves.png`` into ``out_dir``.
+            jobs: int = 1, say: Callable[[str], None] | None = None,
+            resume: bool = False) -> tuple[str, dict[str, Any]]:
+    """Run the grid (`run_grid`), write ``summary.json``, ``summary.md`` and ``curves.png`` into ``out_dir``.
 
     Returns:
-        (markdown table, summary dict).
+        (markdown table, summary dict); the summary counts each whole run, resumed parts included.
+
+    Raises:
+        GridInterrupted: Ctrl-C (nothing summarised; ``resume=True`` continues).
     """
     out = Path(out_dir)
-    results = run_grid(cfg, methods, seeds, out, jobs=jobs, say=say)
+    results = run_grid(cfg, methods, seeds, out, jobs=jobs, say=say, resume=resume)
     summary = summarise(results, cfg.success_threshold, cfg.success_window)
     table = markdown_table(summary, cfg.success_threshold)
     out.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,13 @@ A config file may be flat or grouped in tables (``[model]``, ``[env]``, ...); th
 tables are only for readability and are flattened, except ``env_args``,
 ``model_args`` and ``gen_args``, which are passed through as dicts.  Unknown keys are errors that
 name the file and the key (with a did-you-mean).
+
+Types are strict, as TOML writes them: a boolean field takes only ``true`` / ``false``
+(``anneal = "no"`` is an error, not "yes"), a whole-number field only an integer, a
+number field an integer or a float, a string field a string, ``lora_target_modules``
+an array of strings (a bare string is not split into letters), the ``*_args`` fields
+a table.  Every error names the file, the line where the key is set (when it can be
+found), the key, what was expected and what was given.
 """
 
 from __future__ import annotations
@@ -28,7 +35,16 @@ DTYPES = ("float32", "bfloat16")
 
 
 class ConfigError(ValueError):
-    """A config file or field is wrong; the message names the file and field."""
+    """A config file or field is wrong; the message names the file and field.
+
+    ``key`` is the field at fault (None for a file-level error); ``detail`` is the
+    message without its location prefix.
+    """
+
+    def __init__(self, message: str, key: str | None = None, detail: str | None = None):
+        super().__init__(message)
+        self.key = key
+        self.detail = detail or message
 
 
 @dataclass
@@ -141,8 +157,11 @@ class TrainConfig:
     """Episodes per forward pass (gradient accumulation over micro-batches)."""
 
     # --- bookkeeping ---
-    checkpoint_every: int = 0
-    """Save a checkpoint every k iterations (0: only at the end)."""
+    checkpoint_every: int = 10
+    """Save ``checkpoint.pt`` every k iterations, and always at the end and on Ctrl-C (0: only then)."""
+    log_every: int = 5
+    """Off a terminal (CI, nohup, a pipe), print one progress line every k iterations, and at least
+    one a minute; on a terminal a progress bar is shown instead."""
     tensorboard: bool = False
     """Also write TensorBoard events (only if tensorboard is installed)."""
     success_threshold: float = 0.5
@@ -165,8 +184,15 @@ class TrainConfig:
         from trainer.methods import METHODS
 
         def bad(name: str, expect: str) -> None:
-            raise ConfigError(f"{where}: '{name}' must be {expect} (got {getattr(self, name)!r})")
+            detail = f"'{name}' must be {expect} (got {getattr(self, name)!r})"
+            raise ConfigError(f"{where}: {detail}", key=name, detail=detail)
 
+        for f in dataclasses.fields(self):
+            detail = type_error(f.name, getattr(self, f.name), str(f.type))
+            if detail:
+                raise ConfigError(f"{where}: {detail}", key=f.name, detail=detail)
+        if not self.out_dir.strip():
+            bad("out_dir", "a folder name, not empty")
         if self.method not in METHODS:
             bad("method", "one of " + ", ".join(METHODS))
         if self.loss_type not in LOSS_TYPES:
@@ -195,11 +221,14 @@ class TrainConfig:
         for name in ("beta", "epsilon", "process_weight", "anneal_threshold", "weight_decay", "max_grad_norm"):
             if getattr(self, name) < 0:
                 bad(name, "non-negative")
-        if self.anneal_iterations < 0:
-            bad("anneal_iterations", "non-negative")
-        if not isinstance(self.token_page_every, int) or self.token_page_every < 0:
+        for name in ("anneal_iterations", "checkpoint_every", "log_every"):
+            if getattr(self, name) < 0:
+                bad(name, "a non-negative integer")
+        if not self.lora_target_modules:
+            bad("lora_target_modules", "a non-empty array of module names")
+        if self.token_page_every < 0:
             bad("token_page_every", "a non-negative integer (0: no token pages)")
-        if not isinstance(self.token_page_rollouts, int) or self.token_page_rollouts < 1:
+        if self.token_page_rollouts < 1:
             bad("token_page_rollouts", "a positive integer")
 
     # ------------------------------------------------------------------
@@ -221,29 +250,84 @@ class TrainConfig:
 def _check_device(device: Any, where: str) -> None:
     """Raise ConfigError unless ``device`` is ``cuda`` or ``cuda:N`` and torch can use it."""
     if not isinstance(device, str) or not re.fullmatch(r"cuda(:\d+)?", device):
-        raise ConfigError(f"{where}: 'device' must be cpu, cuda or cuda:N (got {device!r})")
+        detail = f"'device' must be cpu, cuda or cuda:N (got {device!r})"
+        raise ConfigError(f"{where}: {detail}", key="device", detail=detail)
     import torch
 
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if int(device.partition(":")[2] or 0) >= count:
         seen = f"{count} CUDA device(s)" if count else "no CUDA device"
-        raise ConfigError(f"{where}: 'device' must be a CUDA device torch can use (got {device!r}; "
-                          f"torch {torch.__version__} sees {seen}); set device = \"cpu\"")
+        detail = (f"'device' must be a CUDA device torch can use (got {device!r}; "
+                  f"torch {torch.__version__} sees {seen}); set device = \"cpu\"")
+        raise ConfigError(f"{where}: {detail}", key="device", detail=detail)
 
 
 _DICT_FIELDS = ("env_args", "model_args", "gen_args")
 
+#: TOML's names for the value types a config can hold (what "got" says).
+_TOML_TYPE = {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}
 
-def _flatten(data: dict[str, Any], where: str) -> dict[str, Any]:
+
+def _shown(value: Any) -> str:
+    """A value as TOML writes it, and its TOML type: ``"no", a string``."""
+    import json
+
+    kind = next((name for t, name in _TOML_TYPE.items() if isinstance(value, t)), type(value).__name__)
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return f"{text}, a{'n' if kind[0] in 'aeiou' else ''} {kind}"
+
+
+def type_error(key: str, value: Any, want: str) -> str | None:
+    """What is wrong with ``value`` for a field annotated ``want`` (``"int"``, ``"float | None"``, ...);
+    None when it fits.  ``bool`` is not an integer here, an integer is a number."""
+    optional = want.endswith(" | None")
+    base = want.removesuffix(" | None")
+    if value is None:
+        return None if optional else f"'{key}' must be set (got nothing)"
+    expected = {
+        "bool": ("a boolean, true or false", lambda v: isinstance(v, bool)),
+        "int": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+        "float": ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
+        "str": ("a string", lambda v: isinstance(v, str)),
+        "list": ("an array of strings, e.g. [\"q_proj\", \"v_proj\"]",
+                 lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)),
+        "dict": ("a table, e.g. { num_distractors = 2 }", lambda v: isinstance(v, dict)),
+    }.get(base)
+    if expected is None or expected[1](value):
+        return None
+    return f"'{key}' must be {expected[0]} (got {_shown(value)})"
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The 1-based line where ``key = ...`` is set in the TOML ``text`` (first match), if found."""
+    pattern = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
+    for n, line in enumerate(text.splitlines(), 1):
+        if pattern.match(line):
+            return n
+    return None
+
+
+def _flatten(data: dict[str, Any], where: str, seen: dict[str, str] | None = None) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(TrainConfig)}
+    seen = {} if seen is None else seen
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict) and key not in _DICT_FIELDS:
-            flat.update(_flatten(value, f"{where}[{key}]"))
+            flat.update(_flatten(value, f"{where}[{key}]", seen))
             continue
         if key not in names:
             hint = difflib.get_close_matches(key, sorted(names), n=1)
-            raise ConfigError(f"{where}: unknown key '{key}'" + (f"; did you mean '{hint[0]}'?" if hint else ""))
+            raise ConfigError(f"{where}: unknown key '{key}'" + (f"; did you mean '{hint[0]}'?" if hint else ""),
+                              key=key)
+        if key in seen:
+            first, second = (f"[{w.partition('[')[2].rstrip(']')}]" if "[" in w else "the top level"
+                             for w in (seen[key], where))
+            raise ConfigError(f"{where.partition('[')[0]}: '{key}' is set twice, in {first} and in {second}; keep one",
+                              key=key)
+        seen[key] = where
         flat[key] = value
     return flat
 
@@ -252,13 +336,17 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
     """Read a TOML config; ``overrides`` (non-None values) win over the file.
 
     Raises:
-        ConfigError: file missing or unreadable, TOML syntax error, unknown key, bad value.
+        ConfigError: file missing or unreadable, TOML syntax error, unknown key, a value of
+            the wrong type or out of range (the message names file, line, key, expected and got).
     """
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path}: is a folder, not a config file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except UnicodeDecodeError as exc:
@@ -266,16 +354,22 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
     if not data:
         raise ConfigError(f"{path}: the config is empty: expected TOML settings such as method = \"rlvp\" "
                           "(see examples/chain4.toml)")
-    flat = _flatten(data, str(path))
+
+    def at(key: str | None) -> str:
+        line = _line_of(text, key) if key else None
+        return f"{path}:{line}" if line else str(path)
+
+    try:
+        flat = _flatten(data, str(path))
+    except ConfigError as exc:
+        raise ConfigError(exc.detail.replace(str(path), at(exc.key), 1), key=exc.key) from None
     flat.update({k: v for k, v in overrides.items() if v is not None})
-    defaults = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
     for key, value in flat.items():
-        if key in _DICT_FIELDS and not isinstance(value, dict):
-            raise ConfigError(f"{path}: '{key}' must be a table (got {value!r})")
-        want = defaults[key].type
-        if want in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise ConfigError(f"{path}: '{key}' must be a number (got {value!r})")
-        if want == "float" and isinstance(value, int):
+        detail = type_error(key, value, types[key])
+        if detail:
+            raise ConfigError(f"{at(key)}: {detail}", key=key, detail=detail)
+        if types[key].startswith("float") and isinstance(value, int):
             flat[key] = float(value)
     for key in ("rules", "auto_rules"):
         value = flat.get(key)
@@ -283,8 +377,6 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
             flat[key] = str(path.parent / value)
     try:
         cfg = TrainConfig(**flat)
-    except TypeError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
     except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}".replace(": config:", ":")) from None
+        raise ConfigError(f"{at(exc.key)}: {exc.detail}", key=exc.key, detail=exc.detail) from None
     return cfg

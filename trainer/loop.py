@@ -50,6 +50,7 @@ import math
 import random
 import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -65,7 +66,7 @@ from trainer.config import TrainConfig
 from trainer.logprobs import completion_logprobs
 from trainer.loss import action_len, normaliser, policy_loss
 from trainer.methods import SamplingResult, dynamic_sampling, get_method
-from trainer.metrics import MetricsLogger
+from trainer.metrics import GridClock, MetricsLogger, Progress
 from trainer.types import Rollout
 
 
@@ -90,19 +91,46 @@ def _seed_of(*parts: int) -> int:
 # the loop
 # ----------------------------------------------------------------------------
 def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = False,
-          progress: bool | None = None, log: Callable[[str], None] | None = None,
-          on_batch: Callable[[int, list, list, float], None] | None = None) -> list[dict]:
-    """Train ``cfg.iterations`` iterations; returns the metric rows (also in ``out_dir/metrics.jsonl``).
+          progress: bool | str | None = None, log: Callable[[str], None] | None = None,
+          on_batch: Callable[[int, list, list, float], None] | None = None,
+          clock: GridClock | None = None) -> list[dict]:
+    """Train ``cfg.iterations`` iterations; returns the metric rows of this call (the whole run,
+    resumed parts included, is in ``out_dir/metrics.jsonl``: `trainer.metrics.read_metrics`).
 
     Args:
         cfg: the run's config.
         backend: model/rollout/scoring (default: `build_backend(cfg)`).
         resume: continue from ``out_dir/checkpoint.pt`` (same config) up to ``cfg.iterations``.
-        progress: show a tqdm bar (default: when stderr is a TTY).
+        progress: ``"bar"`` (or True) a tqdm bar; ``"lines"`` a progress line to ``log`` every
+            ``cfg.log_every`` iterations and at least one a minute; False none; None (default):
+            the bar when stderr is a TTY, else the lines.
         log: where one-line messages go (default: stderr).
         on_batch: called as ``on_batch(iteration, groups, credits, weight)`` with the
             batch about to be trained on (the paired mode uses it).
+        clock: the ``--compare`` grid's clock (its ETA goes on each progress line).
+
+    Raises:
+        trainer.checkpoint.Interrupted: on Ctrl-C, after writing the checkpoint of the last
+            finished iteration (it is a KeyboardInterrupt).
+        trainer.checkpoint.CheckpointMismatch: ``resume`` with a config that changes the run.
     """
+    run: dict = {}  # the state after the last finished iteration ("saved"), and what to close
+    try:
+        return _train(cfg, backend, resume, progress, log, on_batch, clock, run)
+    except KeyboardInterrupt:
+        for close in run.get("close", []):
+            close()
+        if "saved" not in run:  # interrupted while setting up: nothing trained yet
+            raise
+        saved, path = run["saved"], Path(cfg.out_dir) / ckpt.FILENAME
+        if run["dirty"] or not path.is_file():
+            path = ckpt.write(cfg.out_dir, saved)
+        raise ckpt.Interrupted(path, int(saved["counters"]["iteration"]), cfg.out_dir) from None
+
+
+def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bool | str | None,
+           log: Callable[[str], None] | None, on_batch: Callable[[int, list, list, float], None] | None,
+           clock: GridClock | None, run: dict) -> list[dict]:
     say = log or (lambda s: print(s, file=sys.stderr))
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
@@ -121,21 +149,28 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
     start_it, episodes_generated = 0, 0
     if resume:
         state = ckpt.load_checkpoint(cfg.out_dir)
+        ckpt.check_resumable(state["config"], cfg.to_dict(), f"{cfg.out_dir}/{ckpt.FILENAME}")
         ckpt.restore_model(model, state["trainable"])
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         start_it = int(state["counters"]["iteration"])
         episodes_generated = int(state["counters"]["episodes_generated"])
         ckpt.set_rng_state(state["rng"])
-    logger = MetricsLogger(cfg.out_dir, tensorboard=cfg.tensorboard, append=resume)
+    logger = MetricsLogger(cfg.out_dir, tensorboard=cfg.tensorboard, append=resume, keep_below=start_it)
     if logger.note:
         say(logger.note)
-    show = sys.stderr.isatty() if progress is None else progress
-    bar = None
-    if show:
-        from tqdm import tqdm
+    if progress is None:
+        progress = "bar" if sys.stderr.isatty() else "lines"
+    bar = Progress(cfg.iterations, start_it, f"{cfg.method} seed {cfg.seed}", bar=progress in (True, "bar"),
+                   say=say if progress else None, every=cfg.log_every, clock=clock)
+    run["close"] = [bar.close, logger.close]
 
-        bar = tqdm(total=cfg.iterations, initial=start_it, desc=f"{cfg.method} s{cfg.seed}", dynamic_ncols=True)
+    def snapshot(done: int) -> dict:  # the state after `done` finished iterations: what Ctrl-C writes
+        return ckpt.capture(model=model, optimizer=optimizer, schedule_state=schedule.state_dict(),
+                            counters={"iteration": done, "episodes_generated": episodes_generated},
+                            config=cfg.to_dict())
+
+    run["saved"], run["dirty"] = snapshot(start_it), False
     rows: list[dict] = []
     B_groups = cfg.tasks_per_iteration
 
@@ -231,17 +266,13 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
         }
         rows.append(row)
         logger.log(row)
-        if bar is not None:
-            bar.set_postfix(succ=f"{row['rollout/success_rate']:.2f}", dead=f"{frac_dead:.2f}", w=f"{weight:.2f}")
-            bar.update(1)
+        run["saved"], run["dirty"] = snapshot(it + 1), True
+        bar.update(row)
         last = it == cfg.iterations - 1
         if last or (cfg.checkpoint_every and (it + 1) % cfg.checkpoint_every == 0):
-            ckpt.save_checkpoint(
-                cfg.out_dir, model=model, optimizer=optimizer, schedule_state=schedule.state_dict(),
-                counters={"iteration": it + 1, "episodes_generated": episodes_generated}, config=cfg.to_dict(),
-            )
-    if bar is not None:
-        bar.close()
+            ckpt.write(cfg.out_dir, run["saved"])
+            run["dirty"] = False
+    bar.close()
     logger.close()
     return rows
 

@@ -25,8 +25,11 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
+
+FILENAME = "metrics.jsonl"
 
 
 class MetricsLogger:
@@ -37,12 +40,20 @@ class MetricsLogger:
         tensorboard: also write TensorBoard scalars when ``torch.utils.tensorboard``
             is importable (silently skipped otherwise, with a note in ``self.note``).
         append: keep existing lines (resume) instead of truncating.
+        keep_below: with ``append``, first drop the rows of iterations ``>= keep_below`` (rows a
+            killed run logged after its last checkpoint: the resumed run logs them again).
     """
 
-    def __init__(self, out_dir: str | os.PathLike, tensorboard: bool = False, append: bool = False):
+    def __init__(self, out_dir: str | os.PathLike, tensorboard: bool = False, append: bool = False,
+                 keep_below: int | None = None):
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.path = self.dir / "metrics.jsonl"
+        self.path = self.dir / FILENAME
+        if append and keep_below is not None and self.path.exists():
+            kept = [r for r in read_metrics(self.path) if int(r["iteration"]) < keep_below]
+            tmp = self.path.with_suffix(".jsonl.tmp")
+            tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept), encoding="utf-8")
+            os.replace(tmp, self.path)
         self._fh = open(self.path, "a" if append else "w", encoding="utf-8")
         self.tb = None
         self.note = ""
@@ -67,6 +78,38 @@ class MetricsLogger:
         self._fh.close()
         if self.tb is not None:
             self.tb.close()
+
+
+class MetricsFileError(ValueError):
+    """A metrics.jsonl line is not a JSON object with an ``iteration``; names the file and line."""
+
+
+def read_metrics(path: str | os.PathLike) -> list[dict]:
+    """The rows of a ``metrics.jsonl`` (a run folder means its metrics.jsonl), in file order.
+
+    Raises:
+        FileNotFoundError: no such file (the message names it).
+        MetricsFileError: a line that is not a JSON object with an ``iteration`` (``file:line``).
+    """
+    path = Path(path)
+    if path.is_dir():
+        path = path / FILENAME
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no metrics file (a run folder holds {FILENAME})")
+    rows = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise MetricsFileError(f"{path}:{n}: not a JSON line ({exc.msg}); is this a metrics.jsonl "
+                                       f"written by rlvp-train?") from None
+            if not isinstance(row, dict) or "iteration" not in row:
+                raise MetricsFileError(f"{path}:{n}: not a metrics row (a JSON object with 'iteration')")
+            rows.append(row)
+    return rows
 
 
 def trailing_mean(values: Sequence[float], window: int) -> list[float]:
@@ -112,3 +155,95 @@ def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None
         return None, None, 0
     m = sum(vals) / len(vals)
     return m, math.sqrt(sum((v - m) ** 2 for v in vals) / len(vals)), len(vals)
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+class GridClock:
+    """Iterations done over several runs (``--compare``: every method x seed) and the ETA of the rest.
+
+    ``done`` may be a ``multiprocessing.Value`` shared by worker processes; times are wall-clock
+    (``time.time``) so that every process measures from the same start.
+    """
+
+    def __init__(self, remaining: int, done: Any = None, start: float | None = None):
+        self.remaining = remaining  # iterations still to run when the grid started
+        self.done = done
+        self._local = 0
+        self.start = time.time() if start is None else start
+
+    def tick(self) -> None:
+        if self.done is None:
+            self._local += 1
+        else:
+            with self.done.get_lock():
+                self.done.value += 1
+
+    def eta(self) -> str:
+        done = self._local if self.done is None else self.done.value
+        if not done:
+            return f"all runs: 0/{self.remaining} iterations"
+        left = max(0, self.remaining - done)
+        per = (time.time() - self.start) / done
+        return f"all runs: {done}/{self.remaining} iterations, ETA {_duration(left * per)}"
+
+
+class Progress:
+    """A run's progress: a tqdm bar on a terminal; off a terminal (CI, nohup, a pipe) one line
+    every ``every`` iterations, at least one a ``min_interval_s``, and on the last iteration
+    (``say=None``: neither).
+
+    A line: ``rlvp seed 0: iteration 10/60, success 0.41, loss -0.0123, dead groups 0.25,
+    elapsed 34 s, ETA 2 min 50 s`` (+ the grid's ETA under ``--compare``).
+    """
+
+    def __init__(self, total: int, initial: int, name: str, *, bar: bool, say: Callable[[str], None] | None,
+                 every: int = 5, clock: GridClock | None = None, min_interval_s: float = 60.0):
+        self.total, self.initial, self.name = total, initial, name
+        self.say, self.every, self.clock, self.min_interval_s = say, every, clock, min_interval_s
+        self.t0 = self._last = time.perf_counter()
+        self.bar = None
+        if bar:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, desc=name, dynamic_ncols=True)
+
+    def update(self, row: dict) -> None:
+        """Report one finished iteration (its metrics row)."""
+        if self.clock is not None:
+            self.clock.tick()
+        it = int(row["iteration"]) + 1  # iterations finished
+        if self.bar is not None:
+            post = {"succ": f"{row['rollout/success_rate']:.2f}", "dead": f"{row['rollout/frac_dead_groups']:.2f}",
+                    "w": f"{row['process/weight']:.2f}"}
+            if self.clock is not None:
+                post["all"] = self.clock.eta().removeprefix("all runs: ")
+            self.bar.set_postfix(post)
+            self.bar.update(1)
+            return
+        if self.say is None:
+            return
+        now = time.perf_counter()
+        due = (self.every and (it - self.initial) % self.every == 0) or it == self.total
+        if not (due or now - self._last >= self.min_interval_s):
+            return
+        self._last = now
+        elapsed = now - self.t0
+        left = (self.total - it) * elapsed / max(1, it - self.initial)
+        line = (f"{self.name}: iteration {it}/{self.total}, success {row['rollout/success_rate']:.2f}, "
+                f"loss {row['loss/policy']:.4f}, dead groups {row['rollout/frac_dead_groups']:.2f}, "
+                f"elapsed {_duration(elapsed)}, ETA {_duration(left)}")
+        if self.clock is not None:
+            line += f"; {self.clock.eta()}"
+        self.say(line)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -6,6 +6,9 @@
    resampling included;
 2. fraction of dead groups against iteration;
 3. violations per episode and the process weight against iteration.
+
+`load_runs(paths)` reads what ``rlvp-train plot`` is given: run folders, ``metrics.jsonl``
+files, or a ``--compare`` folder (its ``METHOD/seedK`` runs), as `plot_curves` takes them.
 """
 
 from __future__ import annotations
@@ -24,6 +27,39 @@ COLORS = {
     "rlvp_auto": "#17becf",
     "rlvp_noanneal": "#8c564b",
 }
+
+
+def load_runs(paths: Sequence[str | os.PathLike]) -> dict[str, list[list[dict]]]:
+    """Label -> per-run metric rows, from run folders, metrics.jsonl files or comparison folders.
+
+    A run's label is its method; runs of the same method and seed from different folders
+    are labelled ``method (folder)`` so that they do not pass for seeds of one method.
+
+    Raises:
+        FileNotFoundError: a path that is neither a metrics file nor a folder holding runs.
+        trainer.metrics.MetricsFileError: a malformed line (``file:line``); a file with no rows.
+    """
+    from trainer.checkpoint import nested_runs
+    from trainer.metrics import FILENAME, MetricsFileError, read_metrics
+
+    found: list[tuple[Path, list[dict]]] = []
+    for given in paths:
+        path = Path(given)
+        runs = [path] if path.is_file() or (path / FILENAME).is_file() else nested_runs(path)
+        if not runs:
+            what = "no such file or folder" if not path.exists() else f"no {FILENAME} and no runs of a comparison in it"
+            raise FileNotFoundError(f"{path}: {what}")
+        for run in runs:
+            rows = read_metrics(run)
+            if not rows:
+                raise MetricsFileError(f"{run}: no metrics rows yet")
+            found.append((run if run.is_dir() else run.parent, rows))
+    keys = [(rows[0].get("method", "run"), rows[0].get("seed")) for _, rows in found]
+    out: dict[str, list[list[dict]]] = {}
+    for (folder, rows), key in zip(found, keys, strict=True):
+        label = key[0] if keys.count(key) == 1 else f"{key[0]} ({folder})"
+        out.setdefault(label, []).append(rows)
+    return out
 
 
 def plot_curves(runs: Mapping[str, Sequence[Sequence[dict]]], path: str | os.PathLike, *, window: int = 3,

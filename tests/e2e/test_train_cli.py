@@ -105,8 +105,8 @@ def test_empty_config_empty_seed_items_and_two_modes_are_refused(tmp_path):
         return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True)
 
     done = train(empty)
-    assert done.returncode == 1 and "the config is empty" in done.stderr
+    assert done.returncode == 1 and "rlvp-train: error: " in done.stderr and "the config is empty" in done.stderr
     done = train("examples/chain4.toml", "--compare", "grpo,rlvp", "--seeds", "0,,1")
-    assert done.returncode == 2 and "'--seeds' has an empty item" in done.stderr
+    assert done.returncode == 2 and "rlvp-train: error: --seeds: has an empty item" in done.stderr
     done = train("examples/chain4.toml", "--compare", "grpo", "--paired", "grpo,rlvp")
-    assert done.returncode == 2 and "--compare and --paired" in done.stderr
+    assert done.returncode == 2 and "rlvp-train: error: --compare and --paired" in done.stderr

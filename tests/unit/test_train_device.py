@@ -51,7 +51,7 @@ def test_cuda_without_cuda_is_a_config_error(tmp_path):
         TrainConfig(device="cuda")
     bad = tmp_path / "gpu.toml"
     bad.write_text(CONFIG.read_text().replace('model = "tiny"', 'model = "tiny"\ndevice = "cuda:1"'))
-    with pytest.raises(ConfigError, match=r"gpu.toml: 'device' must be a CUDA device torch can use \(got 'cuda:1'"):
+    with pytest.raises(ConfigError, match=r"gpu.toml:\d+: 'device' must be a CUDA device torch can use \(got 'cuda:1'"):
         load_config(bad)
     done = CliRunner().invoke(main, [str(bad), "--iterations", "1", "--out", str(tmp_path / "out")])
     assert done.exit_code == 1 and "'device'" in done.output and "Traceback" not in done.output

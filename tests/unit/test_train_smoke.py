@@ -104,7 +104,7 @@ def test_config_errors_name_file_and_key(tmp_path):
     """Unknown keys and bad values name the file and the field."""
     bad = tmp_path / "bad.toml"
     bad.write_text('methd = "rlvp"\n')
-    with pytest.raises(ConfigError, match=r"bad.toml: unknown key 'methd'; did you mean 'method'"):
+    with pytest.raises(ConfigError, match=r"bad.toml:1: unknown key 'methd'; did you mean 'method'"):
         load_config(bad)
     bad.write_text('[loss]\nloss_type = "sum"\n')
     with pytest.raises(ConfigError, match="'loss_type' must be one of"):
