@@ -70,7 +70,7 @@ def test_a_folder_holding_a_run_is_refused_and_overwrite_keeps_the_users_files(t
     before = (run / "metrics.jsonl").read_text()
     done = invoke(config)
     assert done.exit_code == 2
-    assert f"rlvp-train: error: {run} already holds a run (metrics.jsonl, checkpoint.pt): give --resume" in done.output
+    assert f"rlvp-train: error: {run} already holds a run (metrics.jsonl, checkpoint.pt, token_pages): give --resume" in done.output
     assert (run / "metrics.jsonl").read_text() == before  # nothing was touched
     broken = tmp_path / "broken.toml"  # --overwrite with a config that fails: the old run stays
     (tmp_path / "bad.rlvp").write_text("tool x : read\nrule x\n")
@@ -81,8 +81,10 @@ def test_a_folder_holding_a_run_is_refused_and_overwrite_keeps_the_users_files(t
     (run / "notes.txt").write_text("mine")
     done = invoke(config, "--overwrite")
     assert done.exit_code == 0, done.output
-    assert "--overwrite: removed 2 file(s) of the earlier run" in done.output
+    # metrics.jsonl, checkpoint.pt and the token pages (iter_0000.html, index.html)
+    assert "--overwrite: removed 4 file(s) of the earlier run" in done.output
     assert (run / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in (run / "token_pages").iterdir()) == ["index.html", "iter_0000.html"]
     assert len(read_metrics(run)) == 1
 
 
