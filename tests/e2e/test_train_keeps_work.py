@@ -123,7 +123,7 @@ def test_compare_never_writes_inside_a_single_run(tmp_path):
     done = invoke(config, "--compare", "grpo")
     assert done.exit_code == 0, done.output
     assert (tmp_path / "run_compare" / "summary.json").is_file()
-    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checkpoint.pt", "metrics.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["checkpoint.pt", "metrics.jsonl", "token_pages"]
 
 
 # ---- Ctrl-C and resume ---------------------------------------------------------------------
