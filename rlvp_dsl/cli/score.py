@@ -15,6 +15,7 @@ import argparse
 import csv
 import io
 import json
+import math
 import os
 import sys
 from collections import Counter
@@ -23,7 +24,7 @@ from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_tex
 from ..diagnostics import render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
-from ..report import render_summary, summarise
+from ..report import fixed, render_summary, summarise
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -96,7 +97,7 @@ def _explain(scored, limit: int) -> str:
         total = sum(c.value for c in credits)
         outcome = "n/a" if episode.outcome is None else f"{episode.outcome:g}"
         lines.append(f"== {episode.id}  outcome={outcome}  events={len(episode.events)}  "
-                     f"calls={len(episode.calls)}  process total={total:+.2f}")
+                     f"calls={len(episode.calls)}  process total={fixed(total, '+.2f')}")
         by_event: dict[int, list] = {}
         for c in credits:
             by_event.setdefault(c.event_index, []).append(c)
@@ -107,7 +108,7 @@ def _explain(scored, limit: int) -> str:
             status = f" [{event.status}]" if event.kind == "call" and event.status != "ok" else ""
             lines.append(f"  [{event.index:>3}] {label}{status}")
             for c in by_event.get(event.index, []):
-                lines.append(f"        {c.value:+.2f} {c.rule} ({c.location}): {c.reason}")
+                lines.append(f"        {fixed(c.value, '+.2f')} {c.rule} ({c.location}): {c.reason}")
     return "\n".join(lines)
 
 
@@ -166,17 +167,39 @@ def _episode_row(program, episode, credits) -> dict:
     }
 
 
+#: The CSV columns that hold numbers.
+_NUMERIC_COLUMNS = frozenset({"outcome", "events", "calls", "malformed_calls", "orphan_results", "total"})
+
+#: Decimal places kept in CSV numbers: float sums (0.1 + 0.2) are shown as 0.3, never 0.30000000000000004.
+CSV_DECIMALS = 9
+
+
+def csv_number(value) -> str:
+    """A CSV cell for a number: rounded to `CSV_DECIMALS` places, shortest form (``-2.8``, ``1``,
+    ``0.125``), never ``-0``; ``None`` (and NaN) is the empty cell."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    rounded = round(float(value), CSV_DECIMALS)
+    if rounded == 0:  # -0.0, and sums like -1e-17 that are zero up to rounding
+        return "0"
+    return f"{rounded:.15g}"
+
+
 def _csv_text(program, scored) -> str:
-    """One row per episode: the fixed columns of `_episode_row`, then ``rule:NAME`` per rule."""
+    """One row per episode: the fixed columns of `_episode_row`, then ``rule:NAME`` per rule
+    (numbers written by `csv_number`)."""
     names = [r.name for r in program.rules]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    fixed = ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls", "orphan_results", "total"]
-    writer.writerow(fixed + [f"rule:{n}" for n in names])
+    columns = ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls", "orphan_results", "total"]
+    writer.writerow(columns + [f"rule:{n}" for n in names])
     for episode, credits in scored:
         row = _episode_row(program, episode, credits)
-        cells = ["" if row[k] is None else row[k] for k in fixed]
-        writer.writerow(cells + [f"{row['rules'][n]:.6g}" for n in names])
+        cells = [csv_number(row[k]) if k in _NUMERIC_COLUMNS else ("" if row[k] is None else row[k])
+                 for k in columns]
+        writer.writerow(cells + [csv_number(row["rules"][n]) for n in names])
     return buffer.getvalue()
 
 

@@ -283,6 +283,54 @@ def test_score_csv_has_one_row_per_episode(tmp_path):
     assert to_stdout.stdout == out.read_text()
 
 
+SUMS_RULES = """tool a : read
+tool b : write
+violation one (-0.1) { on call a }
+violation two (-0.2) { on call b }
+"""
+
+
+def _two_call_episode(reward: float) -> str:
+    calls = [{"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}} for i, n in (("1", "a"), ("2", "b"))]
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": calls},
+                {"role": "tool", "tool_call_id": "1", "content": "x"}, {"role": "tool", "tool_call_id": "2", "content": "y"}]
+    return json.dumps({"id": "e1", "reward": reward, "messages": messages}) + "\n"
+
+
+def test_score_csv_numbers_are_rounded(tmp_path):
+    """--csv writes 0.1 + 0.2 as 0.3 (not 0.30000000000000004), outcomes too."""
+    (tmp_path / "r.rlvp").write_text(SUMS_RULES)
+    (tmp_path / "e.jsonl").write_text(_two_call_episode(0.1 + 0.2))
+    done = run("score", "r.rlvp", "e.jsonl", "--csv", "-", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (row,) = csv.DictReader(io.StringIO(done.stdout))
+    assert (row["outcome"], row["total"], row["rule:one"], row["rule:two"]) == ("0.3", "-0.3", "-0.1", "-0.2")
+    assert "0000000" not in done.stdout
+
+
+def test_score_csv_and_compile_output_create_missing_folders(tmp_path):
+    """`--csv build/x.csv` and `-o build/...` on a fresh clone: the folders are made."""
+    csv_path = tmp_path / "build" / "deeper" / "x.csv"
+    done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", csv_path)
+    assert done.returncode == 0 and csv_path.read_text().startswith("id,source,"), done.stderr
+    program = tmp_path / "out" / "p.json"
+    done = run("compile", "rules/chain.rlvp", "--emit-program", "-o", program)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(program.read_text())["format"] == "rlvp-program/1"
+    derived = tmp_path / "derived" / "airline.rlvp"
+    done = run("compile", "--auto-from-tags", "examples/data/tau2/airline/tools_manifest.json", "-o", derived)
+    assert done.returncode == 0 and derived.read_text().strip(), done.stderr
+
+
+def test_score_output_under_a_file_is_an_io_error(tmp_path):
+    """A --csv path whose folder is a file: exit 2, one line naming the path."""
+    (tmp_path / "file").write_text("x")
+    done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", tmp_path / "file" / "x.csv")
+    assert done.returncode == 2
+    assert f"cannot write {tmp_path / 'file' / 'x.csv'}" in done.stderr
+    no_traceback(done)
+
+
 def test_score_json_has_the_documented_keys():
     """--json: the top-level and per-episode keys docs/scoring.md lists."""
     done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--json")
