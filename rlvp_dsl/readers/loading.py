@@ -14,6 +14,10 @@ Detection (``format=None``), first match wins:
 Anything else is not a trajectory: :func:`read_episodes` raises :class:`ReaderError`,
 :func:`read_report` (and so :func:`read_paths`) skips the file and says why.
 
+A format the caller gives (``format=``, ``--format``) overrides detection; where detection sees
+another format (or none) and reading as the given one fails or finds no event at all, the
+:class:`ReaderError` says so: ``...; the content looks like 'tau2', not 'swe_agent'``.
+
 The path ``-`` is standard input (named ``<stdin>`` in ids and messages), read once.
 """
 
@@ -170,6 +174,27 @@ def _read_loaded(path: Path, file: str, text: str, data: Any, fmt: str, signal: 
     return _READERS[fmt](data, shown, name, signal)
 
 
+def _read_given(path: Path, file: str, text: str, data: Any, fmt: str, signal: ErrorSignal | None,
+                line_errors: list | None = None, jsonl: bool = False) -> list[Episode]:
+    """`_read_loaded` with a format the caller gave: where detection sees another format (or
+    none) and reading as `fmt` fails or finds no event, the error says what the content looks like."""
+    if jsonl:
+        return _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+    detected, reason = detect_trajectory_format(data, file)
+    if detected == fmt:
+        return _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+    looks = (f"the content looks like {detected!r}, not {fmt!r} (leave the format out to detect it, "
+             f"or give {detected!r})" if detected else f"the content is not a trajectory of any format "
+             f"({reason.removeprefix('not a trajectory: ')})")
+    try:
+        episodes = _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+    except ReaderError as exc:
+        raise ReaderError(exc.file, exc.record, exc.field, f"{exc.detail}; {looks}" if exc.detail else looks) from None
+    if not any(episode.events for episode in episodes):
+        raise ReaderError(_shown(file), detail=f"read as {fmt!r} it holds no events; {looks}")
+    return episodes
+
+
 def _check_format(format: str | None) -> None:
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)} or None (got {format!r})")
@@ -196,11 +221,11 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, er
     file = os.fspath(path)
     real = Path(file)
     text, data, jsonl = _load(real, file)
-    fmt = format
+    if format is not None:
+        return _read_given(real, file, text, data, format, error_signal, jsonl=jsonl)
+    fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
     if fmt is None:
-        fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
-        if fmt is None:
-            raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
+        raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
     return _read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl)
 
 
@@ -256,8 +281,9 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                 if fmt is None:
                     skipped.append(SkippedFile(_shown(file), reason))
                     continue
-            episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal,
-                                         line_errors=errors if keep_going else None, jsonl=jsonl))
+            read = _read_given if format is not None else _read_loaded
+            episodes.extend(read(path, file, text, data, fmt, error_signal,
+                                 line_errors=errors if keep_going else None, jsonl=jsonl))
         except ReaderError as exc:
             if not keep_going:
                 raise

@@ -343,6 +343,22 @@ def test_score_json_has_the_documented_keys():
     assert all(f'"{key}"' in scoring for key in doc)
 
 
+@pytest.mark.parametrize("fmt,path,looks", [
+    ("openai", "examples/episodes/airline_tau2_results.json", "tau2"),
+    ("swe_agent", "examples/episodes/airline_tau2_results.json", "tau2"),
+    ("swe_agent", "examples/episodes/airline_chat.jsonl", "openai"),
+    ("tau2", "examples/data/swe_agent", "swe_agent"),
+])
+def test_score_with_a_wrong_format_names_the_file_and_the_format_it_looks_like(fmt, path, looks):
+    """--format that does not fit: exit 1, the file named, the format its content looks like; no
+    empty episode scored."""
+    done = run("score", "rules/tau2_airline.rlvp", path, "--format", fmt)
+    assert done.returncode == 1, done.stdout
+    assert f"rlvp-score: error: {path}" in done.stderr and f"'{looks}'" in done.stderr, done.stderr
+    assert "episodes:" not in done.stdout
+    no_traceback(done)
+
+
 def test_score_with_the_arguments_swapped_says_so():
     """A trajectory given as the rule file: exit 2 and the right order, not a page of syntax errors."""
     done = run("score", "examples/episodes/airline_chat.jsonl", "rules/tau2_airline.rlvp")

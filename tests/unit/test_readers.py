@@ -347,6 +347,44 @@ def test_detection_and_not_a_trajectory(tmp_path):
         read_paths([tmp_path / "missing"])
 
 
+SAMPLES = REPO / "examples" / "data"
+SAMPLE_FILES = {
+    "tau2": SAMPLES / "tau2_simulations" / "sierra_tau2-bench_prs" / "pr17_telecom_gpt-4o.sample.json",
+    "tau_bench_v1": SAMPLES / "tau_bench_v1" / "gpt-4o-airline.sample.json",
+    "swe_agent": SAMPLES / "swe_agent" / "demonstrations__function_calling_simple.traj",
+    "openai": EXAMPLES / "airline_chat.jsonl",
+}
+WRONG_FORMATS = [(real, given) for real in SAMPLE_FILES for given in SAMPLE_FILES if given != real]
+
+
+@pytest.mark.parametrize("real,given", WRONG_FORMATS, ids=[f"{r}-as-{g}" for r, g in WRONG_FORMATS])
+def test_a_wrong_format_is_an_error_saying_what_the_content_looks_like(real, given):
+    """`format=` that does not fit the content: a ReaderError naming the file and the format it
+    looks like -- never an empty episode or zero episodes (read_episodes and read_report alike)."""
+    path = SAMPLE_FILES[real]
+    with pytest.raises(ReaderError) as caught:
+        read_episodes(path, format=given)
+    message = str(caught.value)
+    assert message.startswith(str(path))
+    assert f"'{real}'" in message, message
+    report = read_report([path], format=given, keep_going=True)
+    assert report.episodes == () and len(report.errors) == 1
+
+
+def test_a_given_format_that_fits_still_reads():
+    """The right format= reads what detection reads."""
+    for fmt, path in SAMPLE_FILES.items():
+        assert [e.id for e in read_episodes(path, format=fmt)] == [e.id for e in read_episodes(path)]
+
+
+def test_a_given_format_on_a_non_trajectory_says_it_is_none(tmp_path):
+    """A tool manifest read as swe_agent: not an empty episode, but `not a trajectory of any format`."""
+    path = _write(tmp_path, "tools.json", {"domain": "airline", "toolkits": {}})
+    with pytest.raises(ReaderError, match=r"read as 'swe_agent' it holds no events; the content is not a "
+                                          r"trajectory of any format \(a JSON object"):
+        read_episodes(path, format="swe_agent")
+
+
 # --- error signals ----------------------------------------------------------------------------
 
 
