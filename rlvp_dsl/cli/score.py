@@ -70,7 +70,7 @@ def _undeclared_note(program, episodes) -> str:
     for episode in episodes:
         for event in episode.calls:
             calls += 1
-            if event.tool not in program.tools:
+            if event.tool is not None and event.tool not in program.tools:  # no name: a malformed call
                 counts[event.tool] = counts.get(event.tool, 0) + 1
     if not counts:
         return ""
@@ -78,6 +78,18 @@ def _undeclared_note(program, episodes) -> str:
     shown = ", ".join(str(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
     return (f"note: {sum(counts.values())} of {calls} calls go to {len(counts)} tools the rules do not declare "
             f"({shown}); rules that name tools or tags never match them")
+
+
+def _bad_names_note(episodes) -> str:
+    """A warning when calls have a tool name that is not text (``"name": 5``): a data problem, not
+    the agent's; the calls are scored as malformed, and the first one is named."""
+    problems = [f"{episode.source}: {problem}" for episode in episodes
+                for problem in episode.meta.get("bad_tool_names", ())]
+    if not problems:
+        return ""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    calls = "1 call has" if len(problems) == 1 else f"{len(problems)} calls have"
+    return f"warning: {calls} a tool name that is not text (scored as malformed): {problems[0]}{more}"
 
 
 def _error_signal(args):
@@ -104,8 +116,11 @@ def _explain(scored, limit: int) -> str:
         for event in episode.events:
             if event.kind != "call" and event.index not in by_event:
                 continue
-            label = f"call {event.tool}" if event.kind == "call" else f"{event.kind} turn"
+            tool = event.tool if event.tool is not None else "(no tool name)"
+            label = f"call {tool}" if event.kind == "call" else f"{event.kind} turn"
             status = f" [{event.status}]" if event.kind == "call" and event.status != "ok" else ""
+            if event.kind == "call" and event.status == "malformed" and event.error_text:
+                status = f" [malformed: {event.error_text[:200]}]"
             lines.append(f"  [{event.index:>3}] {label}{status}")
             for c in by_event.get(event.index, []):
                 lines.append(f"        {fixed(c.value, '+.2f')} {c.rule} ({c.location}): {c.reason}")
@@ -302,9 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     scored = [(episode, program.score(episode)) for episode in episodes]
     groups = _groups(scored, args.by)
     summary = summarise(program, scored)
-    note = _undeclared_note(program, episodes)
-    if note:
-        print(f"rlvp-score: {note}", file=sys.stderr)
+    for note in (_bad_names_note(episodes), _undeclared_note(program, episodes)):
+        if note:
+            print(f"rlvp-score: {note}", file=sys.stderr)
     if args.csv is not None:
         if not _write_csv(args.csv, _csv_text(program, scored)):
             return decided(EXIT_USAGE)

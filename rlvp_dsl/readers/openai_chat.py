@@ -51,14 +51,15 @@ def tool_result(content: Any) -> tuple[str, list[Any]]:
     return message_text(content), []
 
 
-def _call_parts(entry: Any) -> tuple[Any, Any, Any, str]:
-    """(name, arguments, id, problem) of one ``tool_calls[]`` entry, tolerating broken ones."""
+def _call_parts(entry: Any) -> tuple[Any, Any, Any, str, str]:
+    """(name, arguments, id, problem, the name's field) of one ``tool_calls[]`` entry, tolerating broken ones."""
     if not isinstance(entry, dict):
-        return None, json.dumps(entry, ensure_ascii=False), None, f"tool call must be a JSON object, got {type(entry).__name__}"
+        return (None, json.dumps(entry, ensure_ascii=False), None,
+                f"tool call must be a JSON object, got {type(entry).__name__}", "name")
     function = entry.get("function")
     if isinstance(function, dict):
-        return function.get("name"), function.get("arguments"), entry.get("id"), ""
-    return entry.get("name"), entry.get("arguments"), entry.get("id"), ""
+        return function.get("name"), function.get("arguments"), entry.get("id"), "", "function.name"
+    return entry.get("name"), entry.get("arguments"), entry.get("id"), "", "name"
 
 
 def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str, field: str = "messages",
@@ -137,11 +138,14 @@ def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, f
         return
     if not isinstance(calls, list):
         raise ReaderError(file, where, "tool_calls", expected_got("a list of tool calls or null", calls))
+    field = "function_call" if message.get("tool_calls") is None else "tool_calls"
     for position, entry in enumerate(calls):
-        name, arguments, call_id, problem = _call_parts(entry)
+        name, arguments, call_id, problem, name_field = _call_parts(entry)
         # The length limit cuts the message's last call; earlier ones were complete.
         last_cut = cut if position == len(calls) - 1 else ""
-        builder.call(name, arguments, call_id=call_id, problem="; ".join(p for p in (last_cut, problem) if p))
+        builder.call(name, arguments, call_id=call_id, problem="; ".join(p for p in (last_cut, problem) if p),
+                     where=f"{where}.{field}" + ("" if field == "function_call" else f"[{position}]"),
+                     name_field=name_field)
 
 
 def _is_message_list(value: Any) -> bool:

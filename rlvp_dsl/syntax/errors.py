@@ -198,7 +198,10 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     except Exception:  # the example table must never turn a syntax error into a crash
         label = None
     hint = label or _generic_hint(expected)
-    if opener is not None and opener[1] == "{" and "RBRACE" in expected:
+    if token.type == "SIGNED_NUMBER" and ("NAME" in expected or "QUOTED_NAME" in expected):
+        hint = (f"a name starts with a letter or '_'; to use {quoted(shorten(str(token.value)))} as a name, "
+                f"write it in backticks: `{shorten(str(token.value))}`")
+    elif opener is not None and opener[1] == "{" and "RBRACE" in expected:
         line, col = source.position(opener[0])
         hint = f"the block opened at {line}:{col} is not closed before this" + (f"; {label}" if label else "")
     elif opener is not None and opener[1] == "(" and "RPAR" in expected:

@@ -359,6 +359,21 @@ def test_score_with_a_wrong_format_names_the_file_and_the_format_it_looks_like(f
     no_traceback(done)
 
 
+def test_score_warns_of_a_tool_name_that_is_not_text(tmp_path):
+    """A trajectory with `"name": 5`: the call is scored as malformed and a warning names the file,
+    the record and the field (not a silent `None`, not an undeclared tool `None`)."""
+    (tmp_path / "r.rlvp").write_text(SUMS_RULES)
+    record = json.loads(_two_call_episode(1.0))
+    record["messages"][1]["tool_calls"][1]["function"]["name"] = 5
+    (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n")
+    done = run("score", "r.rlvp", "e.jsonl", "--explain", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("rlvp-score: warning: 1 call has a tool name that is not text (scored as malformed): "
+            "e.jsonl: line 1: messages[1].tool_calls[1]: field 'function.name': expected a tool name (text), got 5"
+            ) in done.stderr
+    assert "(None)" not in done.stderr and "call (no tool name) [malformed: line 1:" in done.stdout
+
+
 def test_score_with_the_arguments_swapped_says_so():
     """A trajectory given as the rule file: exit 2 and the right order, not a page of syntax errors."""
     done = run("score", "examples/episodes/airline_chat.jsonl", "rules/tau2_airline.rlvp")

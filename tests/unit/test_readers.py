@@ -255,6 +255,36 @@ def test_message_turns_and_nameless_call(tmp_path):
     assert episode.events[3].status == "ok"
 
 
+def _numeric_name_call(tmp_path, fmt):
+    if fmt == "openai":
+        messages = [{"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "", "tool_calls": [_oa_call("1", "ok", "{}"), _oa_call("2", 5, "{}")]}]
+        return _write(tmp_path, "chat.jsonl", json.dumps({"messages": messages}) + "\n"), \
+            "line 1: messages[1].tool_calls[1]: field 'function.name'"
+    if fmt == "tau2":
+        sim = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "1", "name": "ok", "arguments": {}}, {"id": "2", "name": 5, "arguments": {}}]}]}
+        return _write(tmp_path, "r.json", {"simulations": [sim]}), \
+            "simulations[0].messages[1].tool_calls[1]: field 'name'"
+    history = [{"role": "user", "content": "fix it"}, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "1", "function": {"name": "ok", "arguments": "{}"}}, {"id": "2", "function": {"name": 5, "arguments": "{}"}}]}]
+    return _write(tmp_path, "x.traj", {"history": history, "trajectory": []}), \
+        "history[1].tool_calls[1]: field 'function.name'"
+
+
+@pytest.mark.parametrize("fmt", ["openai", "tau2", "swe_agent"])
+def test_a_numeric_tool_name_is_a_malformed_call_naming_record_and_field(tmp_path, fmt):
+    """`"name": 5` does not silently become a nameless call: the call is malformed (its neighbours are
+    kept), its problem names the record and the field, and the episode's meta lists it."""
+    path, where = _numeric_name_call(tmp_path, fmt)
+    (episode,) = read_episodes(path)
+    good, bad = episode.calls
+    assert (good.tool, good.status) == ("ok", "no_result")
+    assert (bad.tool, bad.status) == (None, "malformed")
+    assert bad.error_text == f"{where}: expected a tool name (text), got 5"
+    assert episode.meta["bad_tool_names"] == [bad.error_text]
+
+
 def test_tau2_user_requestor_calls(tmp_path):
     """Calls in a tau2 user message (telecom phone tools) are call events with requestor 'user'."""
     sim = {"task_id": "t", "trial": 0, "reward_info": {"reward": 1}, "messages": [
