@@ -3,11 +3,13 @@
 A lark `UnexpectedInput` becomes one `Diagnostic`: the unexpected token described as a
 user sees it (`keyword 'violation'`, `a name`, `end of file` -- never `__ANON_0`,
 `$END` or `LPAR`), what was expected, the unclosed block when the file ends inside
-one, and a hint from a table of known mistakes (lark's `match_examples`).
+one, a did-you-mean for a misspelled keyword (`violaton` -> `violation`), and a hint from a
+table of known mistakes (lark's `match_examples`).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from lark import Token
@@ -141,6 +143,65 @@ def _unclosed_opener(text: str, upto: int) -> tuple[int, str] | None:
 
 _TOP_LEVEL = frozenset({"VIOLATION", "OBLIGATION", "TOOL", "CONST"})
 
+_WORD = re.compile(r"\w+")
+
+
+def _keyword_of(terminal: str) -> str | None:
+    """The word a keyword terminal stands for (`VIOLATION` -> ``violation``), else None."""
+    for term in get_parser().terminals:
+        if term.name == terminal:
+            value = term.pattern.value
+            return value if term.pattern.type == "str" and value.replace("_", "").isalpha() else None
+    return None
+
+
+def _closest_keyword(word: str, candidates: set[str]) -> str | None:
+    """The keyword among `candidates` a misspelled `word` most likely meant (difflib, as the
+    did-you-mean of names), or None."""
+    close = difflib.get_close_matches(word, sorted(candidates - {word}), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def keyword_suggestion(word: str, read_as: str = "a name") -> str:
+    """``did you mean the keyword 'error'?`` for a name that looks like a misspelled keyword
+    (`call erorr` reads `erorr` as a tool name: `read_as` says what it was read as), or ""."""
+    close = _closest_keyword(word, set(keywords()))
+    return f"did you mean the keyword '{close}'? ('{word}' reads as {read_as} here)" if close else ""
+
+
+def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) -> Diagnostic | None:
+    """A syntax error caused by a misspelled keyword, with its did-you-mean: the unexpected name
+    itself (`violaton x`, `unless sen (...)`), a word the lexer split after a keyword prefix
+    (`onn` read as `on` + `n`), or the name just before the unexpected token that was read as
+    a name but meant a keyword expected there (`call x dischrage on ...`)."""
+    text = source.text
+    wanted = {w for w in map(_keyword_of, expected) if w}
+    if token.type == "NAME" and token.start_pos is not None:
+        start, end = token.start_pos, token.start_pos + len(str(token.value))
+        split = start > 0 and _WORD.fullmatch(text[start - 1])
+        if split:  # `onn`: the keyword `on`, then the name `n`
+            while start > 0 and _WORD.fullmatch(text[start - 1]):
+                start -= 1
+        word = text[start:end]
+        close = _closest_keyword(word, wanted | (set(keywords()) if split else set()))
+        if close:
+            hint = _generic_hint(expected) if _TOP_LEVEL <= expected else f"expected {_describe_expected(expected)}"
+            return Diagnostic("RV101", f"unexpected name {quoted(word)}; did you mean '{close}'?",
+                              source.span(start, end), help=hint)
+    if token.start_pos is None:
+        return None
+    before = text[:token.start_pos].rstrip()
+    previous = re.search(r"\w+\Z", before)
+    if previous is None or previous.group() in keywords():
+        return None
+    close = _closest_keyword(previous.group(), wanted)
+    if close is None:
+        return None
+    return Diagnostic("RV101", f"unexpected name {quoted(previous.group())}; did you mean '{close}'?",
+                      source.span(previous.start(), previous.end()),
+                      help=f"'{previous.group()}' was read as a name, so {_describe_token(token)} could not follow; "
+                           f"'{close}' is expected here")
+
 
 def _generic_hint(expected: set[str]) -> str:
     """A help line for an unexpected token when no known mistake matched."""
@@ -191,6 +252,9 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     if token.value in keywords() and ("NAME" in expected or "QUOTED_NAME" in expected):
         return [Diagnostic("RV102", f"'{token.value}' is a reserved word and cannot be used as a name", span,
                            help=f"write it in backticks to use it as a name: `{token.value}`")]
+    misspelled = _misspelled_keyword(token, expected, source)
+    if misspelled is not None:
+        return [misspelled]
     message = f"unexpected {_describe_token(token)}; expected {_describe_expected(expected)}"
     label = None
     try:
