@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
     p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
     p.add_argument("--test", action="store_true",
-                   help="run the `test` blocks of the rule files; exit 1 when one fails")
+                   help="run the `test` blocks of the rule files; exit 1 when one fails or when no test ran "
+                        "(no file has a `test` block)")
     p.add_argument("--check", action="store_true",
                    help="check the built-in properties (bounded, not farmable, discharge once, reachable, "
                         "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)")
@@ -253,12 +254,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INPUT_ERRORS
     status = EXIT_OK
     all_json = []
-    totals = {"passed": 0, "failed": 0}
+    totals = {"passed": 0, "failed": 0, "without_tests": [], "not_run": []}
     for path in args.rules:
         source, problems = read_source(path)
         if source is None:
             message = problems[0].message if problems else f"cannot read {path}"
             status = max(status, decided(EXIT_USAGE))
+            totals["not_run"].append(path)
             if args.json:
                 all_json.append({"file": path, "ok": False, "error": message, "diagnostics": [], "dropped": 0})
             else:
@@ -274,12 +276,16 @@ def main(argv: list[str] | None = None) -> int:
         elif kept:
             print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
         if failed:
+            totals["not_run"].append(path)
             continue
         if args.check or args.test:
             if args.check:
                 status = max(status, decided(_run_check(path, result.ruleset, args)))
             if args.test:
-                failed_tests = _run_tests(path, result.ruleset, totals)
+                outcomes = _run_tests(path, result.ruleset, totals, quiet=args.json)
+                if args.json:
+                    all_json[-1]["tests"] = outcomes
+                failed_tests = sum(not o["passed"] for o in outcomes)
                 status = max(status, decided(EXIT_INPUT_ERRORS if failed_tests else EXIT_OK))
             continue
         if not args.json:
@@ -294,30 +300,55 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:  # always a list: one object per rule file
         print(json_text(all_json, indent=2, ensure_ascii=False))
     if args.test:
-        print(f"{totals['passed']} passed, {totals['failed']} failed")
+        status = max(status, _test_summary(totals, len(args.rules), sys.stderr if args.json else sys.stdout))
     return status
 
 
-def _run_tests(path: str, ruleset, totals: dict) -> int:
-    """Run one file's test blocks, print PASS/FAIL lines; returns the number failed."""
+def _test_summary(totals: dict, files: int, out) -> int:
+    """Print `N passed, M failed` (and what did not run); the exit status "no tests ran" earns.
+
+    Like pytest (which exits 5 when it collects no test), a `--test` run that ran no test at all
+    is not a success: exit 1 with ``no tests ran``. A file that could not be read (exit 2) or has
+    errors (exit 1) already has its message; it is named again here only beside tests that ran.
+    """
+    ran = totals["passed"] + totals["failed"]
+    not_run = totals["not_run"]
+    if not ran and not_run:
+        return EXIT_OK  # each file's error is printed; "0 passed, 0 failed" would hide it
+    if not ran:
+        which = ", ".join(totals["without_tests"])
+        print(f"rlvp-compile: error: no tests ran: {which} {'has' if files == 1 else 'have'} no `test` blocks "
+              "(docs/testing-rules.md)", file=sys.stderr)
+        return decided(EXIT_INPUT_ERRORS)
+    line = f"{totals['passed']} passed, {totals['failed']} failed"
+    if not_run:
+        line += f"; not run: {', '.join(not_run)} (see the errors above)"
+    print(line, file=out)
+    return EXIT_OK
+
+
+def _run_tests(path: str, ruleset, totals: dict, quiet: bool = False) -> list[dict]:
+    """Run one file's test blocks and print PASS/FAIL lines (none when `quiet`: --json has
+    them); returns each test as ``{name, location, passed, failures}``."""
     from ..compile import compile_ruleset
     from ..testing.rule_tests import run_tests
 
+    say = (lambda *a: None) if quiet else print
     outcomes = run_tests(compile_ruleset(ruleset))
     if not outcomes:
-        print(f"{path}: no tests")
-    failed = 0
+        totals["without_tests"].append(path)
+        say(f"{path}: no tests (no `test` blocks)")
     for outcome in outcomes:
         if outcome.passed:
             totals["passed"] += 1
-            print(f"PASS {path}: {outcome.name}")
+            say(f"PASS {path}: {outcome.name}")
             continue
-        failed += 1
         totals["failed"] += 1
-        print(f"FAIL {path}: {outcome.name} ({outcome.location})")
+        say(f"FAIL {path}: {outcome.name} ({outcome.location})")
         for failure in outcome.failures:
-            print(f"     {failure}")
-    return failed
+            say(f"     {failure}")
+    return [{"name": o.name, "location": o.location, "passed": o.passed, "failures": list(o.failures)}
+            for o in outcomes]
 
 
 def _run_check(path: str, ruleset, args) -> int:

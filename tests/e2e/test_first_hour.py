@@ -160,6 +160,41 @@ def test_the_outputs_in_testing_rules_are_real(command, lines):
 # ---- rlvp-compile ---------------------------------------------------------------------
 
 
+def test_test_of_a_missing_file_is_an_io_error_not_zero_passed():
+    """--test nosuch.rlvp: exit 2 and the file named, never `0 passed, 0 failed`."""
+    done = run("compile", "--test", "no/such.rlvp")
+    assert done.returncode == 2
+    assert "rlvp-compile: error: file not found: no/such.rlvp" in done.stderr
+    assert "passed" not in done.stdout + done.stderr
+    beside = run("compile", "--test", "no/such.rlvp", "rules/chain.rlvp")
+    assert beside.returncode == 2
+    assert "3 passed, 0 failed; not run: no/such.rlvp" in beside.stdout
+
+
+def test_test_of_files_without_test_blocks_says_no_tests_ran(tmp_path):
+    """--test where no file has a `test` block: `no tests ran`, exit 1 (pytest: "no tests collected" is
+    no success); beside a file that has tests it is only a note, exit 0."""
+    (tmp_path / "plain.rlvp").write_text("tool a : read\nviolation x (-1) { on call a }\n")
+    done = run("compile", "--test", tmp_path / "plain.rlvp")
+    assert done.returncode == 1
+    assert f"rlvp-compile: error: no tests ran: {tmp_path / 'plain.rlvp'} has no `test` blocks" in done.stderr
+    assert "0 passed" not in done.stdout
+    beside = run("compile", "--test", tmp_path / "plain.rlvp", "rules/chain.rlvp")
+    assert beside.returncode == 0, beside.stderr
+    assert f"{tmp_path / 'plain.rlvp'}: no tests (no `test` blocks)" in beside.stdout
+    assert beside.stdout.rstrip().endswith("3 passed, 0 failed")
+
+
+def test_test_with_json_prints_only_json_on_stdout():
+    """--test --json: stdout is one JSON document whose objects list their tests; the summary is on stderr."""
+    done = run("compile", "--test", "--json", "rules/chain.rlvp")
+    assert done.returncode == 0, done.stderr
+    (doc,) = json.loads(done.stdout)
+    assert [t["passed"] for t in doc["tests"]] == [True, True, True]
+    assert set(doc["tests"][0]) == {"name", "location", "passed", "failures"}
+    assert "3 passed, 0 failed" in done.stderr
+
+
 def test_check_without_hypothesis_says_how_to_install_it():
     """A core-only install: --check prints the one-line install command and exits 2, no traceback."""
     code = ("import sys; sys.modules['hypothesis'] = None; from rlvp_dsl.cli.compile import main; "
