@@ -115,6 +115,17 @@ def test_the_diagnostics_page_is_up_to_date():
     assert done.returncode == 0, done.stderr
 
 
+def test_the_codes_table_has_one_page():
+    """Only docs/diagnostics.md lists the codes; the other pages link to it instead of a second,
+    hand-kept copy that goes stale (docs/language.md had one without RV306-RV307)."""
+    for page in sorted((REPO / "docs").glob("*.md")):
+        if page.name == "diagnostics.md":
+            continue
+        rows = re.findall(r"^\| \[?RV\d{3}", page.read_text(encoding="utf-8"), re.M)
+        assert len(rows) < 3, f"{page.name} has a table of diagnostic codes: link docs/diagnostics.md instead"
+    assert "(diagnostics.md)" in (REPO / "docs" / "language.md").read_text(encoding="utf-8")
+
+
 def test_every_code_is_documented_and_every_example_gives_its_code():
     """Each code of diagnostics.CODES has a cause and a fix; each example is reported with its code."""
     from rlvp_dsl.diagnostic_docs import DOCS, EXAMPLE_PATH, missing_docs
