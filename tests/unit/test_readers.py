@@ -27,7 +27,9 @@ needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared data not prese
 
 
 def _files(sub: str, pattern: str) -> list[Path]:
-    return sorted((DATA / sub).rglob(pattern)) if DATA.is_dir() else []
+    """The files of `sub` in the samples the repository ships, then in ../shared/data when present."""
+    shipped = sorted((REPO / "examples" / "data" / sub).rglob(pattern))
+    return shipped + (sorted((DATA / sub).rglob(pattern)) if DATA.is_dir() else [])
 
 
 def _tally(episodes) -> Counter:
@@ -53,14 +55,14 @@ def _oa_call(cid, name, arguments):
 # --- real data ----------------------------------------------------------------------------
 
 
-@needs_data
 @pytest.mark.parametrize(
     "path",
     _files("tau2_simulations", "*.json") + _files("tau_bench_v1", "*.json") + _files("swe_agent", "*.traj"),
-    ids=lambda p: p.name[:60],
+    ids=lambda p: f"{p.parent.name}/{p.name[:60]}",
 )
 def test_every_real_trajectory_file_reads(path):
-    """Every shared trajectory file reads with auto-detection, with dense event indices."""
+    """Every real trajectory file (the shipped samples; the shared corpus when present) reads with
+    auto-detection, with dense event indices."""
     episodes = read_episodes(path)
     assert episodes
     for episode in episodes:
@@ -92,6 +94,52 @@ def test_tau2_pr_files_match_data_readme(name, episodes, agent_calls, user_calls
         assert episode.meta["task_id"] == sim["task_id"] and episode.meta["trial"] == sim["trial"]
         assert episode.meta["termination_reason"] == sim["termination_reason"]
     assert read[0].meta["domain"] in ("airline", "telecom") and read[0].meta["agent_llm"]
+
+
+@pytest.mark.parametrize("name,domain", [("pr103_azure-airline-full_gpt-4o.sample.json", "airline"),
+                                         ("pr17_telecom_gpt-4o.sample.json", "telecom")])
+def test_tau2_samples_read_their_records(name, domain):
+    """The shipped tau2 samples: one episode per simulation, in order, with its reward, task, trial,
+    termination reason and domain; every message is an event or a result."""
+    path = REPO / "examples" / "data" / "tau2_simulations" / "sierra_tau2-bench_prs" / name
+    raw = json.loads(path.read_text())["simulations"]
+    read = read_episodes(path)
+    assert len(read) == len(raw) > 0
+    for i, (episode, sim) in enumerate(zip(read, raw)):
+        assert episode.id == f"{name}#simulations[{i}]"
+        assert episode.outcome == sim["reward_info"]["reward"]
+        assert episode.meta["task_id"] == sim["task_id"] and episode.meta["trial"] == sim["trial"]
+        assert episode.meta["termination_reason"] == sim["termination_reason"]
+        assert episode.meta["domain"] == domain
+        raw_calls = [c["name"] for m in sim["messages"] for c in (m.get("tool_calls") or [])]
+        assert [c.tool for c in episode.calls] == raw_calls
+        assert sum(m["role"] == "tool" for m in sim["messages"]) == sum(c.status in ("ok", "error") for c in episode.calls)
+
+
+def test_tau_bench_v1_sample_reads_its_entries():
+    """The shipped tau-bench v1 sample: one episode per entry with its reward, the policy in meta,
+    the tool calls of its messages in order."""
+    path = REPO / "examples" / "data" / "tau_bench_v1" / "gpt-4o-airline.sample.json"
+    raw = json.loads(path.read_text())
+    episodes = read_episodes(path)
+    assert [e.id for e in episodes] == [f"gpt-4o-airline.sample.json#[{i}]" for i in range(len(raw))]
+    assert [e.outcome for e in episodes] == [entry["reward"] for entry in raw]
+    for episode, entry in zip(episodes, raw):
+        assert "policy" in episode.meta and episode.events[0].kind == "user"
+        raw_calls = [c["function"]["name"] for m in entry["traj"] for c in (m.get("tool_calls") or [])]
+        assert [c.tool for c in episode.calls] == raw_calls
+        assert episode.meta["domain"] == "airline"
+
+
+def test_swe_agent_function_calling_sample():
+    """The shipped function-calling demonstration (history only): its five calls, ids, open file path."""
+    report = read_report(REPO / "examples" / "data" / "swe_agent")
+    by_name = {Path(e.source).name: e for e in report.episodes}
+    assert len(report.episodes) == 2 and all(e.outcome is None for e in report.episodes)
+    simple = by_name["demonstrations__function_calling_simple.traj"]
+    assert [c.tool for c in simple.calls] == ["find_file", "open", "edit", "bash", "submit"]
+    assert all(c.call_id and c.status == "ok" for c in simple.calls)
+    assert simple.calls[2].arguments["path"] == "tests/missing_colon.py"
 
 
 @needs_data
