@@ -15,10 +15,14 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, whole_number, version_text
-from ..diagnostics import MAX_PER_FILE, has_errors, render_json, render_text, sort_and_cap
+from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, version_text,
+               whole_number, write_output)
+from ..diagnostics import MAX_PER_FILE, Diagnostic, has_errors, render_json, render_text, sort_and_cap
 from ..loader import read_source
-from ..pipeline import check_file
+from ..pipeline import check_file, check_text
+
+#: The name rule text read from standard input (``-``) carries in diagnostics.
+STDIN_NAME = "<stdin>"
 
 
 #: The most examples per property `--check` takes: more runs for hours and finds nothing 200 do not.
@@ -40,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error. "
                "Every diagnostic code, its cause and fix: docs/diagnostics.md (or --explain-code CODE).",
     )
-    p.add_argument("rules", nargs="*", help="rule files to check and compile")
+    p.add_argument("rules", nargs="*", help="rule files to check and compile; - reads one from standard input "
+                                            "(its includes resolve from the current folder)")
     p.add_argument("--version", action="version", version=version_text("rlvp-compile"))
     p.add_argument("--explain-code", metavar="CODE",
                    help="print what a diagnostic code (RV201, ...) means, its cause, its fix and an example")
@@ -72,17 +77,30 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _write(path: str, text: str) -> bool:
-    """Write an output file; on failure print the error and return False."""
+    """Write an output file (making missing folders); on failure print the error and return False."""
+    return write_output("rlvp-compile", path, text)
+
+
+#: File endings of JSON data: a "rule file" named so is a manifest or a trajectory given by mistake.
+_DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+
+
+def _not_a_rule_file(path: str) -> str:
+    """One line for a JSON file given as a rule file (that does not parse as one), saying what to do."""
+    if path.lower().endswith(".traj") or path.lower().endswith((".jsonl", ".ndjson")):
+        return (f"{path} is not a rule file (it looks like a trajectory): score trajectories with "
+                f"rlvp-score RULES.rlvp {path}")
+    return (f"{path} is not a rule file (it is JSON): derive rules from a tool manifest with "
+            f"rlvp-compile --auto-from-tags {path}; score a trajectory with rlvp-score RULES.rlvp {path}")
+
+
+def _read_stdin_rules() -> tuple[str | None, str]:
+    """The rule text on standard input (``-``), or (None, why not)."""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
     try:
-        directory = os.path.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        print(f"rlvp-compile: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
-        return False
-    return True
+        return data.decode("utf-8-sig"), ""
+    except UnicodeDecodeError as exc:
+        return None, f"standard input is not UTF-8 text (byte {exc.start})"
 
 
 def _derive(args) -> int:
@@ -211,6 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.explain_code is not None:
         return _explain_code(args)
+    if args.output:
+        clobbered = clobbers_input(args.output, [*args.rules, args.auto_from_tags, args.manifest, *(args.validate or [])])
+        if clobbered:
+            print(f"rlvp-compile: error: -o {args.output} would overwrite the input {clobbered}: write it somewhere else",
+                  file=sys.stderr)
+            return EXIT_USAGE
     if (args.validate or args.drop_harmful) and not args.auto_from_tags:
         print("rlvp-compile: error: --validate and --drop-harmful go with --auto-from-tags MANIFEST", file=sys.stderr)
         return EXIT_USAGE
@@ -228,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if args.output and len(args.rules) != 1:
         print("rlvp-compile: error: -o takes one rule file", file=sys.stderr)
+        return EXIT_USAGE
+    if args.rules.count("-") > 1:
+        print("rlvp-compile: error: standard input (-) can be read once", file=sys.stderr)
         return EXIT_USAGE
 
     if (args.manifest or args.examples != 200) and not args.check:
@@ -256,8 +283,15 @@ def main(argv: list[str] | None = None) -> int:
     all_json = []
     totals = {"passed": 0, "failed": 0, "without_tests": [], "not_run": []}
     for path in args.rules:
-        source, problems = read_source(path)
+        if path == "-":
+            text, why = _read_stdin_rules()
+            source, problems = (None, []) if text is None else (True, [])
+        else:
+            text, why = None, ""
+            source, problems = read_source(path)
         if source is None:
+            if why:
+                problems = [Diagnostic("RV001", why)]
             message = problems[0].message if problems else f"cannot read {path}"
             status = max(status, decided(EXIT_USAGE))
             totals["not_run"].append(path)
@@ -266,7 +300,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"rlvp-compile: error: {message}", file=sys.stderr)
             continue
-        result = check_file(path, lints=True)
+        result = check_text(text, STDIN_NAME, lints=True) if path == "-" else check_file(path, lints=True)
+        path = STDIN_NAME if path == "-" else path
+        if not result.ok and path.lower().endswith(_DATA_SUFFIXES) and not args.json:
+            print(f"rlvp-compile: error: {_not_a_rule_file(path)}", file=sys.stderr)
+            status = max(status, decided(EXIT_USAGE))
+            totals["not_run"].append(path)
+            continue
         kept, dropped = sort_and_cap(result.diagnostics, args.max_diagnostics)
         failed = has_errors(result.diagnostics) or (args.warnings_as_errors and result.diagnostics)
         if failed:

@@ -20,7 +20,8 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, version_text, whole_number
+from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, version_text,
+               whole_number, write_output)
 from ..diagnostics import render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
@@ -222,27 +223,43 @@ def _write_csv(path: str, text: str) -> bool:
     if path == "-":
         sys.stdout.write(text)
         return True
-    try:
-        directory = os.path.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    except OSError as exc:
-        print(f"rlvp-score: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
-        return False
-    return True
+    return write_output("rlvp-score", path, text)
 
 
 def _usage_problem(args) -> str:
     """A contradiction among the options, or ""."""
     if args.csv == "-" and (args.json or args.explain):
         return "--csv - writes the CSV to stdout: it does not go with --json or --explain"
+    if args.json and args.explain:
+        return "--json already holds every credit with its reason: it does not go with --explain (text)"
     if args.limit and not args.explain:
         return "--limit goes with --explain"
     if args.trajectories.count("-") > 1:
         return "standard input (-) can be read once"
+    if any(not d.strip() for d in args.domain):
+        return "--domain needs a domain name (got an empty one); episodes with no domain recorded: --by domain"
+    rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and os.path.isfile(t)]
+    if rule_files:
+        return (f"{rule_files[0]} is a rule file, not a trajectory: the rule file comes first, and once: "
+                "rlvp-score RULES.rlvp TRAJECTORY...")
+    if args.csv is not None:
+        clobbered = clobbers_input(args.csv, [args.rules, *args.trajectories])
+        if clobbered:
+            return f"--csv {args.csv} would overwrite the input {clobbered}: write the CSV somewhere else"
     return ""
+
+
+def _empty_folders(paths: list[str]) -> list[str]:
+    """The folders among `paths` that hold no trajectory file (nothing ending .json, .jsonl,
+    .ndjson, .traj): named in the "no episodes" error."""
+    from ..readers.loading import FOLDER_SUFFIXES
+
+    out = []
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            if not any(f.lower().endswith(FOLDER_SUFFIXES) for _, _, files in os.walk(path) for f in files):
+                out.append(path)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -297,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join("standard input" if t == "-" else t for t in args.trajectories), file=sys.stderr)
         for skipped in report.skipped:
             print(f"  skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+        for folder in _empty_folders(args.trajectories):
+            print(f"  {folder}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)", file=sys.stderr)
         return EXIT_INPUT_ERRORS
 
     episodes = list(report.episodes)

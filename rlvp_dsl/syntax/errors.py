@@ -87,6 +87,12 @@ _EXAMPLES: dict[str, list[str]] = {
         "violation x -1 { on call }",
         "violation x { on call }",
         "obligation x 1 { }",
+        "violation x : -1 { on call }",
+        "violation x = -1 { on call }",
+    ],
+    "a weight is a number or a constant's name: `(-0.5)`, `(W)`": [
+        "violation x (== -1) { on call }",
+        "violation x (< 0) { on call }",
     ],
     "an obligation takes a credit and an expiry penalty: `obligation NAME (+0.5, expire -0.5) { ... }`": [
         "obligation x (1) { }",
@@ -176,12 +182,17 @@ def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) ->
     a name but meant a keyword expected there (`call x dischrage on ...`)."""
     text = source.text
     wanted = {w for w in map(_keyword_of, expected) if w}
-    if token.type == "NAME" and token.start_pos is not None:
-        start, end = token.start_pos, token.start_pos + len(str(token.value))
-        split = start > 0 and _WORD.fullmatch(text[start - 1])
-        if split:  # `onn`: the keyword `on`, then the name `n`
+    value = str(token.value)
+    glued = (token.start_pos is not None and value in keywords()
+             and _WORD.fullmatch(text[token.start_pos + len(value):token.start_pos + len(value) + 1] or " "))
+    if (token.type == "NAME" or glued) and token.start_pos is not None:
+        start, end = token.start_pos, token.start_pos + len(value)
+        split = glued or (start > 0 and _WORD.fullmatch(text[start - 1]))
+        if split:  # `onn`: the keyword `on`, then the name `n`; `incldue`: the keyword `in`, then `cldue`
             while start > 0 and _WORD.fullmatch(text[start - 1]):
                 start -= 1
+            while end < len(text) and _WORD.fullmatch(text[end]):
+                end += 1
         word = text[start:end]
         close = _closest_keyword(word, wanted | (set(keywords()) if split else set()))
         if close:
@@ -225,7 +236,13 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
             return [Diagnostic("RV101", f"unexpected invisible character {shown}", span,
                                help="delete it (it may come from copying text from a web page)")]
         hint = "strings use double quotes" if ch == "'" else "remove it, or put it inside a string or a comment (#)"
-        if ch == "/" and text.startswith(("//", "/*"), exc.pos_in_stream):
+        after = text[exc.pos_in_stream + 1:exc.pos_in_stream + 2]
+        if ch in "\u201c\u201d\u201e\u2018\u2019\u00ab\u00bb":
+            hint = 'a typographic quote: strings use plain double quotes "..." (an editor or a web page may have curled them)'
+        elif ch in "+-" and (after.isalpha() or after == "_"):
+            hint = (f"a sign goes on a number, not on a constant's name: define the constant with its sign "
+                    f"(`const W = {ch}0.5`) and write `(W)`")
+        elif ch == "/" and text.startswith(("//", "/*"), exc.pos_in_stream):
             hint = f"comments start with `#`, not `{text[exc.pos_in_stream:exc.pos_in_stream + 2]}`"
         elif ch == "/":
             hint = "a regular expression is written /.../ on one line"

@@ -468,7 +468,100 @@ MISTAKES = [
     ("score", ["rules/tau2_airline.rlvp", "--by", "task", "examples/episodes"]),
     ("score", ["rules/tau2_airline.rlvp", "--csv", "-", "--json", "examples/episodes"]),
     ("score", ["rules/tau2_airline.rlvp", "--csv", ".", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--format", "openai", "examples/episodes/airline_tau2_results.json"]),
+    ("score", ["rules/tau2_airline.rlvp", "--format", "swe_agent", "examples/data/tau2_simulations"]),
+    ("score", ["rules/tau2_airline.rlvp", "--domain", "", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--json", "--explain", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "rules/tau2_airline.rlvp"]),
+    ("score", ["rules/tau2_airline.rlvp", "rules"]),
+    ("score", ["rules/tau2_airline.rlvp", "--csv", "rules/tau2_airline.rlvp", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--csv", "rules/tau2_airline.rlvp/x.csv", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "-"]),
+    ("compile", ["-"]),
+    ("compile", ["-", "-"]),
+    ("compile", ["--test", "no/such.rlvp"]),
+    ("compile", ["--test", "{empty}"]),
+    ("compile", ["examples/manifests/airline_tools.json"]),
+    ("compile", ["rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp"]),
+    ("compile", ["rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp/p.json"]),
 ]
+
+
+def test_an_output_never_overwrites_an_input(tmp_path):
+    """--csv onto a trajectory or the rule file, -o onto the rule file or the manifest: exit 2, the
+    input named, the file unchanged."""
+    chat = tmp_path / "run.jsonl"
+    chat.write_bytes((REPO / "examples" / "episodes" / "airline_chat.jsonl").read_bytes())
+    rules = tmp_path / "r.rlvp"
+    rules.write_bytes((REPO / "rules" / "chain.rlvp").read_bytes().replace(b'"../examples/', b'"' + str(REPO).encode() + b'/examples/'))
+    manifest = tmp_path / "tools.json"
+    manifest.write_bytes((REPO / "examples" / "manifests" / "chain4_tools.json").read_bytes())
+    before = {p: p.read_bytes() for p in (chat, rules, manifest)}
+    for tool, args, victim in [
+        ("score", ["rules/tau2_airline.rlvp", chat, "--csv", chat], chat),
+        ("score", ["rules/tau2_airline.rlvp", tmp_path, "--csv", chat], chat),
+        ("score", [rules, chat, "--csv", rules], rules),
+        ("compile", [rules, "--emit-program", "-o", rules], rules),
+        ("compile", ["--auto-from-tags", manifest, "-o", manifest], manifest),
+    ]:
+        done = run(tool, *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert f"would overwrite the input {victim}" in done.stderr, done.stderr
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_an_output_under_a_file_names_the_file(tmp_path):
+    """-o/--csv whose folder is a file: `X is a file, not a folder`, not `File exists`."""
+    done = run("compile", "rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp/p.json")
+    assert done.returncode == 2
+    assert "cannot write rules/chain.rlvp/p.json: rules/chain.rlvp is a file, not a folder" in done.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["examples/episodes", "--domain", ""], "--domain needs a domain name (got an empty one)"),
+    (["rules/chain.rlvp"], "rules/chain.rlvp is a rule file, not a trajectory"),
+    (["examples/episodes", "--json", "--explain"], "it does not go with --explain"),
+])
+def test_score_usage_mistakes(args, message):
+    """Contradictions and misplaced files are usage errors (exit 2) saying what is wrong."""
+    done = run("score", "rules/tau2_airline.rlvp", *args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    no_traceback(done)
+
+
+def test_score_a_folder_without_trajectories_says_so(tmp_path):
+    """A folder holding no *.json/*.jsonl/*.ndjson/*.traj: the error says it is such a folder."""
+    (tmp_path / "notes.txt").write_text("x")
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path)
+    assert done.returncode == 1
+    assert f"{tmp_path}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)" in done.stderr
+
+
+def test_compile_reads_a_rule_file_from_standard_input():
+    """`rlvp-compile -` checks rule text from stdin (named <stdin>); bad text gets <stdin>:line:col; bytes
+    that are not UTF-8 are an I/O error."""
+    text = b"tool search : read\nviolation failed (-0.1) { on call search error }\n"
+    done = run("compile", "-", stdin=text)
+    assert done.returncode == 0, done.stderr
+    assert "<stdin>: ok: 1 rules (1 violation), 1 tools" in done.stderr
+    bad = run("compile", "-", stdin=b"violaton x (-1) { on call }\n")
+    assert bad.returncode == 1 and "<stdin>:1:1: error[RV101]: unexpected name 'violaton'; did you mean" in bad.stderr
+    binary = run("compile", "-", stdin=bytes(range(256)))
+    assert binary.returncode == 2 and "standard input is not UTF-8 text (byte 128)" in binary.stderr
+    assert run("compile", "-", "-", stdin=text).returncode == 2
+
+
+@pytest.mark.parametrize("path,advice", [
+    ("examples/manifests/airline_tools.json", "rlvp-compile --auto-from-tags examples/manifests/airline_tools.json"),
+    ("examples/episodes/airline_chat.jsonl", "it looks like a trajectory"),
+])
+def test_compile_of_a_json_file_says_what_to_run_instead(path, advice):
+    """A manifest or a trajectory given to rlvp-compile: one line (exit 2) with the command it needs."""
+    done = run("compile", path)
+    assert done.returncode == 2
+    assert f"rlvp-compile: error: {path} is not a rule file" in done.stderr and advice in done.stderr
+    assert "RV101" not in done.stderr
 
 
 @pytest.fixture(scope="module")

@@ -172,3 +172,12 @@ def test_a_name_close_to_no_keyword_gets_no_did_you_mean():
     """A plain wrong name keeps the expected-token message (no invented suggestion)."""
     (d,) = diags("violation x (-1) { on call } zzzzzz")
     assert "did you mean" not in d.message and d.message.startswith("unexpected name 'zzzzzz'; expected")
+
+
+def test_a_keyword_glued_to_a_name_is_an_error_but_a_name_starting_with_one_is_not():
+    """`on callx` lexes as `call` + `x`: RV101 at the whole word; `call call_log` is a plain name."""
+    (d,) = diags("tool x : read\nviolation v (-1) { on callx }")
+    assert (d.code, d.message, d.span.column, d.span.end_column) == (
+        "RV101", "'callx' reads as 'call' followed by the name 'x'", 23, 28)
+    assert diags("tool call_log : read\nviolation v (-1) { on call call_log }") == []
+    assert diags("tool opener : read\nobligation o (1, expire -1) { open on call opener discharge on call }") == []
