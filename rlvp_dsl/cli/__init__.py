@@ -45,6 +45,19 @@ def whole_number(minimum: int | None = None):
     return parse
 
 
+def nonempty(what: str = "a path"):
+    """An argparse ``type=`` refusing an empty value (``-o ""``, ``--csv ""``): a usage error naming
+    the flag (``--csv: needs a path (got an empty one)``), not an option silently not given."""
+    import argparse
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"needs {what} (got an empty one)")
+        return text
+
+    return parse
+
+
 def json_text(value, **kwargs) -> str:
     """`json.dumps` that always writes valid JSON: a NaN or infinite number (an outcome
     read as NaN, a correlation of a constant column) becomes ``null``."""

@@ -15,8 +15,8 @@ import os
 import sys
 from collections import Counter
 
-from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, version_text,
-               whole_number, write_output)
+from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
+               version_text, whole_number, write_output)
 from ..diagnostics import MAX_PER_FILE, Diagnostic, has_errors, render_json, render_text, sort_and_cap
 from ..loader import read_source
 from ..pipeline import check_file, check_text
@@ -47,11 +47,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("rules", nargs="*", help="rule files to check and compile; - reads one from standard input "
                                             "(its includes resolve from the current folder)")
     p.add_argument("--version", action="version", version=version_text("rlvp-compile"))
-    p.add_argument("--explain-code", metavar="CODE",
+    p.add_argument("--explain-code", metavar="CODE", type=nonempty("a code (RV201)"),
                    help="print what a diagnostic code (RV201, ...) means, its cause, its fix and an example")
-    p.add_argument("--auto-from-tags", metavar="MANIFEST",
+    p.add_argument("--auto-from-tags", metavar="MANIFEST", type=nonempty(),
                    help="derive a rule file from a tool manifest (rlvp, tau2, MCP tools/list, OpenAI tools)")
-    p.add_argument("-o", "--output", metavar="PATH",
+    p.add_argument("-o", "--output", metavar="PATH", type=nonempty(),
                    help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
     p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
     p.add_argument("--validate", nargs="+", metavar="TRAJECTORIES",
@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="check the built-in properties (bounded, not farmable, discharge once, reachable, "
                         "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)")
-    p.add_argument("--manifest", metavar="MANIFEST",
+    p.add_argument("--manifest", metavar="MANIFEST", type=nonempty(),
                    help="with --check: generate calls of this manifest's tools (default: the rule file's tools)")
     p.add_argument("--examples", type=whole_number(), default=200, metavar="N",
                    help=f"with --check: examples per property (default 200, at most {MAX_EXAMPLES:,})")
@@ -399,6 +399,11 @@ def _run_check(path: str, ruleset, args) -> int:
     program = compile_ruleset(ruleset)
     manifest = getattr(args, "loaded_manifest", None)
     source = f"the manifest {args.manifest}" if manifest is not None else "the rule file's tool table"
+    if not (manifest.tools if manifest is not None else program.tools):
+        where = f"the manifest {args.manifest} declares" if manifest is not None else f"{path} declares"
+        print(f"rlvp-compile: error: --check generates calls of known tools, and {where} none: declare tools "
+              "(`tool NAME : TAGS`, `tools from \"...\"`) or pass --manifest MANIFEST", file=sys.stderr)
+        return EXIT_USAGE
     results = check_program(program, tools=manifest, tools_source=source, examples=args.examples)
     header = f"{path}: {len(program.rules)} rules, episodes over {source}, {args.examples} examples per property"
     print(render(results, program, header))

@@ -20,8 +20,8 @@ import os
 import sys
 from collections import Counter
 
-from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, version_text,
-               whole_number, write_output)
+from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
+               version_text, whole_number, write_output)
 from ..diagnostics import render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
@@ -47,16 +47,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=whole_number(0), default=0, metavar="N",
                    help="with --explain: show at most N episodes (0: all)")
     p.add_argument("--domain", action="append", default=[], metavar="NAME",
+                   type=nonempty("a domain name"),
                    help="score only the episodes of this domain (as the trajectory records it: tau2's "
                         "domain_name, tau-bench's policy heading, a chat record's meta.domain); repeatable")
     p.add_argument("--by", choices=["domain", "file"],
                    help="one summary per domain or per file instead of one over all episodes")
-    p.add_argument("--csv", metavar="PATH",
+    p.add_argument("--csv", metavar="PATH", type=nonempty(),
                    help="write one CSV row per episode (outcome, totals, each rule's total) to PATH; - for stdout")
-    p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT",
+    p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT", type=nonempty("some text"),
                    help="a tool result starting with TEXT is an error (adds to the default of --format, "
                         "which it needs)")
-    p.add_argument("--error-flag", action="append", default=[], metavar="FIELD",
+    p.add_argument("--error-flag", action="append", default=[], metavar="FIELD", type=nonempty("a field name"),
                    help="a tool message with FIELD true is an error (adds to the default of --format, "
                         "which it needs)")
     return p
@@ -236,8 +237,6 @@ def _usage_problem(args) -> str:
         return "--limit goes with --explain"
     if args.trajectories.count("-") > 1:
         return "standard input (-) can be read once"
-    if any(not d.strip() for d in args.domain):
-        return "--domain needs a domain name (got an empty one); episodes with no domain recorded: --by domain"
     rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and os.path.isfile(t)]
     if rule_files:
         return (f"{rule_files[0]} is a rule file, not a trajectory: the rule file comes first, and once: "
@@ -314,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join("standard input" if t == "-" else t for t in args.trajectories), file=sys.stderr)
         for skipped in report.skipped:
             print(f"  skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+        for file in report.files:
+            print(f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)",
+                  file=sys.stderr)
         for folder in _empty_folders(args.trajectories):
             print(f"  {folder}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)", file=sys.stderr)
         return EXIT_INPUT_ERRORS

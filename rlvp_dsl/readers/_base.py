@@ -9,6 +9,7 @@ marks calls that never got a result as ``no_result``.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterable, Mapping
 
 import attrs
@@ -61,6 +62,14 @@ def expected_got(expected: str, got: Any) -> str:
         if len(shown) > 60:
             shown = shown[:57] + "..."
     return f"expected {expected}, got {shown}"
+
+
+def is_reward(value: Any) -> bool:
+    """Whether `value` can be an episode's outcome: ``None`` (unknown) or a finite number
+    (not a bool, not text, not NaN or infinity -- JSON readers accept ``NaN``)."""
+    if value is None:
+        return True
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:

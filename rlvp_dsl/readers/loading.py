@@ -230,7 +230,8 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, er
 
 
 def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files to read: named files as given, folders walked in sorted order."""
+    """Files to read: named files as given, folders walked in sorted order; a file named twice
+    (``runs/ runs/``, ``runs/a.json runs/``) is read once, where it first comes."""
     out: list[Path] = []
     for item in paths:
         if os.fspath(item) == STDIN:
@@ -245,12 +246,19 @@ def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             out.append(path)
         else:
             raise ReaderError(os.fspath(item), detail="no such file or folder")
-    return out
+    seen: set[str] = set()
+    unique = []
+    for path in out:
+        key = STDIN if os.fspath(path) == STDIN else os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
 
 
 def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None, error_signal: ErrorSignal | None = None, keep_going: bool = False) -> ReadReport:
     """Read files and folders (folders recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``, ``*.traj``;
-    ``-`` is standard input).
+    ``-`` is standard input); a file named twice, directly or inside a named folder, is read once.
 
     Files whose content is not a trajectory (``tools_manifest.json``, ``tasks.json``,
     ``PROVENANCE.json`` ...) are skipped and listed in :attr:`ReadReport.skipped`; with an

@@ -24,7 +24,7 @@ from typing import Any
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
 from .call_markers import marked_calls
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, load_json_text, message_text
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, load_json_text, message_text
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -163,8 +163,8 @@ def _episode(record_value: Any, file: str, name: str, record: str, episode_id: s
         raise ReaderError(file, record, "messages", "missing (expected a list of chat messages)")
     meta = read_messages(record_value["messages"], builder, file, record)
     reward = record_value.get("reward", record_value.get("outcome"))
-    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
-        raise ReaderError(file, record, "reward", expected_got("a number or null", reward))
+    if not is_reward(reward):
+        raise ReaderError(file, record, "reward", expected_got("a finite number or null", reward))
     extra = record_value.get("meta") or record_value.get("metadata")
     if isinstance(extra, dict):
         meta.update(extra)

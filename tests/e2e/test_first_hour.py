@@ -484,6 +484,11 @@ MISTAKES = [
     ("compile", ["examples/manifests/airline_tools.json"]),
     ("compile", ["rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp"]),
     ("compile", ["rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp/p.json"]),
+    ("compile", ["rules/chain.rlvp", "--emit-program", "-o", ""]),
+    ("compile", ["--auto-from-tags", ""]),
+    ("compile", ["--check", "{empty_rules}"]),
+    ("score", ["rules/tau2_airline.rlvp", "--format", "openai", "--error-prefix", "", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "{nan_reward}"]),
 ]
 
 
@@ -518,7 +523,8 @@ def test_an_output_under_a_file_names_the_file(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["examples/episodes", "--domain", ""], "--domain needs a domain name (got an empty one)"),
+    (["examples/episodes", "--domain", ""], "argument --domain: needs a domain name (got an empty one)"),
+    (["examples/episodes", "--csv", ""], "argument --csv: needs a path (got an empty one)"),
     (["rules/chain.rlvp"], "rules/chain.rlvp is a rule file, not a trajectory"),
     (["examples/episodes", "--json", "--explain"], "it does not go with --explain"),
 ])
@@ -536,6 +542,32 @@ def test_score_a_folder_without_trajectories_says_so(tmp_path):
     done = run("score", "rules/tau2_airline.rlvp", tmp_path)
     assert done.returncode == 1
     assert f"{tmp_path}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)" in done.stderr
+
+
+def test_score_counts_a_file_named_twice_once():
+    """`rlvp-score R runs/ runs/a.jsonl`: the file's episodes are scored once."""
+    once = run("score", "rules/tau2_airline.rlvp", "examples/episodes")
+    twice = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "examples/episodes/airline_chat.jsonl",
+                "examples/episodes")
+    assert once.returncode == twice.returncode == 0
+    assert "episodes: 6 " in once.stdout and twice.stdout == once.stdout
+
+
+def test_score_names_a_trajectory_file_that_holds_no_episode(tmp_path):
+    """A tau2 file with an empty simulations list: `no episodes found` and the file named as empty."""
+    (tmp_path / "r.json").write_text('{"simulations": []}')
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "r.json")
+    assert done.returncode == 1
+    assert f"{tmp_path / 'r.json'}: a trajectory file that holds no episodes" in done.stderr
+
+
+def test_check_of_a_rule_file_without_tools_says_what_it_needs(tmp_path):
+    """--check needs tools to generate calls: a file declaring none is a one-line usage error, no traceback."""
+    (tmp_path / "empty.rlvp").write_text("")
+    done = run("compile", "--check", tmp_path / "empty.rlvp")
+    assert done.returncode == 2
+    assert "--check generates calls of known tools" in done.stderr and "--manifest MANIFEST" in done.stderr
+    no_traceback(done)
 
 
 def test_compile_reads_a_rule_file_from_standard_input():
@@ -572,8 +604,11 @@ def mistake_files(tmp_path_factory) -> dict[str, str]:
     (root / "empty.json").write_text("")
     (root / "bad.json").write_text("[1, 2")
     (root / "emptydir").mkdir()
+    (root / "empty.rlvp").write_text("")
+    (root / "nan.json").write_text('{"reward": NaN, "messages": [{"role": "user", "content": "hi"}]}')
     return {"binary": str(root / "binary.bin"), "latin1": str(root / "latin1.rlvp"), "empty": str(root / "empty.json"),
-            "badjson": str(root / "bad.json"), "emptydir": str(root / "emptydir")}
+            "badjson": str(root / "bad.json"), "emptydir": str(root / "emptydir"),
+            "empty_rules": str(root / "empty.rlvp"), "nan_reward": str(root / "nan.json")}
 
 
 @pytest.mark.parametrize("tool,args", MISTAKES, ids=[f"{t} {' '.join(a)[:60]}" for t, a in MISTAKES])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -461,6 +462,31 @@ def test_a_given_format_on_a_non_trajectory_says_it_is_none(tmp_path):
     with pytest.raises(ReaderError, match=r"read as 'swe_agent' it holds no events; the content is not a "
                                           r"trajectory of any format \(a JSON object"):
         read_episodes(path, format="swe_agent")
+
+
+def test_a_file_named_twice_is_read_once(tmp_path):
+    """`runs/ runs/` and `runs/a.json runs/`: each file once, where it first comes (no double counting)."""
+    _write(tmp_path, "a.json", {"messages": [{"role": "user", "content": "a"}], "reward": 1})
+    _write(tmp_path, "b.json", {"messages": [{"role": "user", "content": "b"}], "reward": 0})
+    assert [e.id for e in read_paths([tmp_path, tmp_path])] == ["a.json", "b.json"]
+    assert [e.id for e in read_paths([tmp_path / "b.json", tmp_path])] == ["b.json", "a.json"]
+    assert read_report([tmp_path / "a.json", tmp_path / "." / "a.json"]).files == (str(tmp_path / "a.json"),)
+
+
+@pytest.mark.parametrize("reward", ["NaN", "Infinity", "-Infinity", '"1"', "true"])
+@pytest.mark.parametrize("fmt", ["openai", "tau2", "tau_bench_v1"])
+def test_a_reward_that_is_not_a_finite_number_names_the_record_and_field(tmp_path, fmt, reward):
+    """NaN (which JSON readers accept), infinities, text and booleans are not outcomes."""
+    messages = '[{"role": "user", "content": "hi"}]'
+    text, where = {
+        "openai": (f'{{"reward": {reward}, "messages": {messages}}}', "field 'reward'"),
+        "tau2": (f'{{"simulations": [{{"reward_info": {{"reward": {reward}}}, "messages": {messages}}}]}}',
+                 "simulations[0].reward_info: field 'reward'"),
+        "tau_bench_v1": (f'[{{"reward": {reward}, "traj": {messages}}}]', "[0]: field 'reward'"),
+    }[fmt]
+    path = _write(tmp_path, "r.json", text)
+    with pytest.raises(ReaderError, match=re.escape(where) + ": expected a finite number or null"):
+        read_episodes(path)
 
 
 # --- error signals ----------------------------------------------------------------------------
