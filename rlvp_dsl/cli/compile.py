@@ -225,10 +225,33 @@ def _hypothesis_home() -> None:
     set_hypothesis_home_dir(home)
 
 
+def _conflict(args) -> str:
+    """A flag that does nothing in this mode (so the user's intent would be silently dropped), or ""."""
+    if args.auto_from_tags:
+        given = [flag for flag, on in (("--emit-program", args.emit_program), ("--json", args.json),
+                                       ("--test", args.test), ("--check", args.check),
+                                       ("--warnings-as-errors", args.warnings_as_errors),
+                                       ("--max-diagnostics", args.max_diagnostics != MAX_PER_FILE)) if on]
+        if given:
+            return (f"{given[0]} does not go with --auto-from-tags (it writes rules; check them afterwards with "
+                    "rlvp-compile RULES.rlvp)")
+        return ""
+    if (args.test or args.check) and (args.emit_program or args.output):
+        flag = "--emit-program" if args.emit_program else "-o"
+        return f"{flag} writes the compiled program: it does not go with --test or --check (run them apart)"
+    if args.check and args.json:
+        return "--check prints a text report: it does not go with --json"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.explain_code is not None:
         return _explain_code(args)
+    problem = _conflict(args)
+    if problem:
+        print(f"rlvp-compile: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
     if args.output:
         clobbered = clobbers_input(args.output, [*args.rules, args.auto_from_tags, args.manifest, *(args.validate or [])])
         if clobbered:

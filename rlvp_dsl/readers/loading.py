@@ -129,7 +129,9 @@ def _read_text(path: Path, file: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start})") from None
+        packed = {b"\x1f\x8b": "gzip", b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz"}.get(data[:2])
+        hint = f" -- it is {packed}-compressed: decompress it first" if packed else ""
+        raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start}){hint}") from None
 
 
 def _shown(file: str) -> str:

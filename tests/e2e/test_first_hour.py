@@ -489,6 +489,11 @@ MISTAKES = [
     ("compile", ["--check", "{empty_rules}"]),
     ("score", ["rules/tau2_airline.rlvp", "--format", "openai", "--error-prefix", "", "examples/episodes"]),
     ("score", ["rules/tau2_airline.rlvp", "{nan_reward}"]),
+    ("compile", ["--emit-program", "--test", "rules/chain.rlvp"]),
+    ("compile", ["-o", "p.json", "--check", "rules/chain.rlvp"]),
+    ("compile", ["--json", "--check", "rules/chain.rlvp"]),
+    ("compile", ["--json", "--auto-from-tags", "examples/manifests/chain4_tools.json"]),
+    ("compile", ["--test", "--auto-from-tags", "examples/manifests/chain4_tools.json"]),
 ]
 
 
@@ -568,6 +573,21 @@ def test_check_of_a_rule_file_without_tools_says_what_it_needs(tmp_path):
     assert done.returncode == 2
     assert "--check generates calls of known tools" in done.stderr and "--manifest MANIFEST" in done.stderr
     no_traceback(done)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--emit-program", "--test", "rules/chain.rlvp"], "--emit-program writes the compiled program: it does not go with"),
+    (["-o", "p.json", "--check", "rules/chain.rlvp"], "-o writes the compiled program: it does not go with"),
+    (["--json", "--check", "rules/chain.rlvp"], "--check prints a text report: it does not go with --json"),
+    (["--json", "--auto-from-tags", "examples/manifests/chain4_tools.json"], "--json does not go with --auto-from-tags"),
+    (["--check", "--auto-from-tags", "examples/manifests/chain4_tools.json"], "--check does not go with --auto-from-tags"),
+])
+def test_compile_refuses_a_flag_that_would_do_nothing(args, message):
+    """A flag the mode ignores is a usage error naming it, not silently dropped."""
+    done = run("compile", *args)
+    assert done.returncode == 2
+    assert f"rlvp-compile: error: {message}" in done.stderr
+    assert not (REPO / "p.json").exists()
 
 
 def test_compile_reads_a_rule_file_from_standard_input():

@@ -526,3 +526,13 @@ def test_keep_going_skips_one_bad_jsonl_line(tmp_path):
     assert len(report.errors) == 1 and "cut.jsonl:2:" in str(report.errors[0])
     with pytest.raises(ReaderError):
         read_report([str(path)])
+
+
+def test_a_compressed_trajectory_says_so(tmp_path):
+    """A gzip file (named .json or .json.gz): `not UTF-8 text ... it is gzip-compressed`."""
+    import gzip
+
+    path = tmp_path / "run.json"
+    path.write_bytes(gzip.compress(b'{"messages": []}'))
+    with pytest.raises(ReaderError, match=r"run.json: not UTF-8 text \(byte \d+\) -- it is gzip-compressed: decompress"):
+        read_episodes(path)
