@@ -150,6 +150,9 @@ def _unclosed_opener(text: str, upto: int) -> tuple[int, str] | None:
 _TOP_LEVEL = frozenset({"VIOLATION", "OBLIGATION", "TOOL", "CONST"})
 
 _WORD = re.compile(r"\w+")
+#: Longer words are never taken for a misspelled keyword (the longest keyword has 17 letters); the
+#: bound also keeps a 50 MB word from being walked or compared.
+_LONGEST_TYPO = 40
 
 
 def _keyword_of(terminal: str) -> str | None:
@@ -189,28 +192,34 @@ def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) ->
         start, end = token.start_pos, token.start_pos + len(value)
         split = glued or (start > 0 and _WORD.fullmatch(text[start - 1]))
         if split:  # `onn`: the keyword `on`, then the name `n`; `incldue`: the keyword `in`, then `cldue`
-            while start > 0 and _WORD.fullmatch(text[start - 1]):
+            while start > 0 and token.start_pos - start <= _LONGEST_TYPO and _WORD.fullmatch(text[start - 1]):
                 start -= 1
-            while end < len(text) and _WORD.fullmatch(text[end]):
+            while end < len(text) and end - start <= _LONGEST_TYPO and _WORD.fullmatch(text[end]):
                 end += 1
         word = text[start:end]
-        close = _closest_keyword(word, wanted | (set(keywords()) if split else set()))
+        close = None
+        if len(word) <= _LONGEST_TYPO:
+            close = _closest_keyword(word, wanted | (set(keywords()) if split else set()))
         if close:
             hint = _generic_hint(expected) if _TOP_LEVEL <= expected else f"expected {_describe_expected(expected)}"
             return Diagnostic("RV101", f"unexpected name {quoted(word)}; did you mean '{close}'?",
                               source.span(start, end), help=hint)
     if token.start_pos is None:
         return None
-    before = text[:token.start_pos].rstrip()
-    previous = re.search(r"\w+\Z", before)
-    if previous is None or previous.group() in keywords():
+    end = token.start_pos
+    while end > 0 and text[end - 1].isspace() and token.start_pos - end <= _LONGEST_TYPO:
+        end -= 1
+    start = end
+    while start > 0 and end - start <= _LONGEST_TYPO and _WORD.fullmatch(text[start - 1]):
+        start -= 1
+    previous = text[start:end]
+    if not previous or end - start > _LONGEST_TYPO or previous in keywords():
         return None
-    close = _closest_keyword(previous.group(), wanted)
+    close = _closest_keyword(previous, wanted)
     if close is None:
         return None
-    return Diagnostic("RV101", f"unexpected name {quoted(previous.group())}; did you mean '{close}'?",
-                      source.span(previous.start(), previous.end()),
-                      help=f"'{previous.group()}' was read as a name, so {_describe_token(token)} could not follow; "
+    return Diagnostic("RV101", f"unexpected name {quoted(previous)}; did you mean '{close}'?", source.span(start, end),
+                      help=f"'{previous}' was read as a name, so {_describe_token(token)} could not follow; "
                            f"'{close}' is expected here")
 
 
