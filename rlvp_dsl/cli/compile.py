@@ -113,6 +113,11 @@ def _derive(args) -> int:
         print(f"rlvp-compile: error: manifest not found: {args.auto_from_tags}", file=sys.stderr)
         return EXIT_USAGE
     except (ManifestError, ValueError) as exc:
+        if args.auto_from_tags.lower().endswith((".jsonl", ".ndjson", ".traj", ".rlvp")):
+            what = "a rule file" if args.auto_from_tags.lower().endswith(".rlvp") else "a trajectory"
+            print(f"rlvp-compile: error: {args.auto_from_tags} is {what}, not a tool manifest: --auto-from-tags "
+                  "reads a manifest (rlvp tools, tau2, MCP tools/list, OpenAI tools)", file=sys.stderr)
+            return EXIT_USAGE
         print(f"rlvp-compile: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERRORS
     except OSError as exc:

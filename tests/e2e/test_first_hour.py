@@ -575,6 +575,15 @@ def test_check_of_a_rule_file_without_tools_says_what_it_needs(tmp_path):
     no_traceback(done)
 
 
+@pytest.mark.parametrize("path,what", [("examples/episodes/airline_chat.jsonl", "a trajectory"),
+                                       ("rules/chain.rlvp", "a rule file")])
+def test_derive_from_a_file_that_is_no_manifest_says_what_it_is(path, what):
+    """--auto-from-tags on a trajectory or a rule file: exit 2, `X is a trajectory, not a tool manifest`."""
+    done = run("compile", "--auto-from-tags", path)
+    assert done.returncode == 2
+    assert f"rlvp-compile: error: {path} is {what}, not a tool manifest" in done.stderr
+
+
 @pytest.mark.parametrize("args,message", [
     (["--emit-program", "--test", "rules/chain.rlvp"], "--emit-program writes the compiled program: it does not go with"),
     (["-o", "p.json", "--check", "rules/chain.rlvp"], "-o writes the compiled program: it does not go with"),
