@@ -22,6 +22,7 @@ from .events import OK, USER
 from .ir import ObligationRule, ProgressRule, RuleSet, RuleTest, ViolationRule
 from .manifests import Manifest
 from .source import Span
+from .syntax.errors import keyword_suggestion
 from .tools import ToolSpec
 
 #: Tags the readers give events themselves (`user_side`: a call the user makes, tau2 telecom).
@@ -128,7 +129,7 @@ class _Checker:
             if isinstance(node, ast.CallAtom):
                 for name in node.tools:
                     if name.text not in self.tools:
-                        hint = did_you_mean(name.text, self.tools) or (
+                        hint = did_you_mean(name.text, self.tools) or keyword_suggestion(name.text, "a tool name") or (
                             "declare it with `tool NAME : TAGS` or `tools from \"manifest.json\"`")
                         self.error("RV201", f"unknown tool {quoted(name.text)}", name.span, hint)
             elif isinstance(node, ast.TagAtom):

@@ -67,7 +67,8 @@ DOCS: Mapping[str, CodeDoc] = {
         "The parser met something it did not expect: a misspelled keyword, a missing `{` or `)`, "
         "a character that is not part of the language (`//` comments, single quotes), a string not "
         "closed on its line. The message names what it found and what it expected there, in the "
-        "language's words, and the help line often names the mistake.",
+        "language's words; a name that looks like a misspelled keyword gets `did you mean 'unless'?`, "
+        "and the help line often names the mistake.",
         "Follow the help line. Comments start with `#`; strings use double quotes; a regular "
         "expression is `/.../flags` on one line; a rule is `violation NAME (WEIGHT) { on COND }` "
         "(docs/language.md).",

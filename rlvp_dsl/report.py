@@ -113,8 +113,17 @@ def summarise(program: Program, scored: Sequence[tuple[Episode, Sequence[Credit]
     )
 
 
+def fixed(x: float, spec: str = "+.3f") -> str:
+    """`format(x, spec)` for a fixed-point `spec` (``+.2f``) that never shows a negative zero:
+    -0.0, or -0.0004 at 3 places, is ``+0.000`` (``0.000`` without ``+``)."""
+    text = format(x, spec)
+    if text.startswith("-") and not text.strip("-0."):
+        text = format(0.0, spec)
+    return text
+
+
 def _fmt(x: float | None, spec: str = "+.3f") -> str:
-    return "n/a" if x is None else format(x, spec)
+    return "n/a" if x is None else fixed(x, spec)
 
 
 def render_summary(summary: Summary) -> str:
@@ -122,7 +131,7 @@ def render_summary(summary: Summary) -> str:
     lines = [
         f"episodes: {summary.episodes}   events: {summary.events}   tool calls: {summary.calls}   "
         f"with outcome: {summary.with_outcome}   mean outcome: {_fmt(summary.mean_outcome, '.3f')}",
-        f"mean process credit per episode: {summary.mean_process_total:+.3f}   "
+        f"mean process credit per episode: {fixed(summary.mean_process_total)}   "
         f"corr(process total, outcome): {_fmt(summary.process_outcome_correlation)}",
         "",
         "| rule | kind | fires | discharged | expired | episodes hit | total | per episode | corr w/ outcome |",
@@ -131,6 +140,6 @@ def render_summary(summary: Summary) -> str:
     for r in summary.rules:
         lines.append(
             f"| {r.name} | {r.kind} | {r.fires} | {r.discharges} | {r.expiries} | {r.episodes} | "
-            f"{r.total:+.2f} | {r.per_episode:+.3f} | {_fmt(r.outcome_correlation)} |"
+            f"{fixed(r.total, '+.2f')} | {fixed(r.per_episode)} | {_fmt(r.outcome_correlation)} |"
         )
     return "\n".join(lines)

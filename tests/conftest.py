@@ -1,4 +1,6 @@
-"""Shared pytest set-up: hypothesis profiles and the location of the shared data.
+"""Shared pytest set-up: hypothesis profiles, and where the public data is: the small real samples
+the repository ships (examples/data) and the larger corpus beside a development checkout
+(../shared/data, absent on a user's clone: the tests that need it skip).
 
 Profiles (select with ``HYPOTHESIS_PROFILE=ci`` or ``--hypothesis-profile ci``):
 
@@ -23,6 +25,15 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data"
+SAMPLES = REPO / "examples" / "data"
+
+
+def data_path(relative: str) -> Path:
+    """A file of the public data (``tau2/airline/tools_manifest.json``): the shipped copy under
+    examples/data when there is one, else the one under ../shared/data (which may not exist:
+    check ``.exists()`` and skip)."""
+    shipped = SAMPLES / relative
+    return shipped if shipped.exists() else DATA / relative
 
 
 @pytest.fixture(scope="session")

@@ -45,6 +45,19 @@ def whole_number(minimum: int | None = None):
     return parse
 
 
+def nonempty(what: str = "a path"):
+    """An argparse ``type=`` refusing an empty value (``-o ""``, ``--csv ""``): a usage error naming
+    the flag (``--csv: needs a path (got an empty one)``), not an option silently not given."""
+    import argparse
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"needs {what} (got an empty one)")
+        return text
+
+    return parse
+
+
 def json_text(value, **kwargs) -> str:
     """`json.dumps` that always writes valid JSON: a NaN or infinite number (an outcome
     read as NaN, a correlation of a constant column) becomes ``null``."""
@@ -61,6 +74,50 @@ def json_text(value, **kwargs) -> str:
         return v
 
     return json.dumps(finite(value), allow_nan=False, **kwargs)
+
+def clobbers_input(path: str, inputs) -> str:
+    """The input that writing `path` would overwrite (a rule file, a manifest, a trajectory, or a
+    trajectory file inside an input folder), or "" when none: `--csv run.jsonl` must not
+    replace the run it scores."""
+    import os
+
+    if path == "-" or not os.path.isfile(path):
+        return ""
+    target = os.path.realpath(path)
+    for item in inputs:
+        if item in (None, "-") or not os.path.exists(item):
+            continue
+        if os.path.isfile(item) and os.path.samefile(item, path):
+            return item
+        if os.path.isdir(item) and target.startswith(os.path.realpath(item) + os.sep) \
+                and target.lower().endswith((".json", ".jsonl", ".ndjson", ".traj", ".rlvp")):
+            return path
+    return ""
+
+
+def write_output(prog: str, path: str, text: str) -> bool:
+    """Write an output file, making its missing parent folders; on failure print one line
+    (``prog: error: cannot write PATH: REASON``, naming a parent that is a file) and return False."""
+    import os
+    import sys
+
+    try:
+        directory = os.path.dirname(path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        parent = os.path.dirname(path)
+        while parent and not os.path.exists(parent):
+            parent = os.path.dirname(parent)
+        if parent and os.path.exists(parent) and not os.path.isdir(parent):
+            reason = f"{parent} is a file, not a folder"
+        print(f"{prog}: error: cannot write {path}: {reason}", file=sys.stderr)
+        return False
+    return True
+
 
 #: The worst exit status a command has decided so far; `console` uses it when a closed
 #: pipe interrupts the output, so `rlvp-compile bad.rlvp | head` still exits 1.

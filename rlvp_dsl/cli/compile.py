@@ -15,10 +15,14 @@ import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, whole_number, version_text
-from ..diagnostics import MAX_PER_FILE, has_errors, render_json, render_text, sort_and_cap
+from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
+               version_text, whole_number, write_output)
+from ..diagnostics import MAX_PER_FILE, Diagnostic, has_errors, render_json, render_text, sort_and_cap
 from ..loader import read_source
-from ..pipeline import check_file
+from ..pipeline import check_file, check_text
+
+#: The name rule text read from standard input (``-``) carries in diagnostics.
+STDIN_NAME = "<stdin>"
 
 
 #: The most examples per property `--check` takes: more runs for hours and finds nothing 200 do not.
@@ -40,13 +44,14 @@ def _parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error. "
                "Every diagnostic code, its cause and fix: docs/diagnostics.md (or --explain-code CODE).",
     )
-    p.add_argument("rules", nargs="*", help="rule files to check and compile")
+    p.add_argument("rules", nargs="*", help="rule files to check and compile; - reads one from standard input "
+                                            "(its includes resolve from the current folder)")
     p.add_argument("--version", action="version", version=version_text("rlvp-compile"))
-    p.add_argument("--explain-code", metavar="CODE",
+    p.add_argument("--explain-code", metavar="CODE", type=nonempty("a code (RV201)"),
                    help="print what a diagnostic code (RV201, ...) means, its cause, its fix and an example")
-    p.add_argument("--auto-from-tags", metavar="MANIFEST",
+    p.add_argument("--auto-from-tags", metavar="MANIFEST", type=nonempty(),
                    help="derive a rule file from a tool manifest (rlvp, tau2, MCP tools/list, OpenAI tools)")
-    p.add_argument("-o", "--output", metavar="PATH",
+    p.add_argument("-o", "--output", metavar="PATH", type=nonempty(),
                    help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
     p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
     p.add_argument("--validate", nargs="+", metavar="TRAJECTORIES",
@@ -59,11 +64,12 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
     p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
     p.add_argument("--test", action="store_true",
-                   help="run the `test` blocks of the rule files; exit 1 when one fails")
+                   help="run the `test` blocks of the rule files; exit 1 when one fails or when no test ran "
+                        "(no file has a `test` block)")
     p.add_argument("--check", action="store_true",
                    help="check the built-in properties (bounded, not farmable, discharge once, reachable, "
                         "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)")
-    p.add_argument("--manifest", metavar="MANIFEST",
+    p.add_argument("--manifest", metavar="MANIFEST", type=nonempty(),
                    help="with --check: generate calls of this manifest's tools (default: the rule file's tools)")
     p.add_argument("--examples", type=whole_number(), default=200, metavar="N",
                    help=f"with --check: examples per property (default 200, at most {MAX_EXAMPLES:,})")
@@ -71,17 +77,30 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _write(path: str, text: str) -> bool:
-    """Write an output file; on failure print the error and return False."""
+    """Write an output file (making missing folders); on failure print the error and return False."""
+    return write_output("rlvp-compile", path, text)
+
+
+#: File endings of JSON data: a "rule file" named so is a manifest or a trajectory given by mistake.
+_DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+
+
+def _not_a_rule_file(path: str) -> str:
+    """One line for a JSON file given as a rule file (that does not parse as one), saying what to do."""
+    if path.lower().endswith(".traj") or path.lower().endswith((".jsonl", ".ndjson")):
+        return (f"{path} is not a rule file (it looks like a trajectory): score trajectories with "
+                f"rlvp-score RULES.rlvp {path}")
+    return (f"{path} is not a rule file (it is JSON): derive rules from a tool manifest with "
+            f"rlvp-compile --auto-from-tags {path}; score a trajectory with rlvp-score RULES.rlvp {path}")
+
+
+def _read_stdin_rules() -> tuple[str | None, str]:
+    """The rule text on standard input (``-``), or (None, why not)."""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
     try:
-        directory = os.path.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    except OSError as exc:
-        print(f"rlvp-compile: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
-        return False
-    return True
+        return data.decode("utf-8-sig"), ""
+    except UnicodeDecodeError as exc:
+        return None, f"standard input is not UTF-8 text (byte {exc.start})"
 
 
 def _derive(args) -> int:
@@ -94,6 +113,11 @@ def _derive(args) -> int:
         print(f"rlvp-compile: error: manifest not found: {args.auto_from_tags}", file=sys.stderr)
         return EXIT_USAGE
     except (ManifestError, ValueError) as exc:
+        if args.auto_from_tags.lower().endswith((".jsonl", ".ndjson", ".traj", ".rlvp")):
+            what = "a rule file" if args.auto_from_tags.lower().endswith(".rlvp") else "a trajectory"
+            print(f"rlvp-compile: error: {args.auto_from_tags} is {what}, not a tool manifest: --auto-from-tags "
+                  "reads a manifest (rlvp tools, tau2, MCP tools/list, OpenAI tools)", file=sys.stderr)
+            return EXIT_USAGE
         print(f"rlvp-compile: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERRORS
     except OSError as exc:
@@ -206,10 +230,39 @@ def _hypothesis_home() -> None:
     set_hypothesis_home_dir(home)
 
 
+def _conflict(args) -> str:
+    """A flag that does nothing in this mode (so the user's intent would be silently dropped), or ""."""
+    if args.auto_from_tags:
+        given = [flag for flag, on in (("--emit-program", args.emit_program), ("--json", args.json),
+                                       ("--test", args.test), ("--check", args.check),
+                                       ("--warnings-as-errors", args.warnings_as_errors),
+                                       ("--max-diagnostics", args.max_diagnostics != MAX_PER_FILE)) if on]
+        if given:
+            return (f"{given[0]} does not go with --auto-from-tags (it writes rules; check them afterwards with "
+                    "rlvp-compile RULES.rlvp)")
+        return ""
+    if (args.test or args.check) and (args.emit_program or args.output):
+        flag = "--emit-program" if args.emit_program else "-o"
+        return f"{flag} writes the compiled program: it does not go with --test or --check (run them apart)"
+    if args.check and args.json:
+        return "--check prints a text report: it does not go with --json"
+    return ""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.explain_code is not None:
         return _explain_code(args)
+    problem = _conflict(args)
+    if problem:
+        print(f"rlvp-compile: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.output:
+        clobbered = clobbers_input(args.output, [*args.rules, args.auto_from_tags, args.manifest, *(args.validate or [])])
+        if clobbered:
+            print(f"rlvp-compile: error: -o {args.output} would overwrite the input {clobbered}: write it somewhere else",
+                  file=sys.stderr)
+            return EXIT_USAGE
     if (args.validate or args.drop_harmful) and not args.auto_from_tags:
         print("rlvp-compile: error: --validate and --drop-harmful go with --auto-from-tags MANIFEST", file=sys.stderr)
         return EXIT_USAGE
@@ -227,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if args.output and len(args.rules) != 1:
         print("rlvp-compile: error: -o takes one rule file", file=sys.stderr)
+        return EXIT_USAGE
+    if args.rules.count("-") > 1:
+        print("rlvp-compile: error: standard input (-) can be read once", file=sys.stderr)
         return EXIT_USAGE
 
     if (args.manifest or args.examples != 200) and not args.check:
@@ -253,18 +309,32 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_INPUT_ERRORS
     status = EXIT_OK
     all_json = []
-    totals = {"passed": 0, "failed": 0}
+    totals = {"passed": 0, "failed": 0, "without_tests": [], "not_run": []}
     for path in args.rules:
-        source, problems = read_source(path)
+        if path == "-":
+            text, why = _read_stdin_rules()
+            source, problems = (None, []) if text is None else (True, [])
+        else:
+            text, why = None, ""
+            source, problems = read_source(path)
         if source is None:
+            if why:
+                problems = [Diagnostic("RV001", why)]
             message = problems[0].message if problems else f"cannot read {path}"
             status = max(status, decided(EXIT_USAGE))
+            totals["not_run"].append(path)
             if args.json:
                 all_json.append({"file": path, "ok": False, "error": message, "diagnostics": [], "dropped": 0})
             else:
                 print(f"rlvp-compile: error: {message}", file=sys.stderr)
             continue
-        result = check_file(path, lints=True)
+        result = check_text(text, STDIN_NAME, lints=True) if path == "-" else check_file(path, lints=True)
+        path = STDIN_NAME if path == "-" else path
+        if not result.ok and path.lower().endswith(_DATA_SUFFIXES) and not args.json:
+            print(f"rlvp-compile: error: {_not_a_rule_file(path)}", file=sys.stderr)
+            status = max(status, decided(EXIT_USAGE))
+            totals["not_run"].append(path)
+            continue
         kept, dropped = sort_and_cap(result.diagnostics, args.max_diagnostics)
         failed = has_errors(result.diagnostics) or (args.warnings_as_errors and result.diagnostics)
         if failed:
@@ -274,12 +344,16 @@ def main(argv: list[str] | None = None) -> int:
         elif kept:
             print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
         if failed:
+            totals["not_run"].append(path)
             continue
         if args.check or args.test:
             if args.check:
                 status = max(status, decided(_run_check(path, result.ruleset, args)))
             if args.test:
-                failed_tests = _run_tests(path, result.ruleset, totals)
+                outcomes = _run_tests(path, result.ruleset, totals, quiet=args.json)
+                if args.json:
+                    all_json[-1]["tests"] = outcomes
+                failed_tests = sum(not o["passed"] for o in outcomes)
                 status = max(status, decided(EXIT_INPUT_ERRORS if failed_tests else EXIT_OK))
             continue
         if not args.json:
@@ -294,30 +368,55 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:  # always a list: one object per rule file
         print(json_text(all_json, indent=2, ensure_ascii=False))
     if args.test:
-        print(f"{totals['passed']} passed, {totals['failed']} failed")
+        status = max(status, _test_summary(totals, len(args.rules), sys.stderr if args.json else sys.stdout))
     return status
 
 
-def _run_tests(path: str, ruleset, totals: dict) -> int:
-    """Run one file's test blocks, print PASS/FAIL lines; returns the number failed."""
+def _test_summary(totals: dict, files: int, out) -> int:
+    """Print `N passed, M failed` (and what did not run); the exit status "no tests ran" earns.
+
+    Like pytest (which exits 5 when it collects no test), a `--test` run that ran no test at all
+    is not a success: exit 1 with ``no tests ran``. A file that could not be read (exit 2) or has
+    errors (exit 1) already has its message; it is named again here only beside tests that ran.
+    """
+    ran = totals["passed"] + totals["failed"]
+    not_run = totals["not_run"]
+    if not ran and not_run:
+        return EXIT_OK  # each file's error is printed; "0 passed, 0 failed" would hide it
+    if not ran:
+        which = ", ".join(totals["without_tests"])
+        print(f"rlvp-compile: error: no tests ran: {which} {'has' if files == 1 else 'have'} no `test` blocks "
+              "(docs/testing-rules.md)", file=sys.stderr)
+        return decided(EXIT_INPUT_ERRORS)
+    line = f"{totals['passed']} passed, {totals['failed']} failed"
+    if not_run:
+        line += f"; not run: {', '.join(not_run)} (see the errors above)"
+    print(line, file=out)
+    return EXIT_OK
+
+
+def _run_tests(path: str, ruleset, totals: dict, quiet: bool = False) -> list[dict]:
+    """Run one file's test blocks and print PASS/FAIL lines (none when `quiet`: --json has
+    them); returns each test as ``{name, location, passed, failures}``."""
     from ..compile import compile_ruleset
     from ..testing.rule_tests import run_tests
 
+    say = (lambda *a: None) if quiet else print
     outcomes = run_tests(compile_ruleset(ruleset))
     if not outcomes:
-        print(f"{path}: no tests")
-    failed = 0
+        totals["without_tests"].append(path)
+        say(f"{path}: no tests (no `test` blocks)")
     for outcome in outcomes:
         if outcome.passed:
             totals["passed"] += 1
-            print(f"PASS {path}: {outcome.name}")
+            say(f"PASS {path}: {outcome.name}")
             continue
-        failed += 1
         totals["failed"] += 1
-        print(f"FAIL {path}: {outcome.name} ({outcome.location})")
+        say(f"FAIL {path}: {outcome.name} ({outcome.location})")
         for failure in outcome.failures:
-            print(f"     {failure}")
-    return failed
+            say(f"     {failure}")
+    return [{"name": o.name, "location": o.location, "passed": o.passed, "failures": list(o.failures)}
+            for o in outcomes]
 
 
 def _run_check(path: str, ruleset, args) -> int:
@@ -328,6 +427,11 @@ def _run_check(path: str, ruleset, args) -> int:
     program = compile_ruleset(ruleset)
     manifest = getattr(args, "loaded_manifest", None)
     source = f"the manifest {args.manifest}" if manifest is not None else "the rule file's tool table"
+    if not (manifest.tools if manifest is not None else program.tools):
+        where = f"the manifest {args.manifest} declares" if manifest is not None else f"{path} declares"
+        print(f"rlvp-compile: error: --check generates calls of known tools, and {where} none: declare tools "
+              "(`tool NAME : TAGS`, `tools from \"...\"`) or pass --manifest MANIFEST", file=sys.stderr)
+        return EXIT_USAGE
     results = check_program(program, tools=manifest, tools_source=source, examples=args.examples)
     header = f"{path}: {len(program.rules)} rules, episodes over {source}, {args.examples} examples per property"
     print(render(results, program, header))

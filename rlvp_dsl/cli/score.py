@@ -15,15 +15,17 @@ import argparse
 import csv
 import io
 import json
+import math
 import os
 import sys
 from collections import Counter
 
-from . import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, console, decided, json_text, version_text, whole_number
+from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
+               version_text, whole_number, write_output)
 from ..diagnostics import render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
-from ..report import render_summary, summarise
+from ..report import fixed, render_summary, summarise
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,18 +47,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=whole_number(0), default=0, metavar="N",
                    help="with --explain: show at most N episodes (0: all)")
     p.add_argument("--domain", action="append", default=[], metavar="NAME",
+                   type=nonempty("a domain name"),
                    help="score only the episodes of this domain (as the trajectory records it: tau2's "
                         "domain_name, tau-bench's policy heading, a chat record's meta.domain); repeatable")
     p.add_argument("--by", choices=["domain", "file"],
                    help="one summary per domain or per file instead of one over all episodes")
-    p.add_argument("--csv", metavar="PATH",
+    p.add_argument("--csv", metavar="PATH", type=nonempty(),
                    help="write one CSV row per episode (outcome, totals, each rule's total) to PATH; - for stdout")
-    p.add_argument("--html", metavar="PATH",
+    p.add_argument("--html", metavar="PATH", type=nonempty(),
                    help="write the HTML credit report (one self-contained file: rules, episodes, timelines) to PATH")
-    p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT",
+    p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT", type=nonempty("some text"),
                    help="a tool result starting with TEXT is an error (adds to the default of --format, "
                         "which it needs)")
-    p.add_argument("--error-flag", action="append", default=[], metavar="FIELD",
+    p.add_argument("--error-flag", action="append", default=[], metavar="FIELD", type=nonempty("a field name"),
                    help="a tool message with FIELD true is an error (adds to the default of --format, "
                         "which it needs)")
     return p
@@ -71,7 +74,7 @@ def _undeclared_note(program, episodes) -> str:
     for episode in episodes:
         for event in episode.calls:
             calls += 1
-            if event.tool not in program.tools:
+            if event.tool is not None and event.tool not in program.tools:  # no name: a malformed call
                 counts[event.tool] = counts.get(event.tool, 0) + 1
     if not counts:
         return ""
@@ -79,6 +82,18 @@ def _undeclared_note(program, episodes) -> str:
     shown = ", ".join(str(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
     return (f"note: {sum(counts.values())} of {calls} calls go to {len(counts)} tools the rules do not declare "
             f"({shown}); rules that name tools or tags never match them")
+
+
+def _bad_names_note(episodes) -> str:
+    """A warning when calls have a tool name that is not text (``"name": 5``): a data problem, not
+    the agent's; the calls are scored as malformed, and the first one is named."""
+    problems = [f"{episode.source}: {problem}" for episode in episodes
+                for problem in episode.meta.get("bad_tool_names", ())]
+    if not problems:
+        return ""
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    calls = "1 call has" if len(problems) == 1 else f"{len(problems)} calls have"
+    return f"warning: {calls} a tool name that is not text (scored as malformed): {problems[0]}{more}"
 
 
 def _error_signal(args):
@@ -98,18 +113,21 @@ def _explain(scored, limit: int) -> str:
         total = sum(c.value for c in credits)
         outcome = "n/a" if episode.outcome is None else f"{episode.outcome:g}"
         lines.append(f"== {episode.id}  outcome={outcome}  events={len(episode.events)}  "
-                     f"calls={len(episode.calls)}  process total={total:+.2f}")
+                     f"calls={len(episode.calls)}  process total={fixed(total, '+.2f')}")
         by_event: dict[int, list] = {}
         for c in credits:
             by_event.setdefault(c.event_index, []).append(c)
         for event in episode.events:
             if event.kind != "call" and event.index not in by_event:
                 continue
-            label = f"call {event.tool}" if event.kind == "call" else f"{event.kind} turn"
+            tool = event.tool if event.tool is not None else "(no tool name)"
+            label = f"call {tool}" if event.kind == "call" else f"{event.kind} turn"
             status = f" [{event.status}]" if event.kind == "call" and event.status != "ok" else ""
+            if event.kind == "call" and event.status == "malformed" and event.error_text:
+                status = f" [malformed: {event.error_text[:200]}]"
             lines.append(f"  [{event.index:>3}] {label}{status}")
             for c in by_event.get(event.index, []):
-                lines.append(f"        {c.value:+.2f} {c.rule} ({c.location}): {c.reason}")
+                lines.append(f"        {fixed(c.value, '+.2f')} {c.rule} ({c.location}): {c.reason}")
     return "\n".join(lines)
 
 
@@ -168,17 +186,39 @@ def _episode_row(program, episode, credits) -> dict:
     }
 
 
+#: The CSV columns that hold numbers.
+_NUMERIC_COLUMNS = frozenset({"outcome", "events", "calls", "malformed_calls", "orphan_results", "total"})
+
+#: Decimal places kept in CSV numbers: float sums (0.1 + 0.2) are shown as 0.3, never 0.30000000000000004.
+CSV_DECIMALS = 9
+
+
+def csv_number(value) -> str:
+    """A CSV cell for a number: rounded to `CSV_DECIMALS` places, shortest form (``-2.8``, ``1``,
+    ``0.125``), never ``-0``; ``None`` (and NaN) is the empty cell."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return ""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    rounded = round(float(value), CSV_DECIMALS)
+    if rounded == 0:  # -0.0, and sums like -1e-17 that are zero up to rounding
+        return "0"
+    return f"{rounded:.15g}"
+
+
 def _csv_text(program, scored) -> str:
-    """One row per episode: the fixed columns of `_episode_row`, then ``rule:NAME`` per rule."""
+    """One row per episode: the fixed columns of `_episode_row`, then ``rule:NAME`` per rule
+    (numbers written by `csv_number`)."""
     names = [r.name for r in program.rules]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    fixed = ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls", "orphan_results", "total"]
-    writer.writerow(fixed + [f"rule:{n}" for n in names])
+    columns = ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls", "orphan_results", "total"]
+    writer.writerow(columns + [f"rule:{n}" for n in names])
     for episode, credits in scored:
         row = _episode_row(program, episode, credits)
-        cells = ["" if row[k] is None else row[k] for k in fixed]
-        writer.writerow(cells + [f"{row['rules'][n]:.6g}" for n in names])
+        cells = [csv_number(row[k]) if k in _NUMERIC_COLUMNS else ("" if row[k] is None else row[k])
+                 for k in columns]
+        writer.writerow(cells + [csv_number(row["rules"][n]) for n in names])
     return buffer.getvalue()
 
 
@@ -186,29 +226,17 @@ def _write_csv(path: str, text: str) -> bool:
     if path == "-":
         sys.stdout.write(text)
         return True
-    try:
-        directory = os.path.dirname(path)
-        if directory:
-            os.makedirs(directory, exist_ok=True)
-        with open(path, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-    except OSError as exc:
-        print(f"rlvp-score: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
-        return False
-    return True
+    return write_output("rlvp-score", path, text)
 
 
 def _write_html(path: str, program, scored, sources, title: str) -> bool:
     """The HTML report (rlvp_dsl/html) to `path`, its folder created; False (said) when it cannot be written."""
-    from ..html import build_report, write_report
+    from ..html import build_report, render_report
 
     if path == "-":
         print("rlvp-score: error: --html needs a file path (the report is one HTML file), not -", file=sys.stderr)
         return False
-    try:
-        write_report(build_report(program, scored, sources, title=title), path)
-    except OSError as exc:
-        print(f"rlvp-score: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+    if not write_output("rlvp-score", path, render_report(build_report(program, scored, sources, title=title))):
         return False
     print(f"rlvp-score: wrote the HTML report of {len(scored)} episodes to {path}", file=sys.stderr)
     return True
@@ -218,11 +246,34 @@ def _usage_problem(args) -> str:
     """A contradiction among the options, or ""."""
     if args.csv == "-" and (args.json or args.explain):
         return "--csv - writes the CSV to stdout: it does not go with --json or --explain"
+    if args.json and args.explain:
+        return "--json already holds every credit with its reason: it does not go with --explain (text)"
     if args.limit and not args.explain:
         return "--limit goes with --explain"
     if args.trajectories.count("-") > 1:
         return "standard input (-) can be read once"
+    rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and os.path.isfile(t)]
+    if rule_files:
+        return (f"{rule_files[0]} is a rule file, not a trajectory: the rule file comes first, and once: "
+                "rlvp-score RULES.rlvp TRAJECTORY...")
+    for flag, path, what in (("--csv", args.csv, "the CSV"), ("--html", args.html, "the report")):
+        clobbered = clobbers_input(path, [args.rules, *args.trajectories]) if path is not None else None
+        if clobbered:
+            return f"{flag} {path} would overwrite the input {clobbered}: write {what} somewhere else"
     return ""
+
+
+def _empty_folders(paths: list[str]) -> list[str]:
+    """The folders among `paths` that hold no trajectory file (nothing ending .json, .jsonl,
+    .ndjson, .traj): named in the "no episodes" error."""
+    from ..readers.loading import FOLDER_SUFFIXES
+
+    out = []
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            if not any(f.lower().endswith(FOLDER_SUFFIXES) for _, _, files in os.walk(path) for f in files):
+                out.append(path)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -277,6 +328,11 @@ def main(argv: list[str] | None = None) -> int:
               + ", ".join("standard input" if t == "-" else t for t in args.trajectories), file=sys.stderr)
         for skipped in report.skipped:
             print(f"  skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
+        for file in report.files:
+            print(f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)",
+                  file=sys.stderr)
+        for folder in _empty_folders(args.trajectories):
+            print(f"  {folder}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)", file=sys.stderr)
         return EXIT_INPUT_ERRORS
 
     episodes = list(report.episodes)
@@ -297,9 +353,9 @@ def main(argv: list[str] | None = None) -> int:
     scored = [(episode, program.score(episode)) for episode in episodes]
     groups = _groups(scored, args.by)
     summary = summarise(program, scored)
-    note = _undeclared_note(program, episodes)
-    if note:
-        print(f"rlvp-score: {note}", file=sys.stderr)
+    for note in (_bad_names_note(episodes), _undeclared_note(program, episodes)):
+        if note:
+            print(f"rlvp-score: {note}", file=sys.stderr)
     if args.html is not None and not _write_html(args.html, program, scored, result.sources, args.rules):
         return decided(EXIT_USAGE)
     if args.csv is not None:

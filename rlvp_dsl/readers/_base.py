@@ -9,6 +9,7 @@ marks calls that never got a result as ``no_result``.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Iterable, Mapping
 
 import attrs
@@ -61,6 +62,14 @@ def expected_got(expected: str, got: Any) -> str:
         if len(shown) > 60:
             shown = shown[:57] + "..."
     return f"expected {expected}, got {shown}"
+
+
+def is_reward(value: Any) -> bool:
+    """Whether `value` can be an episode's outcome: ``None`` (unknown) or a finite number
+    (not a bool, not text, not NaN or infinity -- JSON readers accept ``NaN``)."""
+    if value is None:
+        return True
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
@@ -307,6 +316,8 @@ class EpisodeBuilder:
         self._message: int | None = None  # the source message being read (None: none declared)
         self._pending: list[_Slot] = []
         self.orphan_results = 0
+        #: the problems of calls whose name is not text (``"name": 5``), kept in meta["bad_tool_names"]
+        self.bad_names: list[str] = []
 
     def begin_message(self) -> None:
         """Start a new source message: the events added until the next call share its id
@@ -332,6 +343,8 @@ class EpisodeBuilder:
         requestor: str = "assistant",
         problem: str = "",
         extra_arguments: Mapping[str, Any] | None = None,
+        where: str = "",
+        name_field: str = "name",
     ) -> None:
         """Add a tool call.
 
@@ -342,11 +355,19 @@ class EpisodeBuilder:
             requestor: ``assistant`` or ``user``.
             problem: a reason the call is malformed even if it parses (``finish_reason == "length"``).
             extra_arguments: arguments the reader adds (``path`` of the open file), merged under parsed ones.
+            where, name_field: the record of the call and the field of its name
+                (``messages[2].tool_calls[0]``, ``function.name``): a name that is not text
+                (``"name": 5``) makes the call malformed with a problem naming both.
         """
         arguments, raw_text, parse_problem = parse_arguments(raw_arguments)
         problems = [p for p in (problem, parse_problem) if p]
         if not isinstance(tool, str) or not tool.strip():
-            problems.insert(0, "call has no tool name" if tool in (None, "") else f"tool name must be a string, got {type(tool).__name__}")
+            if tool in (None, ""):
+                problems.insert(0, "call has no tool name")
+            else:
+                problems.insert(0, f"{where + ': ' if where else ''}field {name_field!r}: "
+                                   + expected_got("a tool name (text)", tool))
+                self.bad_names.append(problems[0])
             tool = None
         if isinstance(raw_arguments, dict) and problems:
             raw_text = json.dumps(raw_arguments, ensure_ascii=False, sort_keys=True)
@@ -443,4 +464,6 @@ class EpisodeBuilder:
         full_meta = dict(meta)
         if self.orphan_results:
             full_meta["orphan_results"] = self.orphan_results
+        if self.bad_names:
+            full_meta["bad_tool_names"] = list(self.bad_names)
         return Episode(id=id, events=self.events(), outcome=None if outcome is None else float(outcome), source=source, meta=full_meta)

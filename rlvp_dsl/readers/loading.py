@@ -14,6 +14,10 @@ Detection (``format=None``), first match wins:
 Anything else is not a trajectory: :func:`read_episodes` raises :class:`ReaderError`,
 :func:`read_report` (and so :func:`read_paths`) skips the file and says why.
 
+A format the caller gives (``format=``, ``--format``) overrides detection; where detection sees
+another format (or none) and reading as the given one fails or finds no event at all, the
+:class:`ReaderError` says so: ``...; the content looks like 'tau2', not 'swe_agent'``.
+
 The path ``-`` is standard input (named ``<stdin>`` in ids and messages), read once.
 """
 
@@ -125,7 +129,9 @@ def _read_text(path: Path, file: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start})") from None
+        packed = {b"\x1f\x8b": "gzip", b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz"}.get(data[:2])
+        hint = f" -- it is {packed}-compressed: decompress it first" if packed else ""
+        raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start}){hint}") from None
 
 
 def _shown(file: str) -> str:
@@ -170,6 +176,27 @@ def _read_loaded(path: Path, file: str, text: str, data: Any, fmt: str, signal: 
     return _READERS[fmt](data, shown, name, signal)
 
 
+def _read_given(path: Path, file: str, text: str, data: Any, fmt: str, signal: ErrorSignal | None,
+                line_errors: list | None = None, jsonl: bool = False) -> list[Episode]:
+    """`_read_loaded` with a format the caller gave: where detection sees another format (or
+    none) and reading as `fmt` fails or finds no event, the error says what the content looks like."""
+    if jsonl:
+        return _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+    detected, reason = detect_trajectory_format(data, file)
+    if detected == fmt:
+        return _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+    looks = (f"the content looks like {detected!r}, not {fmt!r} (leave the format out to detect it, "
+             f"or give {detected!r})" if detected else f"the content is not a trajectory of any format "
+             f"({reason.removeprefix('not a trajectory: ')})")
+    try:
+        episodes = _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+    except ReaderError as exc:
+        raise ReaderError(exc.file, exc.record, exc.field, f"{exc.detail}; {looks}" if exc.detail else looks) from None
+    if not any(episode.events for episode in episodes):
+        raise ReaderError(_shown(file), detail=f"read as {fmt!r} it holds no events; {looks}")
+    return episodes
+
+
 def _check_format(format: str | None) -> None:
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)} or None (got {format!r})")
@@ -196,16 +223,17 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, er
     file = os.fspath(path)
     real = Path(file)
     text, data, jsonl = _load(real, file)
-    fmt = format
+    if format is not None:
+        return _read_given(real, file, text, data, format, error_signal, jsonl=jsonl)
+    fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
     if fmt is None:
-        fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
-        if fmt is None:
-            raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
+        raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
     return _read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl)
 
 
 def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
-    """Files to read: named files as given, folders walked in sorted order."""
+    """Files to read: named files as given, folders walked in sorted order; a file named twice
+    (``runs/ runs/``, ``runs/a.json runs/``) is read once, where it first comes."""
     out: list[Path] = []
     for item in paths:
         if os.fspath(item) == STDIN:
@@ -220,12 +248,19 @@ def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             out.append(path)
         else:
             raise ReaderError(os.fspath(item), detail="no such file or folder")
-    return out
+    seen: set[str] = set()
+    unique = []
+    for path in out:
+        key = STDIN if os.fspath(path) == STDIN else os.path.realpath(path)
+        if key not in seen:
+            seen.add(key)
+            unique.append(path)
+    return unique
 
 
 def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None, error_signal: ErrorSignal | None = None, keep_going: bool = False) -> ReadReport:
     """Read files and folders (folders recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``, ``*.traj``;
-    ``-`` is standard input).
+    ``-`` is standard input); a file named twice, directly or inside a named folder, is read once.
 
     Files whose content is not a trajectory (``tools_manifest.json``, ``tasks.json``,
     ``PROVENANCE.json`` ...) are skipped and listed in :attr:`ReadReport.skipped`; with an
@@ -256,8 +291,9 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                 if fmt is None:
                     skipped.append(SkippedFile(_shown(file), reason))
                     continue
-            episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal,
-                                         line_errors=errors if keep_going else None, jsonl=jsonl))
+            read = _read_given if format is not None else _read_loaded
+            episodes.extend(read(path, file, text, data, fmt, error_signal,
+                                 line_errors=errors if keep_going else None, jsonl=jsonl))
         except ReaderError as exc:
             if not keep_going:
                 raise

@@ -24,7 +24,7 @@ from typing import Any
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
 from .call_markers import marked_calls
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, load_json_text, message_text
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, load_json_text, message_text
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -51,14 +51,15 @@ def tool_result(content: Any) -> tuple[str, list[Any]]:
     return message_text(content), []
 
 
-def _call_parts(entry: Any) -> tuple[Any, Any, Any, str]:
-    """(name, arguments, id, problem) of one ``tool_calls[]`` entry, tolerating broken ones."""
+def _call_parts(entry: Any) -> tuple[Any, Any, Any, str, str]:
+    """(name, arguments, id, problem, the name's field) of one ``tool_calls[]`` entry, tolerating broken ones."""
     if not isinstance(entry, dict):
-        return None, json.dumps(entry, ensure_ascii=False), None, f"tool call must be a JSON object, got {type(entry).__name__}"
+        return (None, json.dumps(entry, ensure_ascii=False), None,
+                f"tool call must be a JSON object, got {type(entry).__name__}", "name")
     function = entry.get("function")
     if isinstance(function, dict):
-        return function.get("name"), function.get("arguments"), entry.get("id"), ""
-    return entry.get("name"), entry.get("arguments"), entry.get("id"), ""
+        return function.get("name"), function.get("arguments"), entry.get("id"), "", "function.name"
+    return entry.get("name"), entry.get("arguments"), entry.get("id"), "", "name"
 
 
 def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str, field: str = "messages",
@@ -137,11 +138,14 @@ def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, f
         return
     if not isinstance(calls, list):
         raise ReaderError(file, where, "tool_calls", expected_got("a list of tool calls or null", calls))
+    field = "function_call" if message.get("tool_calls") is None else "tool_calls"
     for position, entry in enumerate(calls):
-        name, arguments, call_id, problem = _call_parts(entry)
+        name, arguments, call_id, problem, name_field = _call_parts(entry)
         # The length limit cuts the message's last call; earlier ones were complete.
         last_cut = cut if position == len(calls) - 1 else ""
-        builder.call(name, arguments, call_id=call_id, problem="; ".join(p for p in (last_cut, problem) if p))
+        builder.call(name, arguments, call_id=call_id, problem="; ".join(p for p in (last_cut, problem) if p),
+                     where=f"{where}.{field}" + ("" if field == "function_call" else f"[{position}]"),
+                     name_field=name_field)
 
 
 def _is_message_list(value: Any) -> bool:
@@ -159,8 +163,8 @@ def _episode(record_value: Any, file: str, name: str, record: str, episode_id: s
         raise ReaderError(file, record, "messages", "missing (expected a list of chat messages)")
     meta = read_messages(record_value["messages"], builder, file, record)
     reward = record_value.get("reward", record_value.get("outcome"))
-    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
-        raise ReaderError(file, record, "reward", expected_got("a number or null", reward))
+    if not is_reward(reward):
+        raise ReaderError(file, record, "reward", expected_got("a finite number or null", reward))
     extra = record_value.get("meta") or record_value.get("metadata")
     if isinstance(extra, dict):
         meta.update(extra)

@@ -192,13 +192,14 @@ def _read_history(history: list[Any], file: str, builder: EpisodeBuilder, meta: 
             builder.message(ASSISTANT, thought if thought is not None else message_text(content))
             calls = message.get("tool_calls")
             if isinstance(calls, list) and calls:
-                for entry in calls:
+                for number, entry in enumerate(calls):
                     function = entry.get("function") if isinstance(entry, dict) else None
                     if not isinstance(function, dict):
                         builder.call(None, None, problem="tool call has no 'function' object")
                         continue
                     extra, open_file = _function_call(function.get("name"), function.get("arguments"), open_file)
-                    builder.call(function.get("name"), function.get("arguments"), call_id=entry.get("id"), extra_arguments=extra)
+                    builder.call(function.get("name"), function.get("arguments"), call_id=entry.get("id"),
+                                 extra_arguments=extra, where=f"{where}.tool_calls[{number}]", name_field="function.name")
             elif isinstance(message.get("action"), str):
                 tool, arguments, open_file = command_call(message["action"], open_file)
                 _command(builder, tool, arguments)

@@ -23,7 +23,7 @@ from typing import Any
 
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, message_text
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, message_text
 from .openai_chat import tool_result
 
 ROLES = ("assistant", "user", "tool", "system")
@@ -75,8 +75,8 @@ def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, com
         _message(message, f"{record}.messages[{position}]", file, builder)
     reward_info = sim.get("reward_info")
     reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
-    if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
-        raise ReaderError(file, f"{record}.reward_info", "reward", expected_got("a number or null", reward))
+    if not is_reward(reward):
+        raise ReaderError(file, f"{record}.reward_info", "reward", expected_got("a finite number or null", reward))
     meta = dict(common)
     meta.update(
         simulation_id=sim.get("id"),
@@ -119,4 +119,5 @@ def _message(message: Any, where: str, file: str, builder: EpisodeBuilder) -> No
         if requestor not in ("assistant", "user"):
             requestor = role
         last_cut = cut if position == len(calls) - 1 else ""  # the length limit cuts the last call only
-        builder.call(entry.get("name"), entry.get("arguments"), call_id=entry.get("id"), requestor=requestor, problem=last_cut)
+        builder.call(entry.get("name"), entry.get("arguments"), call_id=entry.get("id"), requestor=requestor,
+                     problem=last_cut, where=f"{where}.tool_calls[{position}]")

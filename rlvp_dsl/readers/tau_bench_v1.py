@@ -16,7 +16,7 @@ from typing import Any
 
 from rlvp_dsl.events import Episode
 
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward
 from .openai_chat import read_messages
 
 
@@ -49,8 +49,8 @@ def read_tau_bench_v1(data: Any, file: str, name: str, signal: ErrorSignal) -> l
         builder = EpisodeBuilder(signal)
         meta = read_messages(entry["traj"], builder, file, record, "traj")
         reward = entry.get("reward")
-        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
-            raise ReaderError(file, record, "reward", expected_got("a number or null", reward))
+        if not is_reward(reward):
+            raise ReaderError(file, record, "reward", expected_got("a finite number or null", reward))
         task = entry.get("info", {}).get("task") if isinstance(entry.get("info"), dict) else None
         meta.update(format="tau_bench_v1", task_id=entry.get("task_id"), trial=entry.get("trial"),
                     domain=policy_domain(meta.get("policy")))

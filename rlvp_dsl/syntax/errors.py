@@ -3,11 +3,13 @@
 A lark `UnexpectedInput` becomes one `Diagnostic`: the unexpected token described as a
 user sees it (`keyword 'violation'`, `a name`, `end of file` -- never `__ANON_0`,
 `$END` or `LPAR`), what was expected, the unclosed block when the file ends inside
-one, and a hint from a table of known mistakes (lark's `match_examples`).
+one, a did-you-mean for a misspelled keyword (`violaton` -> `violation`), and a hint from a
+table of known mistakes (lark's `match_examples`).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from lark import Token
@@ -85,6 +87,12 @@ _EXAMPLES: dict[str, list[str]] = {
         "violation x -1 { on call }",
         "violation x { on call }",
         "obligation x 1 { }",
+        "violation x : -1 { on call }",
+        "violation x = -1 { on call }",
+    ],
+    "a weight is a number or a constant's name: `(-0.5)`, `(W)`": [
+        "violation x (== -1) { on call }",
+        "violation x (< 0) { on call }",
     ],
     "an obligation takes a credit and an expiry penalty: `obligation NAME (+0.5, expire -0.5) { ... }`": [
         "obligation x (1) { }",
@@ -141,6 +149,79 @@ def _unclosed_opener(text: str, upto: int) -> tuple[int, str] | None:
 
 _TOP_LEVEL = frozenset({"VIOLATION", "OBLIGATION", "TOOL", "CONST"})
 
+_WORD = re.compile(r"\w+")
+#: Longer words are never taken for a misspelled keyword (the longest keyword has 17 letters); the
+#: bound also keeps a 50 MB word from being walked or compared.
+_LONGEST_TYPO = 40
+
+
+def _keyword_of(terminal: str) -> str | None:
+    """The word a keyword terminal stands for (`VIOLATION` -> ``violation``), else None."""
+    for term in get_parser().terminals:
+        if term.name == terminal:
+            value = term.pattern.value
+            return value if term.pattern.type == "str" and value.replace("_", "").isalpha() else None
+    return None
+
+
+def _closest_keyword(word: str, candidates: set[str]) -> str | None:
+    """The keyword among `candidates` a misspelled `word` most likely meant (difflib, as the
+    did-you-mean of names), or None."""
+    close = difflib.get_close_matches(word, sorted(candidates - {word}), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def keyword_suggestion(word: str, read_as: str = "a name") -> str:
+    """``did you mean the keyword 'error'?`` for a name that looks like a misspelled keyword
+    (`call erorr` reads `erorr` as a tool name: `read_as` says what it was read as), or ""."""
+    close = _closest_keyword(word, set(keywords()))
+    return f"did you mean the keyword '{close}'? ('{word}' reads as {read_as} here)" if close else ""
+
+
+def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) -> Diagnostic | None:
+    """A syntax error caused by a misspelled keyword, with its did-you-mean: the unexpected name
+    itself (`violaton x`, `unless sen (...)`), a word the lexer split after a keyword prefix
+    (`onn` read as `on` + `n`), or the name just before the unexpected token that was read as
+    a name but meant a keyword expected there (`call x dischrage on ...`)."""
+    text = source.text
+    wanted = {w for w in map(_keyword_of, expected) if w}
+    value = str(token.value)
+    glued = (token.start_pos is not None and value in keywords()
+             and _WORD.fullmatch(text[token.start_pos + len(value):token.start_pos + len(value) + 1] or " "))
+    if (token.type == "NAME" or glued) and token.start_pos is not None:
+        start, end = token.start_pos, token.start_pos + len(value)
+        split = glued or (start > 0 and _WORD.fullmatch(text[start - 1]))
+        if split:  # `onn`: the keyword `on`, then the name `n`; `incldue`: the keyword `in`, then `cldue`
+            while start > 0 and token.start_pos - start <= _LONGEST_TYPO and _WORD.fullmatch(text[start - 1]):
+                start -= 1
+            while end < len(text) and end - start <= _LONGEST_TYPO and _WORD.fullmatch(text[end]):
+                end += 1
+        word = text[start:end]
+        close = None
+        if len(word) <= _LONGEST_TYPO:
+            close = _closest_keyword(word, wanted | (set(keywords()) if split else set()))
+        if close:
+            hint = _generic_hint(expected) if _TOP_LEVEL <= expected else f"expected {_describe_expected(expected)}"
+            return Diagnostic("RV101", f"unexpected name {quoted(word)}; did you mean '{close}'?",
+                              source.span(start, end), help=hint)
+    if token.start_pos is None:
+        return None
+    end = token.start_pos
+    while end > 0 and text[end - 1].isspace() and token.start_pos - end <= _LONGEST_TYPO:
+        end -= 1
+    start = end
+    while start > 0 and end - start <= _LONGEST_TYPO and _WORD.fullmatch(text[start - 1]):
+        start -= 1
+    previous = text[start:end]
+    if not previous or end - start > _LONGEST_TYPO or previous in keywords():
+        return None
+    close = _closest_keyword(previous, wanted)
+    if close is None:
+        return None
+    return Diagnostic("RV101", f"unexpected name {quoted(previous)}; did you mean '{close}'?", source.span(start, end),
+                      help=f"'{previous}' was read as a name, so {_describe_token(token)} could not follow; "
+                           f"'{close}' is expected here")
+
 
 def _generic_hint(expected: set[str]) -> str:
     """A help line for an unexpected token when no known mistake matched."""
@@ -164,7 +245,13 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
             return [Diagnostic("RV101", f"unexpected invisible character {shown}", span,
                                help="delete it (it may come from copying text from a web page)")]
         hint = "strings use double quotes" if ch == "'" else "remove it, or put it inside a string or a comment (#)"
-        if ch == "/" and text.startswith(("//", "/*"), exc.pos_in_stream):
+        after = text[exc.pos_in_stream + 1:exc.pos_in_stream + 2]
+        if ch in "\u201c\u201d\u201e\u2018\u2019\u00ab\u00bb":
+            hint = 'a typographic quote: strings use plain double quotes "..." (an editor or a web page may have curled them)'
+        elif ch in "+-" and (after.isalpha() or after == "_"):
+            hint = (f"a sign goes on a number, not on a constant's name: define the constant with its sign "
+                    f"(`const W = {ch}0.5`) and write `(W)`")
+        elif ch == "/" and text.startswith(("//", "/*"), exc.pos_in_stream):
             hint = f"comments start with `#`, not `{text[exc.pos_in_stream:exc.pos_in_stream + 2]}`"
         elif ch == "/":
             hint = "a regular expression is written /.../ on one line"
@@ -191,6 +278,9 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     if token.value in keywords() and ("NAME" in expected or "QUOTED_NAME" in expected):
         return [Diagnostic("RV102", f"'{token.value}' is a reserved word and cannot be used as a name", span,
                            help=f"write it in backticks to use it as a name: `{token.value}`")]
+    misspelled = _misspelled_keyword(token, expected, source)
+    if misspelled is not None:
+        return [misspelled]
     message = f"unexpected {_describe_token(token)}; expected {_describe_expected(expected)}"
     label = None
     try:
@@ -198,7 +288,10 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     except Exception:  # the example table must never turn a syntax error into a crash
         label = None
     hint = label or _generic_hint(expected)
-    if opener is not None and opener[1] == "{" and "RBRACE" in expected:
+    if token.type == "SIGNED_NUMBER" and ("NAME" in expected or "QUOTED_NAME" in expected):
+        hint = (f"a name starts with a letter or '_'; to use {quoted(shorten(str(token.value)))} as a name, "
+                f"write it in backticks: `{shorten(str(token.value))}`")
+    elif opener is not None and opener[1] == "{" and "RBRACE" in expected:
         line, col = source.position(opener[0])
         hint = f"the block opened at {line}:{col} is not closed before this" + (f"; {label}" if label else "")
     elif opener is not None and opener[1] == "(" and "RPAR" in expected:

@@ -92,7 +92,25 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
                 Diagnostic("RV102", f"'{text}' is a reserved word and cannot be used as a name",
                            self._tok_span(tok), help=f"write it in backticks to use it as a name: `{text}`")
             )
+        elif tok.type == "NAME":
+            self._glued(tok)
         return ast.Name(text, self._tok_span(tok))
+
+    def _glued(self, tok: Token) -> None:
+        """A name the lexer cut from the end of a longer word (`callx` lexes as `call` + `x` where
+        no name may stand): an error at the whole word, not a silent `call x`."""
+        source = self.source.text
+        start = tok.start_pos
+        if not start or not (source[start - 1].isalnum() or source[start - 1] == "_"):
+            return
+        begin = start
+        while begin > 0 and (source[begin - 1].isalnum() or source[begin - 1] == "_"):
+            begin -= 1
+        word, head = source[begin:tok.end_pos], source[begin:start]
+        span = self.source.span(begin, tok.end_pos)
+        self.diagnostics.append(Diagnostic(
+            "RV101", f"'{word}' reads as '{head}' followed by the name '{tok}'", span,
+            help=f"put a space after '{head}' if you meant `{head} {tok}`; a name cannot start there"))
 
     def number(self, children):
         tok = children[0]

@@ -1,5 +1,6 @@
 """End-to-end runs of `rlvp-compile` and `rlvp-score` as subprocesses, on the repo's rule files,
-the golden error cases and the real trajectories in ../shared/data (skipped when missing)."""
+the golden error cases, the real samples in examples/data and the larger corpus in ../shared/data
+(those tests skip when it is missing)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,23 @@ def test_score_tau_bench_v1_explain():
     assert done.stdout.count("== gpt-4o-airline.json#[") == 133
     assert re.search(r"^ +[+-]\d\.\d\d \w+ \(rules/tau2_airline\.rlvp:\d+:\d+\): .+", done.stdout, re.M)
     assert "errored_call" in done.stdout
+
+
+def test_score_tau_bench_v1_sample_explain():
+    """--explain on the shipped tau-bench v1 sample: its 3 episodes, credits with rule locations and reasons."""
+    done = run("score", "rules/tau2_airline.rlvp", "examples/data/tau_bench_v1", "--explain")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("== gpt-4o-airline.sample.json#[") == 3
+    assert re.search(r"^ +[+-]\d\.\d\d \w+ \(rules/tau2_airline\.rlvp:\d+:\d+\): .+", done.stdout, re.M)
+
+
+def test_score_swe_agent_sample_explain():
+    """--explain on the shipped SWE-agent samples with rules/swe.rlvp: both episodes, no traceback."""
+    done = run("score", "rules/swe.rlvp", "examples/data/swe_agent", "--explain")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("\n== ") + done.stdout.startswith("== ") == 2
+    assert "episodes: 2 " in done.stdout
+    no_traceback(done)
 
 
 @needs_data

@@ -116,6 +116,17 @@ def test_the_diagnostics_page_is_up_to_date():
     assert done.returncode == 0, done.stderr
 
 
+def test_the_codes_table_has_one_page():
+    """Only docs/diagnostics.md lists the codes; the other pages link to it instead of a second,
+    hand-kept copy that goes stale (docs/language.md had one without RV306-RV307)."""
+    for page in sorted((REPO / "docs").glob("*.md")):
+        if page.name == "diagnostics.md":
+            continue
+        rows = re.findall(r"^\| \[?RV\d{3}", page.read_text(encoding="utf-8"), re.M)
+        assert len(rows) < 3, f"{page.name} has a table of diagnostic codes: link docs/diagnostics.md instead"
+    assert "(diagnostics.md)" in (REPO / "docs" / "language.md").read_text(encoding="utf-8")
+
+
 def test_every_code_is_documented_and_every_example_gives_its_code():
     """Each code of diagnostics.CODES has a cause and a fix; each example is reported with its code."""
     from rlvp_dsl.diagnostic_docs import DOCS, EXAMPLE_PATH, missing_docs
@@ -159,6 +170,41 @@ def test_the_outputs_in_testing_rules_are_real(command, lines):
 
 
 # ---- rlvp-compile ---------------------------------------------------------------------
+
+
+def test_test_of_a_missing_file_is_an_io_error_not_zero_passed():
+    """--test nosuch.rlvp: exit 2 and the file named, never `0 passed, 0 failed`."""
+    done = run("compile", "--test", "no/such.rlvp")
+    assert done.returncode == 2
+    assert "rlvp-compile: error: file not found: no/such.rlvp" in done.stderr
+    assert "passed" not in done.stdout + done.stderr
+    beside = run("compile", "--test", "no/such.rlvp", "rules/chain.rlvp")
+    assert beside.returncode == 2
+    assert "3 passed, 0 failed; not run: no/such.rlvp" in beside.stdout
+
+
+def test_test_of_files_without_test_blocks_says_no_tests_ran(tmp_path):
+    """--test where no file has a `test` block: `no tests ran`, exit 1 (pytest: "no tests collected" is
+    no success); beside a file that has tests it is only a note, exit 0."""
+    (tmp_path / "plain.rlvp").write_text("tool a : read\nviolation x (-1) { on call a }\n")
+    done = run("compile", "--test", tmp_path / "plain.rlvp")
+    assert done.returncode == 1
+    assert f"rlvp-compile: error: no tests ran: {tmp_path / 'plain.rlvp'} has no `test` blocks" in done.stderr
+    assert "0 passed" not in done.stdout
+    beside = run("compile", "--test", tmp_path / "plain.rlvp", "rules/chain.rlvp")
+    assert beside.returncode == 0, beside.stderr
+    assert f"{tmp_path / 'plain.rlvp'}: no tests (no `test` blocks)" in beside.stdout
+    assert beside.stdout.rstrip().endswith("3 passed, 0 failed")
+
+
+def test_test_with_json_prints_only_json_on_stdout():
+    """--test --json: stdout is one JSON document whose objects list their tests; the summary is on stderr."""
+    done = run("compile", "--test", "--json", "rules/chain.rlvp")
+    assert done.returncode == 0, done.stderr
+    (doc,) = json.loads(done.stdout)
+    assert [t["passed"] for t in doc["tests"]] == [True, True, True]
+    assert set(doc["tests"][0]) == {"name", "location", "passed", "failures"}
+    assert "3 passed, 0 failed" in done.stderr
 
 
 def test_check_without_hypothesis_says_how_to_install_it():
@@ -284,6 +330,54 @@ def test_score_csv_has_one_row_per_episode(tmp_path):
     assert to_stdout.stdout == out.read_text()
 
 
+SUMS_RULES = """tool a : read
+tool b : write
+violation one (-0.1) { on call a }
+violation two (-0.2) { on call b }
+"""
+
+
+def _two_call_episode(reward: float) -> str:
+    calls = [{"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}} for i, n in (("1", "a"), ("2", "b"))]
+    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": calls},
+                {"role": "tool", "tool_call_id": "1", "content": "x"}, {"role": "tool", "tool_call_id": "2", "content": "y"}]
+    return json.dumps({"id": "e1", "reward": reward, "messages": messages}) + "\n"
+
+
+def test_score_csv_numbers_are_rounded(tmp_path):
+    """--csv writes 0.1 + 0.2 as 0.3 (not 0.30000000000000004), outcomes too."""
+    (tmp_path / "r.rlvp").write_text(SUMS_RULES)
+    (tmp_path / "e.jsonl").write_text(_two_call_episode(0.1 + 0.2))
+    done = run("score", "r.rlvp", "e.jsonl", "--csv", "-", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    (row,) = csv.DictReader(io.StringIO(done.stdout))
+    assert (row["outcome"], row["total"], row["rule:one"], row["rule:two"]) == ("0.3", "-0.3", "-0.1", "-0.2")
+    assert "0000000" not in done.stdout
+
+
+def test_score_csv_and_compile_output_create_missing_folders(tmp_path):
+    """`--csv build/x.csv` and `-o build/...` on a fresh clone: the folders are made."""
+    csv_path = tmp_path / "build" / "deeper" / "x.csv"
+    done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", csv_path)
+    assert done.returncode == 0 and csv_path.read_text().startswith("id,source,"), done.stderr
+    program = tmp_path / "out" / "p.json"
+    done = run("compile", "rules/chain.rlvp", "--emit-program", "-o", program)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(program.read_text())["format"] == "rlvp-program/1"
+    derived = tmp_path / "derived" / "airline.rlvp"
+    done = run("compile", "--auto-from-tags", "examples/data/tau2/airline/tools_manifest.json", "-o", derived)
+    assert done.returncode == 0 and derived.read_text().strip(), done.stderr
+
+
+def test_score_output_under_a_file_is_an_io_error(tmp_path):
+    """A --csv path whose folder is a file: exit 2, one line naming the path."""
+    (tmp_path / "file").write_text("x")
+    done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", tmp_path / "file" / "x.csv")
+    assert done.returncode == 2
+    assert f"cannot write {tmp_path / 'file' / 'x.csv'}" in done.stderr
+    no_traceback(done)
+
+
 def test_score_json_has_the_documented_keys():
     """--json: the top-level and per-episode keys docs/scoring.md lists."""
     done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--json")
@@ -294,6 +388,37 @@ def test_score_json_has_the_documented_keys():
                                         "orphan_results", "total", "rule_totals", "credits"]
     scoring = (REPO / "docs" / "scoring.md").read_text()
     assert all(f'"{key}"' in scoring for key in doc)
+
+
+@pytest.mark.parametrize("fmt,path,looks", [
+    ("openai", "examples/episodes/airline_tau2_results.json", "tau2"),
+    ("swe_agent", "examples/episodes/airline_tau2_results.json", "tau2"),
+    ("swe_agent", "examples/episodes/airline_chat.jsonl", "openai"),
+    ("tau2", "examples/data/swe_agent", "swe_agent"),
+])
+def test_score_with_a_wrong_format_names_the_file_and_the_format_it_looks_like(fmt, path, looks):
+    """--format that does not fit: exit 1, the file named, the format its content looks like; no
+    empty episode scored."""
+    done = run("score", "rules/tau2_airline.rlvp", path, "--format", fmt)
+    assert done.returncode == 1, done.stdout
+    assert f"rlvp-score: error: {path}" in done.stderr and f"'{looks}'" in done.stderr, done.stderr
+    assert "episodes:" not in done.stdout
+    no_traceback(done)
+
+
+def test_score_warns_of_a_tool_name_that_is_not_text(tmp_path):
+    """A trajectory with `"name": 5`: the call is scored as malformed and a warning names the file,
+    the record and the field (not a silent `None`, not an undeclared tool `None`)."""
+    (tmp_path / "r.rlvp").write_text(SUMS_RULES)
+    record = json.loads(_two_call_episode(1.0))
+    record["messages"][1]["tool_calls"][1]["function"]["name"] = 5
+    (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n")
+    done = run("score", "r.rlvp", "e.jsonl", "--explain", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("rlvp-score: warning: 1 call has a tool name that is not text (scored as malformed): "
+            "e.jsonl: line 1: messages[1].tool_calls[1]: field 'function.name': expected a tool name (text), got 5"
+            ) in done.stderr
+    assert "(None)" not in done.stderr and "call (no tool name) [malformed: line 1:" in done.stdout
 
 
 def test_score_with_the_arguments_swapped_says_so():
@@ -344,7 +469,161 @@ MISTAKES = [
     ("score", ["rules/tau2_airline.rlvp", "--by", "task", "examples/episodes"]),
     ("score", ["rules/tau2_airline.rlvp", "--csv", "-", "--json", "examples/episodes"]),
     ("score", ["rules/tau2_airline.rlvp", "--csv", ".", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--format", "openai", "examples/episodes/airline_tau2_results.json"]),
+    ("score", ["rules/tau2_airline.rlvp", "--format", "swe_agent", "examples/data/tau2_simulations"]),
+    ("score", ["rules/tau2_airline.rlvp", "--domain", "", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--json", "--explain", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "rules/tau2_airline.rlvp"]),
+    ("score", ["rules/tau2_airline.rlvp", "rules"]),
+    ("score", ["rules/tau2_airline.rlvp", "--csv", "rules/tau2_airline.rlvp", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "--csv", "rules/tau2_airline.rlvp/x.csv", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "-"]),
+    ("compile", ["-"]),
+    ("compile", ["-", "-"]),
+    ("compile", ["--test", "no/such.rlvp"]),
+    ("compile", ["--test", "{empty}"]),
+    ("compile", ["examples/manifests/airline_tools.json"]),
+    ("compile", ["rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp"]),
+    ("compile", ["rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp/p.json"]),
+    ("compile", ["rules/chain.rlvp", "--emit-program", "-o", ""]),
+    ("compile", ["--auto-from-tags", ""]),
+    ("compile", ["--check", "{empty_rules}"]),
+    ("score", ["rules/tau2_airline.rlvp", "--format", "openai", "--error-prefix", "", "examples/episodes"]),
+    ("score", ["rules/tau2_airline.rlvp", "{nan_reward}"]),
+    ("compile", ["--emit-program", "--test", "rules/chain.rlvp"]),
+    ("compile", ["-o", "p.json", "--check", "rules/chain.rlvp"]),
+    ("compile", ["--json", "--check", "rules/chain.rlvp"]),
+    ("compile", ["--json", "--auto-from-tags", "examples/manifests/chain4_tools.json"]),
+    ("compile", ["--test", "--auto-from-tags", "examples/manifests/chain4_tools.json"]),
 ]
+
+
+def test_an_output_never_overwrites_an_input(tmp_path):
+    """--csv onto a trajectory or the rule file, -o onto the rule file or the manifest: exit 2, the
+    input named, the file unchanged."""
+    chat = tmp_path / "run.jsonl"
+    chat.write_bytes((REPO / "examples" / "episodes" / "airline_chat.jsonl").read_bytes())
+    rules = tmp_path / "r.rlvp"
+    rules.write_bytes((REPO / "rules" / "chain.rlvp").read_bytes().replace(b'"../examples/', b'"' + str(REPO).encode() + b'/examples/'))
+    manifest = tmp_path / "tools.json"
+    manifest.write_bytes((REPO / "examples" / "manifests" / "chain4_tools.json").read_bytes())
+    before = {p: p.read_bytes() for p in (chat, rules, manifest)}
+    for tool, args, victim in [
+        ("score", ["rules/tau2_airline.rlvp", chat, "--csv", chat], chat),
+        ("score", ["rules/tau2_airline.rlvp", tmp_path, "--csv", chat], chat),
+        ("score", [rules, chat, "--csv", rules], rules),
+        ("compile", [rules, "--emit-program", "-o", rules], rules),
+        ("compile", ["--auto-from-tags", manifest, "-o", manifest], manifest),
+    ]:
+        done = run(tool, *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert f"would overwrite the input {victim}" in done.stderr, done.stderr
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_an_output_under_a_file_names_the_file(tmp_path):
+    """-o/--csv whose folder is a file: `X is a file, not a folder`, not `File exists`."""
+    done = run("compile", "rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp/p.json")
+    assert done.returncode == 2
+    assert "cannot write rules/chain.rlvp/p.json: rules/chain.rlvp is a file, not a folder" in done.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["examples/episodes", "--domain", ""], "argument --domain: needs a domain name (got an empty one)"),
+    (["examples/episodes", "--csv", ""], "argument --csv: needs a path (got an empty one)"),
+    (["rules/chain.rlvp"], "rules/chain.rlvp is a rule file, not a trajectory"),
+    (["examples/episodes", "--json", "--explain"], "it does not go with --explain"),
+])
+def test_score_usage_mistakes(args, message):
+    """Contradictions and misplaced files are usage errors (exit 2) saying what is wrong."""
+    done = run("score", "rules/tau2_airline.rlvp", *args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    no_traceback(done)
+
+
+def test_score_a_folder_without_trajectories_says_so(tmp_path):
+    """A folder holding no *.json/*.jsonl/*.ndjson/*.traj: the error says it is such a folder."""
+    (tmp_path / "notes.txt").write_text("x")
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path)
+    assert done.returncode == 1
+    assert f"{tmp_path}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)" in done.stderr
+
+
+def test_score_counts_a_file_named_twice_once():
+    """`rlvp-score R runs/ runs/a.jsonl`: the file's episodes are scored once."""
+    once = run("score", "rules/tau2_airline.rlvp", "examples/episodes")
+    twice = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "examples/episodes/airline_chat.jsonl",
+                "examples/episodes")
+    assert once.returncode == twice.returncode == 0
+    assert "episodes: 6 " in once.stdout and twice.stdout == once.stdout
+
+
+def test_score_names_a_trajectory_file_that_holds_no_episode(tmp_path):
+    """A tau2 file with an empty simulations list: `no episodes found` and the file named as empty."""
+    (tmp_path / "r.json").write_text('{"simulations": []}')
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "r.json")
+    assert done.returncode == 1
+    assert f"{tmp_path / 'r.json'}: a trajectory file that holds no episodes" in done.stderr
+
+
+def test_check_of_a_rule_file_without_tools_says_what_it_needs(tmp_path):
+    """--check needs tools to generate calls: a file declaring none is a one-line usage error, no traceback."""
+    (tmp_path / "empty.rlvp").write_text("")
+    done = run("compile", "--check", tmp_path / "empty.rlvp")
+    assert done.returncode == 2
+    assert "--check generates calls of known tools" in done.stderr and "--manifest MANIFEST" in done.stderr
+    no_traceback(done)
+
+
+@pytest.mark.parametrize("path,what", [("examples/episodes/airline_chat.jsonl", "a trajectory"),
+                                       ("rules/chain.rlvp", "a rule file")])
+def test_derive_from_a_file_that_is_no_manifest_says_what_it_is(path, what):
+    """--auto-from-tags on a trajectory or a rule file: exit 2, `X is a trajectory, not a tool manifest`."""
+    done = run("compile", "--auto-from-tags", path)
+    assert done.returncode == 2
+    assert f"rlvp-compile: error: {path} is {what}, not a tool manifest" in done.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--emit-program", "--test", "rules/chain.rlvp"], "--emit-program writes the compiled program: it does not go with"),
+    (["-o", "p.json", "--check", "rules/chain.rlvp"], "-o writes the compiled program: it does not go with"),
+    (["--json", "--check", "rules/chain.rlvp"], "--check prints a text report: it does not go with --json"),
+    (["--json", "--auto-from-tags", "examples/manifests/chain4_tools.json"], "--json does not go with --auto-from-tags"),
+    (["--check", "--auto-from-tags", "examples/manifests/chain4_tools.json"], "--check does not go with --auto-from-tags"),
+])
+def test_compile_refuses_a_flag_that_would_do_nothing(args, message):
+    """A flag the mode ignores is a usage error naming it, not silently dropped."""
+    done = run("compile", *args)
+    assert done.returncode == 2
+    assert f"rlvp-compile: error: {message}" in done.stderr
+    assert not (REPO / "p.json").exists()
+
+
+def test_compile_reads_a_rule_file_from_standard_input():
+    """`rlvp-compile -` checks rule text from stdin (named <stdin>); bad text gets <stdin>:line:col; bytes
+    that are not UTF-8 are an I/O error."""
+    text = b"tool search : read\nviolation failed (-0.1) { on call search error }\n"
+    done = run("compile", "-", stdin=text)
+    assert done.returncode == 0, done.stderr
+    assert "<stdin>: ok: 1 rules (1 violation), 1 tools" in done.stderr
+    bad = run("compile", "-", stdin=b"violaton x (-1) { on call }\n")
+    assert bad.returncode == 1 and "<stdin>:1:1: error[RV101]: unexpected name 'violaton'; did you mean" in bad.stderr
+    binary = run("compile", "-", stdin=bytes(range(256)))
+    assert binary.returncode == 2 and "standard input is not UTF-8 text (byte 128)" in binary.stderr
+    assert run("compile", "-", "-", stdin=text).returncode == 2
+
+
+@pytest.mark.parametrize("path,advice", [
+    ("examples/manifests/airline_tools.json", "rlvp-compile --auto-from-tags examples/manifests/airline_tools.json"),
+    ("examples/episodes/airline_chat.jsonl", "it looks like a trajectory"),
+])
+def test_compile_of_a_json_file_says_what_to_run_instead(path, advice):
+    """A manifest or a trajectory given to rlvp-compile: one line (exit 2) with the command it needs."""
+    done = run("compile", path)
+    assert done.returncode == 2
+    assert f"rlvp-compile: error: {path} is not a rule file" in done.stderr and advice in done.stderr
+    assert "RV101" not in done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -355,8 +634,11 @@ def mistake_files(tmp_path_factory) -> dict[str, str]:
     (root / "empty.json").write_text("")
     (root / "bad.json").write_text("[1, 2")
     (root / "emptydir").mkdir()
+    (root / "empty.rlvp").write_text("")
+    (root / "nan.json").write_text('{"reward": NaN, "messages": [{"role": "user", "content": "hi"}]}')
     return {"binary": str(root / "binary.bin"), "latin1": str(root / "latin1.rlvp"), "empty": str(root / "empty.json"),
-            "badjson": str(root / "bad.json"), "emptydir": str(root / "emptydir")}
+            "badjson": str(root / "bad.json"), "emptydir": str(root / "emptydir"),
+            "empty_rules": str(root / "empty.rlvp"), "nan_reward": str(root / "nan.json")}
 
 
 @pytest.mark.parametrize("tool,args", MISTAKES, ids=[f"{t} {' '.join(a)[:60]}" for t, a in MISTAKES])

@@ -7,16 +7,18 @@ from pathlib import Path
 
 import pytest
 
+from conftest import data_path
+
 from rlvp_dsl.manifests import ManifestError, is_identifier_param, load_manifest, parse_manifest
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO.parent / "shared" / "data"
-TAU2 = DATA / "tau2"
 EXAMPLES = REPO / "examples" / "manifests"
 
 
 def tau2_manifest(domain: str):
-    path = TAU2 / domain / "tools_manifest.json"
+    """The tau2 manifest of `domain`: airline is shipped in examples/data; retail and telecom come
+    from ../shared/data (skipped without it)."""
+    path = data_path(f"tau2/{domain}/tools_manifest.json")
     if not path.exists():
         pytest.skip(f"shared data missing: {path}")
     return load_manifest(str(path))

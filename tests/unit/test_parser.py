@@ -139,3 +139,45 @@ def test_every_terminal_is_described_in_words():
         words = describe_terminal(term.name)
         assert not any(name in words for name in INTERNAL), (term.name, words)
     assert describe_terminal("$END") == "end of file"
+
+
+TYPOS = [
+    ("violaton x (-1) { on call }", "violaton", "violation", (1, 1)),
+    ("obligation x (1, expre -1) { open on call discharge on call }", "expre", "expire", (1, 18)),
+    ("obligation x (1, expire -1) { opn on call discharge on call }", "opn", "open", (1, 31)),
+    ("obligation x (1, expire -1) {\n  open on call\n  discharge on call deadine at end }", "deadine", "deadline", (3, 21)),
+    ("violation x (-1) { on call unless sen (call) }", "sen", "seen", (1, 35)),
+    ("violation x (-1) { on cal }", "cal", "call", (1, 23)),
+    ("violation x (-1) {\n  onn call }", "onn", "on", (2, 3)),
+    ("violation x (-1) { on call arg p exist }", "exist", "exists", (1, 34)),
+    ("tool x: read targte y", "targte", "target", (1, 14)),
+    ("tols from \"x.json\"", "tols", "tools", (1, 1)),
+    ("repeat_eror (-1)", "repeat_eror", "repeat_error", (1, 1)),
+    ("tset \"x\" { episode { } expect total == 0 }", "tset", "test", (1, 1)),
+]
+
+
+@pytest.mark.parametrize("text,typo,keyword,where", TYPOS, ids=[t[1] for t in TYPOS])
+def test_a_misspelled_keyword_gets_a_did_you_mean_at_the_word(text, typo, keyword, where):
+    """A misspelled keyword: `did you mean 'KEYWORD'?` with the caret on the misspelled word (a word the
+    lexer split after a keyword prefix, `onn`, is named whole), not an unclosed-block hint."""
+    (d,) = diags(text)
+    assert d.code == "RV101"
+    assert d.message == f"unexpected name '{typo}'; did you mean '{keyword}'?"
+    assert (d.span.line, d.span.column, d.span.end_column - d.span.column) == (*where, len(typo))
+    assert "not closed" not in d.help
+
+
+def test_a_name_close_to_no_keyword_gets_no_did_you_mean():
+    """A plain wrong name keeps the expected-token message (no invented suggestion)."""
+    (d,) = diags("violation x (-1) { on call } zzzzzz")
+    assert "did you mean" not in d.message and d.message.startswith("unexpected name 'zzzzzz'; expected")
+
+
+def test_a_keyword_glued_to_a_name_is_an_error_but_a_name_starting_with_one_is_not():
+    """`on callx` lexes as `call` + `x`: RV101 at the whole word; `call call_log` is a plain name."""
+    (d,) = diags("tool x : read\nviolation v (-1) { on callx }")
+    assert (d.code, d.message, d.span.column, d.span.end_column) == (
+        "RV101", "'callx' reads as 'call' followed by the name 'x'", 23, 28)
+    assert diags("tool call_log : read\nviolation v (-1) { on call call_log }") == []
+    assert diags("tool opener : read\nobligation o (1, expire -1) { open on call opener discharge on call }") == []

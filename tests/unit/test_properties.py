@@ -116,9 +116,9 @@ def test_cli_check_farmable_exits_1_and_prints_the_counterexample(capsys):
     assert "check_invoice +0.5 at " in out and "farmable.rlvp:14:1" in out
 
 
-def test_cli_check_stock_rules_with_manifest_exits_0(capsys, shared_data):
+def test_cli_check_stock_rules_with_manifest_exits_0(capsys):
     """The airline rules against the tau2 manifest: every property ok, exit 0."""
-    manifest = shared_data / "tau2" / "airline" / "tools_manifest.json"
+    manifest = REPO / "examples" / "data" / "tau2" / "airline" / "tools_manifest.json"
     code = main(["--check", str(REPO / "rules" / "tau2_airline.rlvp"), "--manifest", str(manifest),
                  "--examples", str(EXAMPLES)])
     out = capsys.readouterr().out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -27,7 +28,9 @@ needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="shared data not prese
 
 
 def _files(sub: str, pattern: str) -> list[Path]:
-    return sorted((DATA / sub).rglob(pattern)) if DATA.is_dir() else []
+    """The files of `sub` in the samples the repository ships, then in ../shared/data when present."""
+    shipped = sorted((REPO / "examples" / "data" / sub).rglob(pattern))
+    return shipped + (sorted((DATA / sub).rglob(pattern)) if DATA.is_dir() else [])
 
 
 def _tally(episodes) -> Counter:
@@ -53,14 +56,14 @@ def _oa_call(cid, name, arguments):
 # --- real data ----------------------------------------------------------------------------
 
 
-@needs_data
 @pytest.mark.parametrize(
     "path",
     _files("tau2_simulations", "*.json") + _files("tau_bench_v1", "*.json") + _files("swe_agent", "*.traj"),
-    ids=lambda p: p.name[:60],
+    ids=lambda p: f"{p.parent.name}/{p.name[:60]}",
 )
 def test_every_real_trajectory_file_reads(path):
-    """Every shared trajectory file reads with auto-detection, with dense event indices."""
+    """Every real trajectory file (the shipped samples; the shared corpus when present) reads with
+    auto-detection, with dense event indices."""
     episodes = read_episodes(path)
     assert episodes
     for episode in episodes:
@@ -92,6 +95,52 @@ def test_tau2_pr_files_match_data_readme(name, episodes, agent_calls, user_calls
         assert episode.meta["task_id"] == sim["task_id"] and episode.meta["trial"] == sim["trial"]
         assert episode.meta["termination_reason"] == sim["termination_reason"]
     assert read[0].meta["domain"] in ("airline", "telecom") and read[0].meta["agent_llm"]
+
+
+@pytest.mark.parametrize("name,domain", [("pr103_azure-airline-full_gpt-4o.sample.json", "airline"),
+                                         ("pr17_telecom_gpt-4o.sample.json", "telecom")])
+def test_tau2_samples_read_their_records(name, domain):
+    """The shipped tau2 samples: one episode per simulation, in order, with its reward, task, trial,
+    termination reason and domain; every message is an event or a result."""
+    path = REPO / "examples" / "data" / "tau2_simulations" / "sierra_tau2-bench_prs" / name
+    raw = json.loads(path.read_text())["simulations"]
+    read = read_episodes(path)
+    assert len(read) == len(raw) > 0
+    for i, (episode, sim) in enumerate(zip(read, raw)):
+        assert episode.id == f"{name}#simulations[{i}]"
+        assert episode.outcome == sim["reward_info"]["reward"]
+        assert episode.meta["task_id"] == sim["task_id"] and episode.meta["trial"] == sim["trial"]
+        assert episode.meta["termination_reason"] == sim["termination_reason"]
+        assert episode.meta["domain"] == domain
+        raw_calls = [c["name"] for m in sim["messages"] for c in (m.get("tool_calls") or [])]
+        assert [c.tool for c in episode.calls] == raw_calls
+        assert sum(m["role"] == "tool" for m in sim["messages"]) == sum(c.status in ("ok", "error") for c in episode.calls)
+
+
+def test_tau_bench_v1_sample_reads_its_entries():
+    """The shipped tau-bench v1 sample: one episode per entry with its reward, the policy in meta,
+    the tool calls of its messages in order."""
+    path = REPO / "examples" / "data" / "tau_bench_v1" / "gpt-4o-airline.sample.json"
+    raw = json.loads(path.read_text())
+    episodes = read_episodes(path)
+    assert [e.id for e in episodes] == [f"gpt-4o-airline.sample.json#[{i}]" for i in range(len(raw))]
+    assert [e.outcome for e in episodes] == [entry["reward"] for entry in raw]
+    for episode, entry in zip(episodes, raw):
+        assert "policy" in episode.meta and episode.events[0].kind == "user"
+        raw_calls = [c["function"]["name"] for m in entry["traj"] for c in (m.get("tool_calls") or [])]
+        assert [c.tool for c in episode.calls] == raw_calls
+        assert episode.meta["domain"] == "airline"
+
+
+def test_swe_agent_function_calling_sample():
+    """The shipped function-calling demonstration (history only): its five calls, ids, open file path."""
+    report = read_report(REPO / "examples" / "data" / "swe_agent")
+    by_name = {Path(e.source).name: e for e in report.episodes}
+    assert len(report.episodes) == 2 and all(e.outcome is None for e in report.episodes)
+    simple = by_name["demonstrations__function_calling_simple.traj"]
+    assert [c.tool for c in simple.calls] == ["find_file", "open", "edit", "bash", "submit"]
+    assert all(c.call_id and c.status == "ok" for c in simple.calls)
+    assert simple.calls[2].arguments["path"] == "tests/missing_colon.py"
 
 
 @needs_data
@@ -255,6 +304,36 @@ def test_message_turns_and_nameless_call(tmp_path):
     assert episode.events[3].status == "ok"
 
 
+def _numeric_name_call(tmp_path, fmt):
+    if fmt == "openai":
+        messages = [{"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "", "tool_calls": [_oa_call("1", "ok", "{}"), _oa_call("2", 5, "{}")]}]
+        return _write(tmp_path, "chat.jsonl", json.dumps({"messages": messages}) + "\n"), \
+            "line 1: messages[1].tool_calls[1]: field 'function.name'"
+    if fmt == "tau2":
+        sim = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "1", "name": "ok", "arguments": {}}, {"id": "2", "name": 5, "arguments": {}}]}]}
+        return _write(tmp_path, "r.json", {"simulations": [sim]}), \
+            "simulations[0].messages[1].tool_calls[1]: field 'name'"
+    history = [{"role": "user", "content": "fix it"}, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "1", "function": {"name": "ok", "arguments": "{}"}}, {"id": "2", "function": {"name": 5, "arguments": "{}"}}]}]
+    return _write(tmp_path, "x.traj", {"history": history, "trajectory": []}), \
+        "history[1].tool_calls[1]: field 'function.name'"
+
+
+@pytest.mark.parametrize("fmt", ["openai", "tau2", "swe_agent"])
+def test_a_numeric_tool_name_is_a_malformed_call_naming_record_and_field(tmp_path, fmt):
+    """`"name": 5` does not silently become a nameless call: the call is malformed (its neighbours are
+    kept), its problem names the record and the field, and the episode's meta lists it."""
+    path, where = _numeric_name_call(tmp_path, fmt)
+    (episode,) = read_episodes(path)
+    good, bad = episode.calls
+    assert (good.tool, good.status) == ("ok", "no_result")
+    assert (bad.tool, bad.status) == (None, "malformed")
+    assert bad.error_text == f"{where}: expected a tool name (text), got 5"
+    assert episode.meta["bad_tool_names"] == [bad.error_text]
+
+
 def test_tau2_user_requestor_calls(tmp_path):
     """Calls in a tau2 user message (telecom phone tools) are call events with requestor 'user'."""
     sim = {"task_id": "t", "trial": 0, "reward_info": {"reward": 1}, "messages": [
@@ -347,6 +426,69 @@ def test_detection_and_not_a_trajectory(tmp_path):
         read_paths([tmp_path / "missing"])
 
 
+SAMPLES = REPO / "examples" / "data"
+SAMPLE_FILES = {
+    "tau2": SAMPLES / "tau2_simulations" / "sierra_tau2-bench_prs" / "pr17_telecom_gpt-4o.sample.json",
+    "tau_bench_v1": SAMPLES / "tau_bench_v1" / "gpt-4o-airline.sample.json",
+    "swe_agent": SAMPLES / "swe_agent" / "demonstrations__function_calling_simple.traj",
+    "openai": EXAMPLES / "airline_chat.jsonl",
+}
+WRONG_FORMATS = [(real, given) for real in SAMPLE_FILES for given in SAMPLE_FILES if given != real]
+
+
+@pytest.mark.parametrize("real,given", WRONG_FORMATS, ids=[f"{r}-as-{g}" for r, g in WRONG_FORMATS])
+def test_a_wrong_format_is_an_error_saying_what_the_content_looks_like(real, given):
+    """`format=` that does not fit the content: a ReaderError naming the file and the format it
+    looks like -- never an empty episode or zero episodes (read_episodes and read_report alike)."""
+    path = SAMPLE_FILES[real]
+    with pytest.raises(ReaderError) as caught:
+        read_episodes(path, format=given)
+    message = str(caught.value)
+    assert message.startswith(str(path))
+    assert f"'{real}'" in message, message
+    report = read_report([path], format=given, keep_going=True)
+    assert report.episodes == () and len(report.errors) == 1
+
+
+def test_a_given_format_that_fits_still_reads():
+    """The right format= reads what detection reads."""
+    for fmt, path in SAMPLE_FILES.items():
+        assert [e.id for e in read_episodes(path, format=fmt)] == [e.id for e in read_episodes(path)]
+
+
+def test_a_given_format_on_a_non_trajectory_says_it_is_none(tmp_path):
+    """A tool manifest read as swe_agent: not an empty episode, but `not a trajectory of any format`."""
+    path = _write(tmp_path, "tools.json", {"domain": "airline", "toolkits": {}})
+    with pytest.raises(ReaderError, match=r"read as 'swe_agent' it holds no events; the content is not a "
+                                          r"trajectory of any format \(a JSON object"):
+        read_episodes(path, format="swe_agent")
+
+
+def test_a_file_named_twice_is_read_once(tmp_path):
+    """`runs/ runs/` and `runs/a.json runs/`: each file once, where it first comes (no double counting)."""
+    _write(tmp_path, "a.json", {"messages": [{"role": "user", "content": "a"}], "reward": 1})
+    _write(tmp_path, "b.json", {"messages": [{"role": "user", "content": "b"}], "reward": 0})
+    assert [e.id for e in read_paths([tmp_path, tmp_path])] == ["a.json", "b.json"]
+    assert [e.id for e in read_paths([tmp_path / "b.json", tmp_path])] == ["b.json", "a.json"]
+    assert read_report([tmp_path / "a.json", tmp_path / "." / "a.json"]).files == (str(tmp_path / "a.json"),)
+
+
+@pytest.mark.parametrize("reward", ["NaN", "Infinity", "-Infinity", '"1"', "true"])
+@pytest.mark.parametrize("fmt", ["openai", "tau2", "tau_bench_v1"])
+def test_a_reward_that_is_not_a_finite_number_names_the_record_and_field(tmp_path, fmt, reward):
+    """NaN (which JSON readers accept), infinities, text and booleans are not outcomes."""
+    messages = '[{"role": "user", "content": "hi"}]'
+    text, where = {
+        "openai": (f'{{"reward": {reward}, "messages": {messages}}}', "field 'reward'"),
+        "tau2": (f'{{"simulations": [{{"reward_info": {{"reward": {reward}}}, "messages": {messages}}}]}}',
+                 "simulations[0].reward_info: field 'reward'"),
+        "tau_bench_v1": (f'[{{"reward": {reward}, "traj": {messages}}}]', "[0]: field 'reward'"),
+    }[fmt]
+    path = _write(tmp_path, "r.json", text)
+    with pytest.raises(ReaderError, match=re.escape(where) + ": expected a finite number or null"):
+        read_episodes(path)
+
+
 # --- error signals ----------------------------------------------------------------------------
 
 
@@ -384,3 +526,13 @@ def test_keep_going_skips_one_bad_jsonl_line(tmp_path):
     assert len(report.errors) == 1 and "cut.jsonl:2:" in str(report.errors[0])
     with pytest.raises(ReaderError):
         read_report([str(path)])
+
+
+def test_a_compressed_trajectory_says_so(tmp_path):
+    """A gzip file (named .json or .json.gz): `not UTF-8 text ... it is gzip-compressed`."""
+    import gzip
+
+    path = tmp_path / "run.json"
+    path.write_bytes(gzip.compress(b'{"messages": []}'))
+    with pytest.raises(ReaderError, match=r"run.json: not UTF-8 text \(byte \d+\) -- it is gzip-compressed: decompress"):
+        read_episodes(path)

@@ -14,10 +14,10 @@ from rlvp_dsl.manifests import load_manifest
 from rlvp_dsl.regex import compile_regex
 from rlvp_dsl.testing import calls, episodes, events, regex_samples, vocabulary
 
-from conftest import DATA, REPO
+from conftest import REPO, data_path
 
 AIRLINE = REPO / "rules" / "tau2_airline.rlvp"
-MANIFEST = DATA / "tau2" / "airline" / "tools_manifest.json"
+MANIFEST = data_path("tau2/airline/tools_manifest.json")  # shipped in examples/data
 program = load_program(str(AIRLINE))
 
 
@@ -36,9 +36,8 @@ def _valid(episode, tool_params):
             assert e.kind in ("user", "assistant") and e.tool is None
 
 
-@pytest.mark.skipif(not MANIFEST.is_file(), reason="shared data not found")
 @settings(max_examples=40)
-@given(data=episodes(load_manifest(str(MANIFEST)) if MANIFEST.is_file() else program, rules=program))
+@given(data=episodes(load_manifest(str(MANIFEST)), rules=program))
 def test_episodes_over_the_tau2_manifest_are_valid(data):
     """Episodes over the tau2 airline manifest call its tools with its parameters only."""
     manifest = load_manifest(str(MANIFEST))
@@ -126,7 +125,7 @@ def test_core_library_imports_without_hypothesis():
     assert "pip install hypothesis" in out.stdout
 
 
-def test_the_docs_pytest_example_runs(tmp_path, shared_data):
+def test_the_docs_pytest_example_runs(tmp_path):
     """The pytest file shown in docs/testing-rules.md passes as written (run from the repo root)."""
     import re
 
