@@ -512,6 +512,7 @@ def test_an_output_never_overwrites_an_input(tmp_path):
         ("score", ["rules/tau2_airline.rlvp", chat, "--csv", chat], chat),
         ("score", ["rules/tau2_airline.rlvp", tmp_path, "--csv", chat], chat),
         ("score", [rules, chat, "--csv", rules], rules),
+        ("score", ["rules/tau2_airline.rlvp", chat, "--html", chat], chat),
         ("compile", [rules, "--emit-program", "-o", rules], rules),
         ("compile", ["--auto-from-tags", manifest, "-o", manifest], manifest),
     ]:
