@@ -4,14 +4,37 @@ The grammar is the data file ``grammars/rlvp.lark`` (shipped inside the wheel as
 ``rlvp_dsl/grammars/rlvp.lark``), built as an LALR(1) parser with ``strict=True`` so
 that any grammar conflict fails loudly.  Both the parser stage and the syntax-error
 module read it from here.
+
+Building the LALR tables takes about a quarter of a second, so the built parser is kept
+in the user's cache folder (``$XDG_CACHE_HOME/rlvp`` or ``~/.cache/rlvp``; the
+``RLVP_CACHE_DIR`` environment variable overrides it) under a name made from the hash of
+the grammar, the parser options and the lark and Python versions: a changed grammar or
+upgraded lark gets a new file, never a stale one.  The file is written atomically (a
+temporary file, then a rename); a folder that cannot be written, or a file that cannot be
+read back, only means the tables are built in memory as before.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.resources
+import os
+import sys
+import tempfile
+from pathlib import Path
 
+import lark
 from lark import Lark, Tree
+
+#: The options of the LALR parser (part of the cache key).
+PARSER_OPTIONS = {
+    "parser": "lalr",
+    "lexer": "contextual",
+    "strict": True,
+    "propagate_positions": True,
+    "maybe_placeholders": True,
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -20,17 +43,74 @@ def grammar_text() -> str:
     return importlib.resources.files("rlvp_dsl.grammars").joinpath("rlvp.lark").read_text(encoding="utf-8")
 
 
+def cache_dir() -> Path:
+    """Where the built parser is kept: ``$RLVP_CACHE_DIR``, else ``$XDG_CACHE_HOME/rlvp``,
+    else ``~/.cache/rlvp``."""
+    given = os.environ.get("RLVP_CACHE_DIR")
+    if given:
+        return Path(given)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rlvp"
+
+
+def cache_key(text: str) -> str:
+    """The hash naming the cached parser: grammar text, options, lark and Python versions."""
+    options = ",".join(f"{k}={v}" for k, v in sorted(PARSER_OPTIONS.items()))
+    seed = "\x00".join((text, options, lark.__version__, "%d.%d" % sys.version_info[:2]))
+    return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:24]
+
+
+def _cached_parser(path: Path) -> Lark | None:
+    """The parser saved at `path`, or None when there is none or it cannot be read back."""
+    try:
+        with open(path, "rb") as f:
+            return Lark.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception:  # a truncated or foreign file: rebuild, and overwrite it below
+        return None
+
+
+def _save_parser(parser: Lark, path: Path) -> None:
+    """Write the parser to `path` atomically; a folder that cannot be written is left alone."""
+    tmp = None
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "wb") as f:
+            parser.save(f)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError:
+        pass
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def build_parser() -> Lark:
+    """A freshly built LALR parser, no cache (raises lark.GrammarError on a grammar conflict)."""
+    return Lark(grammar_text(), **PARSER_OPTIONS)
+
+
 @functools.lru_cache(maxsize=1)
 def get_parser() -> Lark:
-    """The cached LALR parser (raises lark.GrammarError on a grammar conflict)."""
-    return Lark(
-        grammar_text(),
-        parser="lalr",
-        lexer="contextual",
-        strict=True,
-        propagate_positions=True,
-        maybe_placeholders=True,
-    )
+    """The LALR parser, built once per process, its tables loaded from the user's cache
+    folder when a parser of this exact grammar was saved there (see the module docstring).
+
+    Raises:
+        lark.GrammarError: a grammar conflict (only when the tables are built).
+    """
+    text = grammar_text()
+    path = cache_dir() / f"grammar-{cache_key(text)}.lark"
+    parser = _cached_parser(path)
+    if parser is None:
+        parser = build_parser()
+        _save_parser(parser, path)
+    return parser
 
 
 #: Words of the `test` blocks that never stand where a name could: they stay usable as names
