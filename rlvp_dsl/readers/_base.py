@@ -13,6 +13,11 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
+try:  # optional (the `fast` extra): about twice as fast as json on trajectory files
+    import orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None
+
 from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, USER, Episode, Event
 
 #: Longest error text kept on an event, in characters (the full output stays in ``result``).
@@ -63,6 +68,40 @@ def expected_got(expected: str, got: Any) -> str:
     return f"expected {expected}, got {shown}"
 
 
+def loads(text: str | bytes) -> Any:
+    """Parse JSON text: with orjson when it is installed, else with json -- the same values either way.
+
+    orjson refuses some text json accepts (``NaN``, integers beyond 64 bits, lone surrogates)
+    and phrases its errors differently, so anything orjson refuses goes to json: the value,
+    or the `json.JSONDecodeError` (its ``msg``, ``lineno``, ``colno``), is json's own.
+
+    Raises:
+        json.JSONDecodeError: the text is not valid JSON.
+    """
+    if orjson is not None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
+#: What `fast_loads_bytes` returns when it leaves the bytes to the exact path.
+NOT_PARSED = object()
+
+
+def fast_loads_bytes(data: bytes) -> Any:
+    """A file's bytes parsed by orjson (an optional UTF-8 BOM skipped) -- no decoding to text
+    first -- or `NOT_PARSED` when orjson is missing or refuses them: then the caller decodes
+    and parses with `load_json_text`, which names the problem exactly as before."""
+    if orjson is None:
+        return NOT_PARSED
+    try:
+        return orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+    except orjson.JSONDecodeError:
+        return NOT_PARSED
+
+
 def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
     """Parse JSON text, turning a syntax error into a :class:`ReaderError` with ``line:col``.
 
@@ -75,7 +114,7 @@ def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
         ReaderError: the text is not valid JSON.
     """
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         where = f"{file}:{exc.lineno + line_offset}:{exc.colno}"
         raise ReaderError(where, detail=f"invalid JSON: {json_problem(exc, text)}") from None
@@ -267,7 +306,7 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
     if not raw.strip():
         return {}, raw, ""
     try:
-        value = json.loads(raw)
+        value = loads(raw)
     except json.JSONDecodeError as exc:
         return {}, raw, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
     if not isinstance(value, dict):

@@ -19,7 +19,6 @@ The path ``-`` is standard input (named ``<stdin>`` in ids and messages), read o
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -29,7 +28,7 @@ import attrs
 
 from rlvp_dsl.events import Episode
 
-from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, load_json_text
+from ._base import NOT_PARSED, DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, fast_loads_bytes, load_json_text, loads
 from .openai_chat import read_openai_json, read_openai_jsonl
 from .swe_agent import read_swe_agent
 from .tau2 import read_tau2
@@ -114,18 +113,24 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
     return None, f"not a trajectory: a JSON {type(data).__name__}"
 
 
-def _read_text(path: Path, file: str) -> str:
+def _read_bytes(path: Path, file: str) -> bytes:
     try:
         if file == STDIN:
-            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
-        else:
-            data = path.read_bytes()
+            return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+        return path.read_bytes()
     except OSError as exc:
         raise ReaderError(_shown(file), detail=f"cannot read: {exc.strerror or exc}") from None
+
+
+def _decode(data: bytes, file: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start})") from None
+
+
+def _read_text(path: Path, file: str) -> str:
+    return _decode(_read_bytes(path, file), file)
 
 
 def _shown(file: str) -> str:
@@ -137,17 +142,22 @@ def _looks_like_jsonl(text: str) -> bool:
     for line in text.splitlines():
         if line.strip():
             try:
-                return isinstance(json.loads(line), (dict, list))
+                return isinstance(loads(line), (dict, list))
             except ValueError:
                 return False
     return False
 
 
 def _load(path: Path, file: str) -> tuple[str, Any, bool]:
-    """(text, parsed JSON or None, whether the text is JSONL)."""
-    text = _read_text(path, file)
+    """(text, parsed JSON or None, whether the text is JSONL); the text is ``""`` when orjson
+    parsed the bytes directly (only JSONL needs it)."""
+    data = _read_bytes(path, file)
     if path.suffix.lower() in JSONL_SUFFIXES and file != STDIN:
-        return text, None, True
+        return _decode(data, file), None, True
+    parsed = fast_loads_bytes(data)
+    if parsed is not NOT_PARSED:
+        return "", parsed, False
+    text = _decode(data, file)
     if not text.strip():
         raise ReaderError(_shown(file), detail="the file is empty (expected a trajectory: JSON or JSONL)")
     try:

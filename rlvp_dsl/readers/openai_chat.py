@@ -24,7 +24,7 @@ from typing import Any
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
 from .call_markers import marked_calls
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, load_json_text, message_text
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, load_json_text, loads, message_text
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -41,7 +41,7 @@ def tool_result(content: Any) -> tuple[str, list[Any]]:
         mcp = content
     elif isinstance(content, str) and content.lstrip().startswith("{") and '"isError"' in content:
         try:
-            value = json.loads(content)
+            value = loads(content)
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict) and isinstance(value.get("content"), list):
