@@ -11,6 +11,9 @@ loader and the printer sit beside them.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+
 from lark.exceptions import UnexpectedInput
 
 from . import ast
@@ -27,9 +30,25 @@ def parse(source: SourceFile) -> tuple[ast.RuleFile | None, list[Diagnostic]]:
     Returns:
         (the tree, or None on a syntax error; diagnostics).  Never raises for bad input.
     """
-    try:
-        tree = get_parser().parse(source.text)
-    except UnexpectedInput as exc:
-        return None, syntax_diagnostic(exc, source)
-    items, diagnostics = to_ast(tree, source)
+    with _collector_paused():
+        try:
+            tree = get_parser().parse(source.text)
+        except UnexpectedInput as exc:
+            return None, syntax_diagnostic(exc, source)
+        items, diagnostics = to_ast(tree, source)
     return ast.RuleFile(source.path, items), diagnostics
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Pause Python's cyclic garbage collector while a file is parsed.  The parse tree and the
+    syntax tree are millions of small objects and no garbage cycles: with the collector on,
+    each of its passes walks everything allocated so far, which made parsing superlinear
+    (10,000 rules: 11 s with it, 4.8 s without).  The previous state is restored after."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
