@@ -9,9 +9,10 @@ Building the LALR tables takes about a quarter of a second, so the built parser 
 in the user's cache folder (``$XDG_CACHE_HOME/rlvp`` or ``~/.cache/rlvp``; the
 ``RLVP_CACHE_DIR`` environment variable overrides it) under a name made from the hash of
 the grammar, the parser options and the lark and Python versions: a changed grammar or
-upgraded lark gets a new file, never a stale one.  The file is written atomically (a
-temporary file, then a rename); a folder that cannot be written, or a file that cannot be
-read back, only means the tables are built in memory as before.
+upgraded lark gets a new file, never a stale one (lark's ``cache=`` option, which also
+checks the hash written inside the file).  A new file is written atomically (a temporary
+file, then a rename); a folder that cannot be written, or a file that cannot be read back,
+only means the tables are built in memory as before.
 """
 
 from __future__ import annotations
@@ -60,35 +61,11 @@ def cache_key(text: str) -> str:
     return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:24]
 
 
-def _cached_parser(path: Path) -> Lark | None:
-    """The parser saved at `path`, or None when there is none or it cannot be read back."""
-    try:
-        with open(path, "rb") as f:
-            return Lark.load(f)
-    except FileNotFoundError:
-        return None
-    except Exception:  # a truncated or foreign file: rebuild, and overwrite it below
-        return None
-
-
-def _save_parser(parser: Lark, path: Path) -> None:
-    """Write the parser to `path` atomically; a folder that cannot be written is left alone."""
-    tmp = None
-    try:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            parser.save(f)
-        os.replace(tmp, path)
-        tmp = None
-    except OSError:
-        pass
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+def _with_cache(path: Path) -> Lark:
+    """The parser through lark's own cache file at `path` (``cache_grammar``: the analysed grammar
+    is kept too, so tools that need ``Lark.grammar`` -- hypothesis's ``from_lark`` -- work on a
+    loaded parser).  Lark checks the hash written in the file and rebuilds on any mismatch."""
+    return Lark(grammar_text(), cache=str(path), cache_grammar=True, **PARSER_OPTIONS)
 
 
 def build_parser() -> Lark:
@@ -104,13 +81,26 @@ def get_parser() -> Lark:
     Raises:
         lark.GrammarError: a grammar conflict (only when the tables are built).
     """
-    text = grammar_text()
-    path = cache_dir() / f"grammar-{cache_key(text)}.lark"
-    parser = _cached_parser(path)
-    if parser is None:
-        parser = build_parser()
-        _save_parser(parser, path)
-    return parser
+    path = cache_dir() / f"grammar-{cache_key(grammar_text())}.lark"
+    if path.is_file():
+        return _with_cache(path)
+    try:  # build into a temporary file beside it, then rename: a reader never sees half a file
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError:  # no cache folder to be had: build in memory
+        return build_parser()
+    try:
+        parser = _with_cache(Path(tmp))  # the empty file holds no hash: lark builds and saves there
+        if os.path.getsize(tmp):
+            os.replace(tmp, path)
+        return parser
+    finally:
+        if os.path.exists(tmp):
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 #: Words of the `test` blocks that never stand where a name could: they stay usable as names

@@ -176,6 +176,7 @@ def test_cached_parser_is_saved_then_loaded_and_parses_alike(monkeypatch, tmp_pa
     assert [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_loaded.iter_subtrees()] == \
         [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_built.iter_subtrees()]
     assert sorted(t.name for t in loaded.terminals) == sorted(t.name for t in built.terminals)
+    assert loaded.grammar is not None  # kept in the cache: hypothesis's from_lark needs it
 
 
 def test_unwritable_cache_folder_falls_back_to_building(monkeypatch, tmp_path):
