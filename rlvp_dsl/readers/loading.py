@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from rlvp_dsl.events import Episode
+from rlvp_dsl.gcpause import collector_paused
 
 from ._base import NOT_PARSED, DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, fast_loads_bytes, load_json_text, loads
 from .openai_chat import read_openai_json, read_openai_jsonl
@@ -205,13 +206,14 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, er
     _check_format(format)
     file = os.fspath(path)
     real = Path(file)
-    text, data, jsonl = _load(real, file)
-    fmt = format
-    if fmt is None:
-        fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+    with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
+        text, data, jsonl = _load(real, file)
+        fmt = format
         if fmt is None:
-            raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
-    return _read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl)
+            fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+            if fmt is None:
+                raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
+        return _read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl)
 
 
 def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -259,15 +261,16 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     for path in _walk(paths):
         file = os.fspath(path)
         try:
-            text, data, jsonl = _load(path, file)
-            fmt = format
-            if fmt is None:
-                fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+            with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
+                text, data, jsonl = _load(path, file)
+                fmt = format
                 if fmt is None:
-                    skipped.append(SkippedFile(_shown(file), reason))
-                    continue
-            episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal,
-                                         line_errors=errors if keep_going else None, jsonl=jsonl))
+                    fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+                    if fmt is None:
+                        skipped.append(SkippedFile(_shown(file), reason))
+                        continue
+                episodes.extend(_read_loaded(path, file, text, data, fmt, error_signal,
+                                             line_errors=errors if keep_going else None, jsonl=jsonl))
         except ReaderError as exc:
             if not keep_going:
                 raise
