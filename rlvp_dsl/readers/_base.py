@@ -26,6 +26,8 @@ ERROR_TEXT_LIMIT = 2000
 
 #: The tag of calls made by the user side of a dual-control episode (tau2 telecom).
 USER_SIDE_TAG = "user_side"
+_USER_SIDE_TAGS = frozenset({USER_SIDE_TAG})
+_NO_TAGS: frozenset[str] = frozenset()
 
 
 class ReaderError(Exception):
@@ -360,7 +362,7 @@ class EpisodeBuilder:
         if kind not in (USER, ASSISTANT):
             raise ValueError(f"message kind must be user or assistant, got {kind!r}")
         if (text and text.strip()) or signals:
-            self._items.append((kind, text, self._message, dict(signals or {})))
+            self._items.append((kind, text, self._message, dict(signals) if signals else {}))
 
     def call(
         self,
@@ -422,8 +424,11 @@ class EpisodeBuilder:
         """
         if isinstance(call_id, str) and call_id:
             # by id; else the oldest call that has no id -- never a call with another id
-            slot = next((s for s in self._pending if s.call_id == call_id), None) or next(
-                (s for s in self._pending if s.call_id is None), None)
+            if self._pending and self._pending[0].call_id == call_id:  # results in call order: no scan
+                slot = self._pending[0]
+            else:
+                slot = next((s for s in self._pending if s.call_id == call_id), None) or next(
+                    (s for s in self._pending if s.call_id is None), None)
         else:
             slot = self._pending[0] if self._pending else None
         if slot is None:
@@ -468,7 +473,7 @@ class EpisodeBuilder:
                     requestor=item.requestor,
                     # calls the user (simulator) makes -- tau2 telecom's phone tools -- carry the
                     # tag `user_side`, so rules can leave them out: `call not tag user_side`
-                    tags=frozenset({USER_SIDE_TAG}) if item.requestor == "user" else frozenset(),
+                    tags=_USER_SIDE_TAGS if item.requestor == "user" else _NO_TAGS,
                     message=item.message,
                     signals=item.signals,
                 )

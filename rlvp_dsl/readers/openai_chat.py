@@ -85,9 +85,10 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
     if not isinstance(messages, list):
         raise ReaderError(file, record, field, expected_got("a list of messages", messages))
     meta: dict[str, Any] = {}
+    prefix = f"{record}{_sep(record)}{field}"
     for position, message in enumerate(messages):
         builder.begin_message()
-        where = f"{record}{_sep(record)}{field}[{position}]"
+        where = f"{prefix}[{position}]"
         if not isinstance(message, dict):
             raise ReaderError(file, where, detail=expected_got("a message object", message))
         role = message.get("role")
