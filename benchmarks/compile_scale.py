@@ -14,7 +14,8 @@ subprocess (so one run's peak memory never hides in another's):
     python benchmarks/compile_scale.py --sizes 1000 2000 --kinds identical --lints on
     python benchmarks/compile_scale.py --src ../old-checkout --timeout 120 --max-mb 8000   # another checkout
 
-Columns: seconds to read and parse, to check, to lint, to compile, their total; the peak resident
+Columns: seconds to read and parse, to check, to lint, to compile, their total, and the CPU
+seconds of those stages (on a shared machine the clock runs ahead of the CPU); the peak resident
 memory of the subprocess (``ru_maxrss``) and what it held before the rule file was built (the
 interpreter, lark and the parser); the number of diagnostics.  A run past --timeout or --max-mb
 (an address-space limit) is reported as such.  The last lines check the goal of issue 12: every
@@ -74,6 +75,7 @@ def measure(kind: str, n: int, lints: bool = True) -> dict:
     get_parser()  # built once per process; not part of compiling a file
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     text = rule_text(kind, n)
+    c0 = time.process_time()
     t0 = time.perf_counter()
     files, _, diagnostics = load_files(f"{kind}_{n}.rlvp", text=text)
     t1 = time.perf_counter()
@@ -89,10 +91,11 @@ def measure(kind: str, n: int, lints: bool = True) -> dict:
     if ruleset is not None and not has_errors(diagnostics):
         compile_ruleset(ruleset)
     t4 = time.perf_counter()
+    cpu = time.process_time() - c0
     codes: dict[str, int] = {}
     for d in diagnostics:
         codes[d.code] = codes.get(d.code, 0) + 1
-    return {"parse": t1 - t0, "check": t2 - t1, "lint": t3 - t2, "compile": t4 - t3, "total": t4 - t0,
+    return {"parse": t1 - t0, "check": t2 - t1, "lint": t3 - t2, "compile": t4 - t3, "total": t4 - t0, "cpu": cpu,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "before_mb": before,
             "codes": codes}
 
@@ -115,7 +118,7 @@ def run_one(kind: str, n: int, src: str, timeout: float, max_mb: int | None, lin
 
 def table(rows: list[tuple[str, int, bool, dict]]) -> str:
     head = (f"{'shape':<10} {'rules':>6} {'lints':>5} {'parse s':>8} {'check s':>8} {'lint s':>8} {'compile s':>9} "
-            f"{'total s':>8} {'peak MB':>8} {'base MB':>8}  diagnostics")
+            f"{'total s':>8} {'cpu s':>6} {'peak MB':>8} {'base MB':>8}  diagnostics")
     out = [head, "-" * len(head)]
     for kind, n, lints, r in rows:
         on = "on" if lints else "off"
@@ -124,7 +127,7 @@ def table(rows: list[tuple[str, int, bool, dict]]) -> str:
             continue
         codes = ", ".join(f"{c} x{k}" for c, k in sorted(r["codes"].items())) or "none"
         out.append(f"{kind:<10} {n:>6} {on:>5} {r['parse']:>8.2f} {r['check']:>8.2f} {r['lint']:>8.2f} "
-                   f"{r['compile']:>9.2f} {r['total']:>8.2f} {r['peak_mb']:>8.0f} {r['before_mb']:>8.0f}  {codes}")
+                   f"{r['compile']:>9.2f} {r['total']:>8.2f} {r['cpu']:>6.2f} {r['peak_mb']:>8.0f} {r['before_mb']:>8.0f}  {codes}")
     return "\n".join(out)
 
 
@@ -143,8 +146,10 @@ def goal_lines(rows: list[tuple[str, int, bool, dict]]) -> list[str]:
         if r["peak_mb"] >= GOAL_MB:
             misses.append(f"{r['peak_mb']:.0f} MB is {r['peak_mb'] / GOAL_MB:.2f}x the {GOAL_MB} MB")
         verdict = "missed: " + "; ".join(misses) if misses else "met"
+        if misses and r["cpu"] < GOAL_S and r["peak_mb"] < GOAL_MB:
+            verdict += f" (on the clock only: the process used {r['cpu']:.1f} s of CPU -- the machine is shared)"
         out.append(f"goal ({kind}, {n:,} rules, lints on, < {GOAL_S:g} s and < {GOAL_MB} MB): "
-                   f"{r['total']:.2f} s, {r['peak_mb']:.0f} MB -- {verdict}")
+                   f"{r['total']:.2f} s, {r['cpu']:.2f} s CPU, {r['peak_mb']:.0f} MB -- {verdict}")
     return out
 
 
