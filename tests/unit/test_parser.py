@@ -172,7 +172,7 @@ def test_cached_parser_is_saved_then_loaded_and_parses_alike(monkeypatch, tmp_pa
     assert loaded is not built
     text = STOCK_RULES + "tool a : read target x\n"
     tree_loaded, tree_built = loaded.parse(text), grammar.build_parser().parse(text)
-    assert tree_loaded == tree_built
+    assert tree_loaded == tree_built == built.parse(text)
     assert [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_loaded.iter_subtrees()] == \
         [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_built.iter_subtrees()]
     assert sorted(t.name for t in loaded.terminals) == sorted(t.name for t in built.terminals)
