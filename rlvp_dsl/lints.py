@@ -24,9 +24,10 @@ RV302  double counting: two rules that credit the same event for the same reason
        ``open``, ``discharge`` and ``same``, and two progress rules on one signal in
        one direction.  ``repeat_error`` beside an ``errored_call`` violation is not
        double counting: their conditions differ (a repeat of a failure, a failure).
-       Linear in the number of rules: a violation is reported once when it equals an
-       earlier one (naming the first) and once when it narrows others (naming the
-       first, counting the rest); no pair of rules is enumerated.
+       Linear in the number of rules, and a group is reported once: rules with equal
+       conditions get one warning (naming the first, counting the rest), a group that
+       narrows others one more (naming the first broader rule, counting the rest); no
+       pair of rules is enumerated.
 RV303  an obligation whose discharge is implied by its open: every event satisfying
        ``open`` also satisfies ``discharge``.  A discharging event never opens, so the
        obligation can never open (or opens only on malformed / unanswered calls, which
@@ -240,8 +241,11 @@ class _Linter:
         rule narrows are its own less some of its scope conjuncts, looked up by key (`_broader`), so
         no pair of rules is ever enumerated.  A rule is reported at most twice -- once when its
         condition equals an earlier rule's (naming the first such rule), once when it narrows other
-        rules (naming the first of them and counting the rest) -- so 10,000 equal rules give 9,999
-        warnings, not 50 million pairs."""
+        rules (naming the first of them and counting the rest).  A group of equal rules is reported
+        once: two equal rules give one warning on the second, naming the first; three or more give
+        one warning on the second rule naming the first and counting the rest -- so 10,000 equal
+        rules give one warning, not 9,999 (or 50 million pairs).  A group that narrows other rules is
+        likewise reported once, on its first rule."""
         out = []
         # conjunct-key set -> rules with exactly that condition, in source order
         by_keys: dict[frozenset, list[tuple[int, ViolationRule]]] = {}
@@ -257,27 +261,42 @@ class _Linter:
                 kind_only[keys] = all(_kind_only(j) for j in conj.values())
             by_keys[keys].append((index, r))
         for keys, group in by_keys.items():
-            first = group[0][1]
-            for _, b in group[1:]:
-                out.append(_warn(
-                    "RV302", f"rule '{b.name}' fires on exactly the events rule '{first.name}' fires on (their "
-                    f"conditions are equal): each such event is penalised twice for one reason "
-                    f"({first.span.location})", b.span,
-                    f"merge them into one rule with weight {first.weight + b.weight:g}, or remove one"))
+            if len(group) > 1:
+                out.append(self._equal_group([r for _, r in group]))
             broader = [by_keys[k] for k in self._broader(keys, scope_of[keys], by_keys) if not kind_only[k]]
             if not broader:
                 continue
             broad = min((rules[0] for rules in broader), key=lambda pair: pair[0])[1]  # the first in source order
             more = sum(len(rules) for rules in broader) - 1
             also = f" and {more} other rule{'s' if more != 1 else ''} with a broader condition" if more else ""
-            for _, narrow in group:
-                out.append(_warn(
-                    "RV302", f"every event that fires rule '{narrow.name}' also fires rule '{broad.name}' "
-                    f"({broad.span.location}){also}: '{narrow.name}' only narrows its condition to some tools or "
-                    "statuses, so such an event is penalised twice for one reason", narrow.span,
-                    f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
-                    f"'{broad.name}' with `unless`"))
+            narrow = group[0][1]
+            alike = len(group) - 1
+            same = (f" (and the {alike} other rule{'s' if alike != 1 else ''} with its condition)" if alike else "")
+            out.append(_warn(
+                "RV302", f"every event that fires rule '{narrow.name}'{same} also fires rule '{broad.name}' "
+                f"({broad.span.location}){also}: '{narrow.name}' only narrows its condition to some tools or "
+                "statuses, so such an event is penalised twice for one reason", narrow.span,
+                f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
+                f"'{broad.name}' with `unless`"))
         return out
+
+    @staticmethod
+    def _equal_group(group: list[ViolationRule]) -> Diagnostic:
+        """The one RV302 of rules whose conditions are equal (in source order, two or more), on the second."""
+        first, second = group[0], group[1]
+        total = sum(r.weight for r in group)
+        if len(group) == 2:
+            return _warn(
+                "RV302", f"rule '{second.name}' fires on exactly the events rule '{first.name}' fires on (their "
+                f"conditions are equal): each such event is penalised twice for one reason "
+                f"({first.span.location})", second.span,
+                f"merge them into one rule with weight {total:g}, or remove one")
+        rest = len(group) - 2
+        return _warn(
+            "RV302", f"rule '{second.name}' and {rest} other rule{'s' if rest != 1 else ''} fire on exactly the "
+            f"events rule '{first.name}' fires on (their conditions are equal): each such event is penalised "
+            f"{len(group)} times for one reason ({first.span.location})", second.span,
+            f"merge the {len(group)} rules into one rule with weight {total:g}, or keep one")
 
     @staticmethod
     def _broader(keys: frozenset, scope: frozenset, by_keys: dict) -> list[frozenset]:
@@ -295,32 +314,44 @@ class _Linter:
                 found.append(smaller)
         return found
 
-    def _same_obligations(self, rules) -> list[Diagnostic]:
-        out, first = [], {}
+    @staticmethod
+    def _groups(rules, kind: type, key) -> list[list]:
+        """Rules of `kind` grouped by `key(rule)`, groups of two or more, in source order."""
+        by_key: dict[Any, list] = {}
         for r in rules:
-            if isinstance(r, ObligationRule):
-                key = _key([self.normal(r.open), self.normal(r.discharge), binding_to_json(r.same)])
-                if key in first:
-                    a = first[key]
-                    out.append(_warn(
-                        "RV302", f"obligation '{r.name}' opens and discharges on exactly the events obligation "
-                        f"'{a.name}' does ({a.span.location}): each discharge is paid twice", r.span,
-                        "merge them into one obligation"))
-                first.setdefault(key, r)
+            if isinstance(r, kind):
+                by_key.setdefault(key(r), []).append(r)
+        return [group for group in by_key.values() if len(group) > 1]
+
+    @staticmethod
+    def _others(group: list) -> str:
+        """`` (and N other rules like it)`` for a group of three or more, else nothing."""
+        rest = len(group) - 2
+        return f" (and {rest} other rule{'s' if rest != 1 else ''} like it)" if rest else ""
+
+    def _same_obligations(self, rules) -> list[Diagnostic]:
+        """RV302 for obligations: one warning per group with equal open, discharge and same (on its second)."""
+        out = []
+        key = lambda r: _key([self.normal(r.open), self.normal(r.discharge), binding_to_json(r.same)])  # noqa: E731
+        for group in self._groups(rules, ObligationRule, key):
+            a, r = group[0], group[1]
+            out.append(_warn(
+                "RV302", f"obligation '{r.name}'{self._others(group)} opens and discharges on exactly the events "
+                f"obligation '{a.name}' does ({a.span.location}): each discharge is paid "
+                f"{'twice' if len(group) == 2 else f'{len(group)} times'}", r.span,
+                "merge them into one obligation"))
         return out
 
     def _same_progress(self, rules) -> list[Diagnostic]:
-        out, first = [], {}
-        for r in rules:
-            if isinstance(r, ProgressRule):
-                key = (r.signal, r.direction)
-                if key in first:
-                    a = first[key]
-                    out.append(_warn(
-                        "RV302", f"progress '{r.name}' tracks signal '{r.signal}' {r.direction}, as progress "
-                        f"'{a.name}' does ({a.span.location}): each new best is paid twice", r.span,
-                        "merge them into one progress rule"))
-                first.setdefault(key, r)
+        """RV302 for progress rules: one warning per group on one signal in one direction (on its second)."""
+        out = []
+        for group in self._groups(rules, ProgressRule, lambda r: (r.signal, r.direction)):
+            a, r = group[0], group[1]
+            out.append(_warn(
+                "RV302", f"progress '{r.name}'{self._others(group)} tracks signal '{r.signal}' {r.direction}, "
+                f"as progress '{a.name}' does ({a.span.location}): each new best is paid "
+                f"{'twice' if len(group) == 2 else f'{len(group)} times'}", r.span,
+                "merge them into one progress rule"))
         return out
 
     # ---- RV303 ---------------------------------------------------------------

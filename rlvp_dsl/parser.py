@@ -15,6 +15,7 @@ from lark.exceptions import UnexpectedInput
 
 from . import ast
 from .diagnostics import Diagnostic
+from .gcpause import collector_paused
 from .source import SourceFile
 from .syntax.errors import syntax_diagnostic
 from .syntax.grammar import get_parser
@@ -27,9 +28,11 @@ def parse(source: SourceFile) -> tuple[ast.RuleFile | None, list[Diagnostic]]:
     Returns:
         (the tree, or None on a syntax error; diagnostics).  Never raises for bad input.
     """
-    try:
-        tree = get_parser().parse(source.text)
-    except UnexpectedInput as exc:
-        return None, syntax_diagnostic(exc, source)
-    items, diagnostics = to_ast(tree, source)
+    with collector_paused():  # the trees are acyclic: see rlvp_dsl.gcpause
+        try:
+            tree = get_parser().parse(source.text)
+        except UnexpectedInput as exc:
+            return None, syntax_diagnostic(exc, source)
+        items, diagnostics = to_ast(tree, source)
     return ast.RuleFile(source.path, items), diagnostics
+

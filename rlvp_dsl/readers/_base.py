@@ -14,6 +14,11 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
+try:  # optional (the `fast` extra): about twice as fast as json on trajectory files
+    import orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None
+
 from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, USER, Episode, Event
 
 #: Longest error text kept on an event, in characters (the full output stays in ``result``).
@@ -22,6 +27,8 @@ ERROR_TEXT_LIMIT = 2000
 
 #: The tag of calls made by the user side of a dual-control episode (tau2 telecom).
 USER_SIDE_TAG = "user_side"
+_USER_SIDE_TAGS = frozenset({USER_SIDE_TAG})
+_NO_TAGS: frozenset[str] = frozenset()
 
 
 class ReaderError(Exception):
@@ -72,6 +79,40 @@ def is_reward(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
+def loads(text: str | bytes) -> Any:
+    """Parse JSON text: with orjson when it is installed, else with json -- the same values either way.
+
+    orjson refuses some text json accepts (``NaN``, integers beyond 64 bits, lone surrogates)
+    and phrases its errors differently, so anything orjson refuses goes to json: the value,
+    or the `json.JSONDecodeError` (its ``msg``, ``lineno``, ``colno``), is json's own.
+
+    Raises:
+        json.JSONDecodeError: the text is not valid JSON.
+    """
+    if orjson is not None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
+#: What `fast_loads_bytes` returns when it leaves the bytes to the exact path.
+NOT_PARSED = object()
+
+
+def fast_loads_bytes(data: bytes) -> Any:
+    """A file's bytes parsed by orjson (an optional UTF-8 BOM skipped) -- no decoding to text
+    first -- or `NOT_PARSED` when orjson is missing or refuses them: then the caller decodes
+    and parses with `load_json_text`, which names the problem exactly as before."""
+    if orjson is None:
+        return NOT_PARSED
+    try:
+        return orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
+    except orjson.JSONDecodeError:
+        return NOT_PARSED
+
+
 def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
     """Parse JSON text, turning a syntax error into a :class:`ReaderError` with ``line:col``.
 
@@ -84,7 +125,7 @@ def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
         ReaderError: the text is not valid JSON.
     """
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as exc:
         where = f"{file}:{exc.lineno + line_offset}:{exc.colno}"
         raise ReaderError(where, detail=f"invalid JSON: {json_problem(exc, text)}") from None
@@ -276,7 +317,7 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
     if not raw.strip():
         return {}, raw, ""
     try:
-        value = json.loads(raw)
+        value = loads(raw)
     except json.JSONDecodeError as exc:
         return {}, raw, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
     if not isinstance(value, dict):
@@ -332,7 +373,7 @@ class EpisodeBuilder:
         if kind not in (USER, ASSISTANT):
             raise ValueError(f"message kind must be user or assistant, got {kind!r}")
         if (text and text.strip()) or signals:
-            self._items.append((kind, text, self._message, dict(signals or {})))
+            self._items.append((kind, text, self._message, dict(signals) if signals else {}))
 
     def call(
         self,
@@ -404,8 +445,11 @@ class EpisodeBuilder:
         """
         if isinstance(call_id, str) and call_id:
             # by id; else the oldest call that has no id -- never a call with another id
-            slot = next((s for s in self._pending if s.call_id == call_id), None) or next(
-                (s for s in self._pending if s.call_id is None), None)
+            if self._pending and self._pending[0].call_id == call_id:  # results in call order: no scan
+                slot = self._pending[0]
+            else:
+                slot = next((s for s in self._pending if s.call_id == call_id), None) or next(
+                    (s for s in self._pending if s.call_id is None), None)
         else:
             slot = self._pending[0] if self._pending else None
         if slot is None:
@@ -450,7 +494,7 @@ class EpisodeBuilder:
                     requestor=item.requestor,
                     # calls the user (simulator) makes -- tau2 telecom's phone tools -- carry the
                     # tag `user_side`, so rules can leave them out: `call not tag user_side`
-                    tags=frozenset({USER_SIDE_TAG}) if item.requestor == "user" else frozenset(),
+                    tags=_USER_SIDE_TAGS if item.requestor == "user" else _NO_TAGS,
                     message=item.message,
                     signals=item.signals,
                 )

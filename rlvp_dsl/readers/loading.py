@@ -23,7 +23,6 @@ The path ``-`` is standard input (named ``<stdin>`` in ids and messages), read o
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -32,8 +31,9 @@ from typing import Any, Callable, Iterable
 import attrs
 
 from rlvp_dsl.events import Episode
+from rlvp_dsl.gcpause import collector_paused
 
-from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, load_json_text
+from ._base import NOT_PARSED, DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, fast_loads_bytes, load_json_text, loads
 from .openai_chat import read_openai_json, read_openai_jsonl
 from .swe_agent import read_swe_agent
 from .tau2 import read_tau2
@@ -118,20 +118,26 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
     return None, f"not a trajectory: a JSON {type(data).__name__}"
 
 
-def _read_text(path: Path, file: str) -> str:
+def _read_bytes(path: Path, file: str) -> bytes:
     try:
         if file == STDIN:
-            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
-        else:
-            data = path.read_bytes()
+            return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+        return path.read_bytes()
     except OSError as exc:
         raise ReaderError(_shown(file), detail=f"cannot read: {exc.strerror or exc}") from None
+
+
+def _decode(data: bytes, file: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         packed = {b"\x1f\x8b": "gzip", b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz"}.get(data[:2])
         hint = f" -- it is {packed}-compressed: decompress it first" if packed else ""
         raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start}){hint}") from None
+
+
+def _read_text(path: Path, file: str) -> str:
+    return _decode(_read_bytes(path, file), file)
 
 
 def _shown(file: str) -> str:
@@ -143,17 +149,22 @@ def _looks_like_jsonl(text: str) -> bool:
     for line in text.splitlines():
         if line.strip():
             try:
-                return isinstance(json.loads(line), (dict, list))
+                return isinstance(loads(line), (dict, list))
             except ValueError:
                 return False
     return False
 
 
 def _load(path: Path, file: str) -> tuple[str, Any, bool]:
-    """(text, parsed JSON or None, whether the text is JSONL)."""
-    text = _read_text(path, file)
+    """(text, parsed JSON or None, whether the text is JSONL); the text is ``""`` when orjson
+    parsed the bytes directly (only JSONL needs it)."""
+    data = _read_bytes(path, file)
     if path.suffix.lower() in JSONL_SUFFIXES and file != STDIN:
-        return text, None, True
+        return _decode(data, file), None, True
+    parsed = fast_loads_bytes(data)
+    if parsed is not NOT_PARSED:
+        return "", parsed, False
+    text = _decode(data, file)
     if not text.strip():
         raise ReaderError(_shown(file), detail="the file is empty (expected a trajectory: JSON or JSONL)")
     try:
@@ -222,13 +233,14 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, er
     _check_format(format)
     file = os.fspath(path)
     real = Path(file)
-    text, data, jsonl = _load(real, file)
-    if format is not None:
-        return _read_given(real, file, text, data, format, error_signal, jsonl=jsonl)
-    fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
-    if fmt is None:
-        raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
-    return _read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl)
+    with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
+        text, data, jsonl = _load(real, file)
+        if format is not None:
+            return _read_given(real, file, text, data, format, error_signal, jsonl=jsonl)
+        fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+        if fmt is None:
+            raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
+        return _read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl)
 
 
 def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -284,16 +296,17 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     for path in _walk(paths):
         file = os.fspath(path)
         try:
-            text, data, jsonl = _load(path, file)
-            fmt = format
-            if fmt is None:
-                fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+            with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
+                text, data, jsonl = _load(path, file)
+                fmt = format
                 if fmt is None:
-                    skipped.append(SkippedFile(_shown(file), reason))
-                    continue
-            read = _read_given if format is not None else _read_loaded
-            episodes.extend(read(path, file, text, data, fmt, error_signal,
-                                 line_errors=errors if keep_going else None, jsonl=jsonl))
+                    fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+                    if fmt is None:
+                        skipped.append(SkippedFile(_shown(file), reason))
+                        continue
+                read = _read_given if format is not None else _read_loaded
+                episodes.extend(read(path, file, text, data, fmt, error_signal,
+                                     line_errors=errors if keep_going else None, jsonl=jsonl))
         except ReaderError as exc:
             if not keep_going:
                 raise

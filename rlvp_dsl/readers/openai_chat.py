@@ -24,7 +24,8 @@ from typing import Any
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
 from .call_markers import marked_calls
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, load_json_text, message_text
+from ._base import (EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, load_json_text, loads,
+                    message_text)
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -41,7 +42,7 @@ def tool_result(content: Any) -> tuple[str, list[Any]]:
         mcp = content
     elif isinstance(content, str) and content.lstrip().startswith("{") and '"isError"' in content:
         try:
-            value = json.loads(content)
+            value = loads(content)
         except json.JSONDecodeError:
             value = None
         if isinstance(value, dict) and isinstance(value.get("content"), list):
@@ -86,9 +87,10 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
     if not isinstance(messages, list):
         raise ReaderError(file, record, field, expected_got("a list of messages", messages))
     meta: dict[str, Any] = {}
+    prefix = f"{record}{_sep(record)}{field}"
     for position, message in enumerate(messages):
         builder.begin_message()
-        where = f"{record}{_sep(record)}{field}[{position}]"
+        where = f"{prefix}[{position}]"
         if not isinstance(message, dict):
             raise ReaderError(file, where, detail=expected_got("a message object", message))
         role = message.get("role")

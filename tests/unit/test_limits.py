@@ -146,13 +146,42 @@ def test_the_item_scan_agrees_with_the_parser():
     assert checked > 20
 
 
-def test_lints_of_many_equal_rules_are_linear():
-    """3,000 rules with one condition: 2,999 RV302 warnings, each naming the first rule (not 4.5 million pairs)."""
+def test_lints_of_many_equal_rules_report_the_group_once():
+    """3,000 rules with one condition: one RV302 warning for the group, on the second rule, naming the
+    first and counting the rest (not 2,999 warnings, nor 4.5 million pairs)."""
     text = HEAD + "".join(f"violation v{i} (-0.0001) {{ on call a error }}\n" for i in range(3000))
     result = check_text(text, "eq.rlvp", lints=True)
     double = [d for d in result.diagnostics if d.code == "RV302"]
-    assert len(double) == 2999
-    assert all("rule 'v0' fires on" in d.message for d in double)
+    assert [d.message.split(" (")[0] for d in double] == [
+        "rule 'v1' and 2998 other rules fire on exactly the events rule 'v0' fires on"]
+    assert "penalised 3000 times" in double[0].message
+    assert double[0].help == "merge the 3000 rules into one rule with weight -0.3, or keep one"
+    assert double[0].span.line == HEAD.count("\n") + 2
+
+
+def test_equal_obligations_and_progress_rules_are_reported_once_per_group():
+    body = "{ open on call a discharge on assistant deadline at end }"
+    obligations = "".join(f"obligation o{i} (+0.1, expire -0.1) {body}\n" for i in range(4))
+    progress = "".join(f"progress p{i} (+0.1) {{ signal g decreasing }}\n" for i in range(3))
+    result = check_text(HEAD + obligations + progress, "g.rlvp", lints=True)
+    double = sorted(d.message for d in result.diagnostics if d.code == "RV302")
+    assert len(double) == 2
+    assert double[0].startswith("obligation 'o1' (and 2 other rules like it) opens and discharges on exactly the "
+                                "events obligation 'o0' does") and double[0].endswith("paid 4 times")
+    assert double[1].startswith("progress 'p1' (and 1 other rule like it) tracks signal 'g' decreasing, as "
+                                "progress 'p0' does") and double[1].endswith("paid 3 times")
+
+
+def test_equal_narrower_rules_are_reported_once_as_a_group():
+    text = HEAD + "violation broad (-0.1) { on call error }\n"
+    text += "".join(f"violation narrow{i} (-0.1) {{ on call a error }}\n" for i in range(3))
+    result = check_text(text, "n.rlvp", lints=True)
+    messages = [d.message for d in result.diagnostics if d.code == "RV302"]
+    assert len(messages) == 2
+    assert any(m.startswith("every event that fires rule 'narrow0' (and the 2 other rules with its condition) "
+                            "also fires rule 'broad'") for m in messages)
+    assert any(m.startswith("rule 'narrow1' and 1 other rule fire on exactly the events rule 'narrow0'")
+               for m in messages)
 
 
 def test_a_narrower_rule_is_reported_once_naming_the_first_broader_rule():

@@ -181,3 +181,65 @@ def test_a_keyword_glued_to_a_name_is_an_error_but_a_name_starting_with_one_is_n
         "RV101", "'callx' reads as 'call' followed by the name 'x'", 23, 28)
     assert diags("tool call_log : read\nviolation v (-1) { on call call_log }") == []
     assert diags("tool opener : read\nobligation o (1, expire -1) { open on call opener discharge on call }") == []
+
+
+# ---- the cached parser tables (syntax/grammar.py) ---------------------------------------
+
+STOCK_RULES = "violation v (-0.1) { on call error }\nrepeat_error (-0.3)\n"
+
+
+def _cache_file(folder):
+    from rlvp_dsl.syntax import grammar
+
+    return folder / f"grammar-{grammar.cache_key(grammar.grammar_text())}.lark"
+
+
+def _fresh_parser(monkeypatch, folder):
+    from rlvp_dsl.syntax import grammar
+
+    monkeypatch.setenv("RLVP_CACHE_DIR", str(folder))
+    grammar.get_parser.cache_clear()
+    try:
+        return grammar.get_parser()
+    finally:
+        grammar.get_parser.cache_clear()
+
+
+def test_cached_parser_is_saved_then_loaded_and_parses_alike(monkeypatch, tmp_path):
+    from rlvp_dsl.syntax import grammar
+
+    built = _fresh_parser(monkeypatch, tmp_path)
+    assert _cache_file(tmp_path).is_file()
+    loaded = _fresh_parser(monkeypatch, tmp_path)
+    assert loaded is not built
+    text = STOCK_RULES + "tool a : read target x\n"
+    tree_loaded, tree_built = loaded.parse(text), grammar.build_parser().parse(text)
+    assert tree_loaded == tree_built == built.parse(text)
+    assert [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_loaded.iter_subtrees()] == \
+        [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_built.iter_subtrees()]
+    assert sorted(t.name for t in loaded.terminals) == sorted(t.name for t in built.terminals)
+    assert loaded.grammar is not None  # kept in the cache: hypothesis's from_lark needs it
+
+
+def test_unwritable_cache_folder_falls_back_to_building(monkeypatch, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    parser = _fresh_parser(monkeypatch, blocker / "rlvp")  # mkdir fails: a file stands in the way
+    assert parser.parse(STOCK_RULES).data == "start"
+    assert list(tmp_path.iterdir()) == [blocker]
+
+
+def test_corrupt_cache_file_is_rebuilt_and_replaced(monkeypatch, tmp_path):
+    _cache_file(tmp_path).write_bytes(b"\x80\x04 not a pickle")
+    parser = _fresh_parser(monkeypatch, tmp_path)
+    assert parser.parse(STOCK_RULES).data == "start"
+    assert _fresh_parser(monkeypatch, tmp_path).parse(STOCK_RULES) == parser.parse(STOCK_RULES)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_cache_key_changes_with_the_grammar():
+    from rlvp_dsl.syntax import grammar
+
+    text = grammar.grammar_text()
+    assert grammar.cache_key(text) == grammar.cache_key(text)
+    assert grammar.cache_key(text) != grammar.cache_key(text + "\n// changed\n")

@@ -1,0 +1,508 @@
+"""Scoring against the Invariant policy analyzer, side by side, on the shared tau2 corpus.
+
+Both sides check the same two rules on the tau2 simulations in ``../shared/data``:
+
+* **a repeated errored call** -- a call identical (same tool, same arguments) to an earlier
+  call whose result was an error;
+* **a blind reservation write** -- a call that changes a reservation (``cancel_reservation``,
+  ``update_reservation_*``) with no earlier successful ``get_reservation_details`` of the same
+  ``reservation_id``.
+
+Ours is the compiled rule program (``rlvp_dsl``); theirs is ``invariant-ai``'s local policy
+analyzer (``invariant.analyzer.LocalPolicy.from_string(...).analyze(trace)``), run in its own
+virtual environment (``.venv-bench-invariant``, created on the first run; pip is constrained so
+that it can never pull torch) as a worker process this script talks to over a pipe.  The two
+are timed alternately, ours then theirs, and the median of ``--runs`` is reported:
+
+1. **score alone**: the episodes already in memory (ours: `Episode`s; theirs: the message
+   lists, converted to Invariant's OpenAI-style trace once);
+2. **read + score**: from the files on disk (ours: `read_paths` then `Program.score`; theirs:
+   ``json.load``, the conversion to a trace, ``analyze``);
+3. **a whole process**: ``rlvp-score`` on the folder -- with the parser tables loaded from
+   the cache and, as before the cache existed, built in the process -- against a process that
+   imports Invariant, parses the policy, reads and analyzes;
+4. **one episode at 1x, 4x, 16x and 64x its length** (the episode repeated, ids made unique):
+   time per event for each side.
+
+The violation counts of the two sides must be equal (per rule, over the corpus and for every
+long episode); the script exits 1 when they are not.
+
+    python benchmarks/score_vs_invariant.py                    # the whole comparison (a few minutes)
+    python benchmarks/score_vs_invariant.py --runs 3 --lengths 1 4 16
+    python benchmarks/score_vs_invariant.py --venv /tmp/inv    # the Invariant venv elsewhere
+
+Without ``../shared/data`` (a user's clone) it prints a skip line and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+INVARIANT_VERSION = "0.3.5"
+
+#: The writes the second rule looks at (each carries ``reservation_id``).
+RESERVATION_WRITES = ("cancel_reservation", "update_reservation_baggages", "update_reservation_flights",
+                      "update_reservation_passengers")
+
+OUR_RULES = """\
+tool get_reservation_details       : read   target reservation_id
+tool cancel_reservation            : write, destructive  target reservation_id
+tool update_reservation_baggages   : write  target reservation_id
+tool update_reservation_flights    : write  target reservation_id
+tool update_reservation_passengers : write  target reservation_id
+
+violation repeated_errored_call (-0.3) {
+  on call and seen (call error same call)
+}
+
+violation blind_reservation_write (-0.3) {
+  on call tag write
+  unless seen (call get_reservation_details ok same reservation_id)
+}
+"""
+
+INVARIANT_POLICY = """\
+from invariant import count
+
+raise PolicyViolation("repeated_errored_call", call=c2) if:
+    (c1: ToolCall) -> (out: ToolOutput)
+    out -> (c2: ToolCall)
+    out.tool_call_id == c1.id
+    out.metadata["error"]
+    c1.function.name == c2.function.name
+    c1.function.arguments == c2.function.arguments
+
+raise PolicyViolation("blind_reservation_write", call=w) if:
+    (w: ToolCall)
+    w.function.name in WRITES
+    not count(min=1):
+        (r: ToolCall) -> (o: ToolOutput)
+        o -> w
+        r.function.name == "get_reservation_details"
+        o.tool_call_id == r.id
+        not o.metadata["error"]
+        r.function.arguments["reservation_id"] == w.function.arguments["reservation_id"]
+""".replace("WRITES", json.dumps(list(RESERVATION_WRITES)))
+
+RULES = ("repeated_errored_call", "blind_reservation_write")
+
+
+# ---- the trace Invariant reads: OpenAI-style messages ---------------------------------------
+
+def invariant_trace(messages: list[dict], suffix: str = "") -> list[dict]:
+    """A tau2 simulation's messages as Invariant's input: ``{role, content, tool_calls}``
+    messages and ``{role: tool, tool_call_id, content, metadata: {error}}`` outputs.  `suffix`
+    makes call ids unique when an episode is repeated."""
+    trace = []
+    for m in messages:
+        role = m.get("role")
+        if role == "system":
+            continue
+        content = m.get("content")
+        text = content if isinstance(content, str) else ("" if content is None else json.dumps(content))
+        if role == "tool":
+            trace.append({"role": "tool", "tool_call_id": f"{m.get('id')}{suffix}", "content": text,
+                          "metadata": {"error": m.get("error") is True}})
+            continue
+        calls = [{"id": f"{c.get('id')}{suffix}", "type": "function",
+                  "function": {"name": c.get("name"), "arguments": c.get("arguments") or {}}}
+                 for c in (m.get("tool_calls") or [])]
+        trace.append({"role": role, "content": text, "tool_calls": calls or None})
+    return trace
+
+
+def tau2_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*.json") if p.is_file())
+
+
+def repeated_messages(messages: list[dict], times: int) -> list[dict]:
+    """The message list repeated `times` times, call ids made unique per copy."""
+    out = []
+    for k in range(times):
+        for m in messages:
+            m = dict(m)
+            if m.get("role") == "tool":
+                m["id"] = f"{m.get('id')}~{k}"
+            elif m.get("tool_calls"):
+                m["tool_calls"] = [{**c, "id": f"{c.get('id')}~{k}"} for c in m["tool_calls"]]
+            out.append(m)
+    return out
+
+
+# ---- the Invariant worker (runs inside the Invariant venv) ----------------------------------
+
+def _lift_cycle_cap() -> None:
+    """Invariant stops a check after 100 "checking cycles" by default (``INVARIANT_MAX_ITERATIONS``),
+    which the quantified rule exceeds on ordinary tau2 episodes: lift the cap so that it checks
+    every episode completely, as ours does."""
+    os.environ.setdefault("INVARIANT_MAX_ITERATIONS", str(10**15))
+
+
+def worker() -> None:
+    """Answer one JSON command per line on stdin with one JSON line on stdout."""
+    _lift_cycle_cap()
+    from invariant.analyzer.policy import LocalPolicy
+
+    policy = LocalPolicy.from_string(INVARIANT_POLICY)
+    traces: list[list[dict]] = []
+
+    def analyze(trace: list[dict]) -> dict[str, int]:
+        counts = dict.fromkeys(RULES, 0)
+        flagged = set()
+        for error in policy.analyze(trace).errors:
+            key = (error.args[0], error.kwargs["call"].id)
+            if key not in flagged:
+                flagged.add(key)
+                counts[error.args[0]] += 1
+        return counts
+
+    def total(all_counts: list[dict[str, int]]) -> dict[str, int]:
+        return {r: sum(c[r] for c in all_counts) for r in RULES}
+
+    def read(files: list[str]) -> list[list[dict]]:
+        out = []
+        for f in files:
+            with open(f, encoding="utf-8") as fh:
+                data = json.load(fh)
+            out.extend(invariant_trace(sim["messages"]) for sim in data["simulations"])
+        return out
+
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        t0, c0 = time.perf_counter(), time.process_time()
+        if cmd["op"] == "load":
+            traces = read(cmd["files"])
+            reply = {"episodes": len(traces)}
+        elif cmd["op"] == "score":
+            reply = {"counts": total([analyze(t) for t in traces])}
+        elif cmd["op"] == "read_score":
+            reply = {"counts": total([analyze(t) for t in read(cmd["files"])])}
+        elif cmd["op"] == "long":
+            with open(cmd["file"], encoding="utf-8") as fh:
+                trace = invariant_trace(json.load(fh))
+            t0, c0 = time.perf_counter(), time.process_time()  # the analysis only
+            reply = {"counts": analyze(trace)}
+        else:
+            reply = {"error": f"unknown op {cmd['op']!r}"}
+        reply["seconds"] = time.perf_counter() - t0
+        reply["cpu"] = time.process_time() - c0
+        print(json.dumps(reply), flush=True)
+
+
+def once(folder: str) -> None:
+    """A whole Invariant process: import, parse the policy, read the folder, analyze, print counts."""
+    _lift_cycle_cap()
+    from invariant.analyzer.policy import LocalPolicy
+
+    policy = LocalPolicy.from_string(INVARIANT_POLICY)
+    errors = 0
+    for f in tau2_files(Path(folder)):
+        with open(f, encoding="utf-8") as fh:
+            data = json.load(fh)
+        for sim in data["simulations"]:
+            errors += len(policy.analyze(invariant_trace(sim["messages"])).errors)
+    print(errors)
+
+
+class Invariant:
+    """The worker process in the Invariant venv."""
+
+    def __init__(self, python: Path):
+        self.python = python
+        self.proc = self._start()
+
+    def _start(self) -> subprocess.Popen:
+        return subprocess.Popen([str(self.python), __file__, "--worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True, bufsize=1)
+
+    def long(self, messages: list[dict], timeout: float) -> dict | None:
+        """Analyze one long episode in a fresh worker, or None when it runs past `timeout` s."""
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            json.dump(messages, f)
+        proc = subprocess.Popen([str(self.python), __file__, "--worker"], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+        try:
+            out, _ = proc.communicate(json.dumps({"op": "long", "file": f.name}) + "\n", timeout=timeout + 30)
+            return json.loads(out.splitlines()[-1])
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return None
+        finally:
+            os.unlink(f.name)
+
+    def ask(self, **cmd) -> dict:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the Invariant worker died (see its traceback above)")
+        return json.loads(line)
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def ensure_venv(venv: Path) -> Path:
+    """The Invariant venv's python, creating the venv on first use (torch can never be pulled)."""
+    python = venv / "bin" / "python"
+    probe = [str(python), "-c", "import invariant.analyzer.policy"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return python
+    print(f"creating {venv} with invariant-ai=={INVARIANT_VERSION} (once) ...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as c:
+        c.write("torch==0.0.0\n")  # an unsatisfiable pin: a dependency on torch fails the install
+    try:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", c.name, f"invariant-ai=={INVARIANT_VERSION}"],
+                       check=True)
+    finally:
+        os.unlink(c.name)
+    subprocess.run(probe, check=True)
+    return python
+
+
+# ---- ours ---------------------------------------------------------------------------------
+
+def our_counts(program, episodes) -> dict[str, int]:
+    counts = dict.fromkeys(RULES, 0)
+    for e in episodes:
+        for credit in program.score(e):
+            counts[credit.rule] += 1
+    return counts
+
+
+def our_episode(messages: list[dict], name: str):
+    from rlvp_dsl.readers._base import DEFAULT_ERROR_SIGNALS
+    from rlvp_dsl.readers.tau2 import read_tau2
+
+    return read_tau2({"simulations": [{"messages": messages}]}, name, name, DEFAULT_ERROR_SIGNALS["tau2"])[0]
+
+
+def timed(fn):
+    t0 = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - t0, value
+
+
+def timed_cpu(fn):
+    """(wall seconds, CPU seconds of this process, value)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    value = fn()
+    return time.perf_counter() - t0, time.process_time() - c0, value
+
+
+def process_seconds(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one whole child process."""
+    before = os.times()
+    t0 = time.perf_counter()
+    subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = os.times()
+    return time.perf_counter() - t0, (after.children_user - before.children_user) + (after.children_system -
+                                                                                        before.children_system)
+
+
+def pick_episode(files: list[Path], target: int) -> tuple[str, list[dict]]:
+    """The simulation whose message count is closest to `target` among those with a reservation
+    write and an errored call, so that the copies repeat the errored call (ties: file order)."""
+    best = None
+    for f in files:
+        data = json.loads(f.read_text(encoding="utf-8"))
+        for i, sim in enumerate(data["simulations"]):
+            messages = sim["messages"]
+            writes = any(c.get("name") in RESERVATION_WRITES for m in messages for c in (m.get("tool_calls") or []))
+            errors = any(m.get("role") == "tool" and m.get("error") is True for m in messages)
+            if not (writes and errors):
+                continue
+            score = abs(len(messages) - target)
+            if best is None or score < best[0]:
+                best = (score, f"{f.name}#simulations[{i}]", messages)
+    if best is None:
+        raise SystemExit("no simulation with a reservation write in the corpus")
+    return best[1], best[2]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--runs", type=int, default=5, help="alternating runs per measurement (median)")
+    ap.add_argument("--process-runs", type=int, default=3, help="whole-process runs per side")
+    ap.add_argument("--lengths", type=int, nargs="+", default=[1, 4, 16, 64], help="episode repetitions")
+    ap.add_argument("--long-runs", type=int, default=3,
+                    help="runs per repetition (Invariant gets 1 at 16x and more: it is not linear)")
+    ap.add_argument("--long-timeout", type=float, default=150.0,
+                    help="seconds Invariant may take on one long episode (past it: a lower bound)")
+    ap.add_argument("--messages", type=int, default=40, help="length of the repeated episode, in messages")
+    ap.add_argument("--venv", default=str(REPO / ".venv-bench-invariant"))
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--once", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        worker()
+        return 0
+    if args.once:
+        once(args.once)
+        return 0
+
+    folder = Path(args.data) / "tau2_simulations"
+    if not folder.is_dir():
+        print(f"skip: the shared tau2 corpus is not at {folder} (it exists only beside the project's checkout)")
+        return 0
+    sys.path.insert(0, str(REPO))
+    from rlvp_dsl import loads
+    from rlvp_dsl.readers import read_paths
+
+    print("$ " + shlex.join(["python", os.path.relpath(__file__)] + sys.argv[1:]))
+    load = os.getloadavg()[0]
+    print(f"python {sys.version.split()[0]}; {os.cpu_count()} cores, load average {load:.1f}"
+          + (" (the machine is busy: compare the ratios, not the times)" if load > 0.5 else ""))
+    try:
+        import orjson  # noqa: F401
+        print("orjson: installed (the readers use it)")
+    except ImportError:
+        print("orjson: not installed (the readers use json; pip install 'rlvp[fast]')")
+    python = ensure_venv(Path(args.venv))
+    files = [str(f) for f in tau2_files(folder)]
+    program = loads(OUR_RULES, "bench.rlvp")
+    inv = Invariant(python)
+    failures = []
+    try:
+        episodes = read_paths(folder)
+        n_events = sum(len(e.events) for e in episodes)
+        n_inv = inv.ask(op="load", files=files)["episodes"]
+        print(f"corpus: {folder} -- {len(files)} files, {len(episodes)} episodes ({n_inv} for Invariant), "
+              f"{n_events:,} events")
+        print()
+
+        rows = []
+        ours_score, theirs_score, ours_rs, theirs_rs = [], [], [], []  # (wall, cpu) pairs
+        counts = {}
+        for _ in range(args.runs):
+            s, c, counts["ours"] = timed_cpu(lambda: our_counts(program, episodes))
+            ours_score.append((s, c))
+            reply = inv.ask(op="score")
+            theirs_score.append((reply["seconds"], reply["cpu"]))
+            counts["theirs"] = reply["counts"]
+            s, c, counts["ours_rs"] = timed_cpu(lambda: our_counts(program, read_paths(folder)))
+            ours_rs.append((s, c))
+            reply = inv.ask(op="read_score", files=files)
+            theirs_rs.append((reply["seconds"], reply["cpu"]))
+            counts["theirs_rs"] = reply["counts"]
+        rows.append(("score alone", ours_score, theirs_score))
+        rows.append(("read + score", ours_rs, theirs_rs))
+        for side in ("ours_rs", "theirs_rs"):
+            if counts[side] != counts[side[:-3]]:
+                failures.append(f"{side}: counts changed between runs")
+        if counts["ours"] != counts["theirs"]:
+            failures.append(f"corpus counts differ: ours {counts['ours']}, Invariant {counts['theirs']}")
+
+        # whole processes
+        with tempfile.TemporaryDirectory() as tmp:
+            rules_file = Path(tmp, "bench.rlvp")
+            rules_file.write_text(OUR_RULES, encoding="utf-8")
+            env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+            warm = {**env, "RLVP_CACHE_DIR": str(Path(tmp, "cache"))}
+            blocker = Path(tmp, "not_a_folder")
+            blocker.write_text("")
+            cold = {**env, "RLVP_CACHE_DIR": str(blocker / "cache")}  # cannot be created: tables built per process
+            score_cmd = [sys.executable, "-c", "import sys; from rlvp_dsl.cli.score import run; sys.exit(run())",
+                         str(rules_file), str(folder)]
+            inv_cmd = [str(python), __file__, "--once", str(folder)]
+            process_seconds(score_cmd, warm)  # fills the cache
+            process_seconds(inv_cmd, env)  # the same first-run disk reads for both
+            warm_s, cold_s, inv_s = [], [], []
+            for _ in range(args.process_runs):
+                warm_s.append(process_seconds(score_cmd, warm))
+                cold_s.append(process_seconds(score_cmd, cold))
+                inv_s.append(process_seconds(inv_cmd, env))
+        rows.append(("whole process, parser tables cached", warm_s, inv_s))
+        rows.append(("whole process, tables built (as before)", cold_s, inv_s))
+
+        def med(pairs: list[tuple[float, float]], i: int) -> float:
+            return statistics.median(p[i] for p in pairs)
+
+        print("medians; 'cpu' is the CPU time of the process doing the work (steadier on a shared machine)")
+        print(f"{'the corpus':<42} {'ours ms':>9} {'Invariant ms':>13} {'ratio':>8}   {'ours cpu':>9} "
+              f"{'Inv. cpu':>9} {'cpu ratio':>9}")
+        ratios = {}
+        for name, o, t in rows:
+            wall, cpu = med(t, 0) / med(o, 0), med(t, 1) / med(o, 1)
+            ratios[name] = (wall, cpu)
+            print(f"{name:<42} {med(o, 0) * 1e3:>9.1f} {med(t, 0) * 1e3:>13.1f} {wall:>7.1f}x   "
+                  f"{med(o, 1) * 1e3:>9.1f} {med(t, 1) * 1e3:>9.1f} {cpu:>8.1f}x")
+        warm_s, cold_s = [p[0] for p in warm_s], [p[0] for p in cold_s]
+        print(f"violations: ours {counts['ours']}, Invariant {counts['theirs']}"
+              f" -- {'equal' if counts['ours'] == counts['theirs'] else 'DIFFERENT'}")
+        print(f"parser-table cache: a whole rlvp-score process {statistics.median(cold_s) * 1e3:.0f} ms -> "
+              f"{statistics.median(warm_s) * 1e3:.0f} ms ({statistics.median(cold_s) / statistics.median(warm_s):.2f}x)")
+        print()
+
+        # one episode, repeated
+        name, messages = pick_episode([Path(f) for f in files], args.messages)
+        print(f"one episode at k times its length: {name} ({len(messages)} messages) repeated")
+        print(f"{'k':>4} {'messages':>9} {'events':>7} {'ours us/event':>14} {'Invariant us/event':>19} "
+              f"{'Invariant/ours':>15}  violations (ours = Invariant)")
+        per_event = {}
+        for k in args.lengths:
+            long_messages = repeated_messages(messages, k)
+            episode = our_episode(long_messages, f"{name}x{k}")
+            events = len(episode.events)
+            theirs_runs = args.long_runs if k < 16 else 1
+            ours_t, theirs_t = [], []
+            mine = theirs = None
+            bound = False
+            reps = max(1, 8192 // events)  # ours is timed over about 8,000 events a sample: steadier medians
+            for r in range(max(args.long_runs, 7)):
+                s, mine = timed(lambda e=episode, n=reps: [our_counts(program, [e]) for _ in range(n)][-1])
+                ours_t.append(s / reps)
+                if r < min(theirs_runs, args.long_runs) and not bound:
+                    reply = inv.long(long_messages, args.long_timeout)
+                    if reply is None:  # past the time limit: its time is at least the limit
+                        bound = True
+                        theirs_t = [args.long_timeout]
+                    else:
+                        theirs_t.append(reply["seconds"])
+                        theirs = reply["counts"]
+            o, t = statistics.median(ours_t) / events, statistics.median(theirs_t) / events
+            per_event[k] = (o, t, bound)
+            same = mine == theirs
+            if not same and not bound:
+                failures.append(f"{k}x: ours {mine}, Invariant {theirs}")
+            ge = ">" if bound else ""
+            per_event_theirs, ratio = f"{ge}{t * 1e6:.1f}", f"{ge}{t / o:.0f}x"
+            print(f"{k:>4} {len(long_messages):>9} {events:>7} {o * 1e6:>14.2f} {per_event_theirs:>19} {ratio:>15}  "
+                  + (f"ours {mine}; Invariant stopped after {args.long_timeout:g} s" if bound else
+                     f"{mine} {'=' if same else '!='} {theirs}"))
+        lo, hi = min(args.lengths), max(args.lengths)
+        if hi > lo:
+            print(f"time per event, {hi}x against {lo}x: ours {per_event[hi][0] / per_event[lo][0]:.2f}x, "
+                  f"Invariant {per_event[hi][1] / per_event[lo][1]:.1f}x{' or more' if per_event[hi][2] else ''}"
+                  "  (flat = 1.0)")
+    finally:
+        inv.close()
+    print()
+    wall, cpu = ratios["read + score"]
+    print(f"goal: read + score at least 100x Invariant's rate -- {wall:.0f}x on the clock, {cpu:.0f}x in CPU time: "
+          + ("met" if min(wall, cpu) >= 100 else "met in CPU time" if cpu >= 100 else
+             f"missed by {100 / max(wall, cpu):.2f}x"))
+    if failures:
+        print("COUNTS DIFFER:\n  " + "\n  ".join(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
