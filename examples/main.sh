@@ -46,6 +46,7 @@ if [[ ${#trajectories[@]} -eq 0 ]]; then
   exit 2
 fi
 # set up only once the data folder is known to be usable (set-up takes minutes the first time)
+setup_start=$SECONDS
 # shellcheck disable=SC1091
 source "$repo/examples/setup.sh"
 cd "$repo"
@@ -55,6 +56,7 @@ took() {  # the seconds a step took, as measured now
   local s=$(( SECONDS - $1 ))
   if (( s >= 60 )); then printf '%d min %02d s' $(( s / 60 )) $(( s % 60 )); else printf '%d s' "$s"; fi
 }
+setup_took="$(took "$setup_start")"
 job_start=$SECONDS
 
 echo "== 1. derive rules from the tool catalogue: $manifest"
@@ -84,5 +86,5 @@ train_start=$SECONDS
 # a folder that holds a run otherwise); only the files the trainer wrote there are removed
 rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare --overwrite
 echo
-echo "step 5 took $(took "$train_start") on $(nproc 2>/dev/null || echo '?') cores; the whole job $(took "$job_start")"
+echo "step 5 took $(took "$train_start") on $(nproc 2>/dev/null || echo '?') cores; steps 1-5 $(took "$job_start"), after a set-up of $setup_took"
 echo "learning curves: runs/compare/curves.png   summary: runs/compare/summary.md, runs/compare/summary.json"
