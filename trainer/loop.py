@@ -72,7 +72,11 @@ def _sample_round(be: Backend, cfg: TrainConfig, it: int, rounds: list, rnd: int
     """Round ``rnd`` of iteration ``it``: ``n`` new tasks, one group of ``num_generations``
     rollouts each, seeded from (seed, it, rnd, group); the groups are also appended to ``rounds``."""
     tasks = be.make_tasks(n, _seed_of(cfg.seed, it, rnd, 17))
-    groups = [be.collect(task, cfg.num_generations, _seed_of(cfg.seed, it, rnd, j)) for j, task in enumerate(tasks)]
+    seeds = [_seed_of(cfg.seed, it, rnd, j) for j in range(len(tasks))]
+    if be.collect_groups is not None:  # all groups in one batch (the same rollouts as one at a time)
+        groups = be.collect_groups(tasks, cfg.num_generations, seeds)
+    else:
+        groups = [be.collect(task, cfg.num_generations, s) for task, s in zip(tasks, seeds, strict=True)]
     rounds.append(groups)
     return groups
 
