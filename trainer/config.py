@@ -139,6 +139,10 @@ class TrainConfig:
     """Optimiser passes over each rollout batch (TRL's num_iterations); >1 makes the ratio clip active."""
     micro_batch: int = 16
     """Episodes per forward pass (gradient accumulation over micro-batches)."""
+    micro_batch_tokens: int = 0
+    """Cap on the padded tokens (episodes x longest episode) of one forward pass, which bounds its
+    activation memory; 0: none.  With a cap, episodes are grouped longest first (less padding),
+    at most ``micro_batch`` per pass; the gradient is the same (the batch's normaliser)."""
 
     # --- bookkeeping ---
     checkpoint_every: int = 0
@@ -192,6 +196,9 @@ class TrainConfig:
                 bad(name, "non-negative")
         if self.anneal_iterations < 0:
             bad("anneal_iterations", "non-negative")
+        if isinstance(self.micro_batch_tokens, bool) or not isinstance(self.micro_batch_tokens, int) \
+                or self.micro_batch_tokens < 0:
+            bad("micro_batch_tokens", "a non-negative integer (0: no cap)")
 
     # ------------------------------------------------------------------
     def replace(self, **changes: Any) -> "TrainConfig":

@@ -1,4 +1,4 @@
-"""Constrained generation of tool calls through HF `generate`.
+"""Constrained generation of tool calls with a HF causal LM.
 
 A turn of the policy is sampled under a mask of valid calls:
 
@@ -23,7 +23,13 @@ A turn of the policy is sampled under a mask of valid calls:
    * ``policy_logprobs``: the same without the mask (the unconstrained policy, what
      a plain full-softmax forward pass recomputes).
 
+4. `CachedSampler` is the rollout's main path: every episode of an iteration in one
+   batch, each keeping its KV cache across turns, sampled exactly as `HFGenerator`
+   would sample each group (see its docstring and docs/trainer.md).
+
 Greedy decoding is used when the temperature is 0 (log-probs then use T = 1).
+Sampling is from the plain masked softmax: no top-k or top-p (``top_k=0, top_p=1``;
+transformers would otherwise fill them in from the model's generation config).
 """
 
 from __future__ import annotations
@@ -354,7 +360,8 @@ class HFGenerator:
         constraint, budget = _turn_setup(self.model, tok, trie, len(contexts), width, cfg)
         greedy = cfg.temperature == 0
         gen_cfg = GenerationConfig(
-            do_sample=not greedy, temperature=None if greedy else cfg.temperature, top_k=0, top_p=1.0,
+            do_sample=not greedy, temperature=None if greedy else cfg.temperature,
+            top_k=None if greedy else 0, top_p=None if greedy else 1.0,
             max_new_tokens=budget, pad_token_id=pad, eos_token_id=trie.eos_id, bos_token_id=None,
             return_dict_in_generate=True, output_logits=True, output_scores=True,
         )
@@ -402,6 +409,12 @@ class CachedSampler:
     group would), and a group stops drawing when all its rows have ended their turn.  So
     the same seeds give the same sampled ids whenever the logits agree to the last bit
     with the re-fed ones (float rounding may differ; see docs/trainer.md).
+
+    A step at which every drawing row has a single allowed id (a forced token: the EOS at a
+    leaf of the call trie, the rest of a tool name) runs no forward pass: the forced ids are
+    drawn from one-hot probabilities (the same random numbers are consumed) and fed with the
+    next forward.  Their ``policy_logprobs`` are then NaN (the logits were never computed);
+    their ``logprobs`` are 0, as always for a forced token.
     """
 
     def __init__(self, model, tokenizer, rows: int) -> None:
@@ -498,15 +511,17 @@ class CachedSampler:
         tokens: list[list[int]] = [[] for _ in range(n)]
         lp_mask: list[list[float]] = [[] for _ in range(n)]
         lp_raw: list[list[float]] = [[] for _ in range(n)]
-        fed = [0] * n
+        pending: list[list[int]] = [[] for _ in range(n)]  # drawn, not yet in the cache
         unfinished = [True] * n
         live = [True] * len(groups)  # the group is still drawing (its `generate` would still run)
-        last = None
+        mask = constraint.step_mask(None, V).to(self.dev)
         for step in range(budget):
-            mask = constraint.step_mask(last, V).to(self.dev)
-            scores = logits.masked_fill(~mask, float("-inf"))
-            if not greedy:
-                scores = scores / cfg.temperature
+            if logits is None:  # every drawing row is forced: its one allowed id needs no logits
+                scores = torch.zeros((n, V), device=self.dev).masked_fill(~mask, float("-inf"))
+            else:
+                scores = logits.masked_fill(~mask, float("-inf"))
+                if not greedy:
+                    scores = scores / cfg.temperature
             picked = torch.full((n,), self.pad, dtype=torch.long, device=self.dev)
             drawn = [False] * n
             for g, (rows, gen) in enumerate(groups):
@@ -515,18 +530,22 @@ class CachedSampler:
                 rows_t = torch.tensor(list(rows), dtype=torch.long, device=self.dev)
                 if greedy:
                     picked[rows_t] = torch.argmax(scores[rows_t], dim=-1)
-                else:
+                else:  # a one-hot row draws the same id and consumes the same random numbers
                     probs = torch.softmax(scores[rows_t], dim=-1)
                     picked[rows_t] = torch.multinomial(probs, num_samples=1, generator=gen).squeeze(1)
                 for r in rows:
                     drawn[r] = unfinished[r]
             lm = torch.log_softmax(scores, dim=-1).gather(-1, picked[:, None])[:, 0].cpu().tolist()
-            lr = torch.log_softmax(logits / temp, dim=-1).gather(-1, picked[:, None])[:, 0].cpu().tolist()
+            if logits is None:
+                lr = [float("nan")] * n
+            else:
+                lr = torch.log_softmax(logits / temp, dim=-1).gather(-1, picked[:, None])[:, 0].cpu().tolist()
             picked_host = picked.cpu().tolist()
             last = [self.pad] * n
             for r in range(n):
                 if drawn[r]:
                     tokens[r].append(picked_host[r])
+                    pending[r].append(picked_host[r])
                     lp_mask[r].append(lm[r])
                     lp_raw[r].append(lr[r])
                     last[r] = picked_host[r]
@@ -535,12 +554,16 @@ class CachedSampler:
                 live[g] = live[g] and step + 1 < budget and any(unfinished[r] for r in rows)
             if not any(live):
                 break
-            # feed this step's tokens (rows that drew nothing feed a masked pad)
-            logits = self._forward([[tokens[r][-1]] if drawn[r] else [] for r in range(n)])
-            for r in range(n):
-                fed[r] += int(bool(drawn[r]))
+            mask = constraint.step_mask(last, V).to(self.dev)  # the next step's
+            drawing = [r for g, (rows, _) in enumerate(groups) if live[g] for r in rows if unfinished[r]]
+            if drawing and bool((mask[drawing].sum(dim=1) > 1).any()):
+                # feed what was drawn since the last forward (rows with nothing feed a masked pad)
+                logits = self._forward(pending)
+                pending = [[] for _ in range(n)]
+            else:
+                logits = None
         for i, r in enumerate(self.rows):
-            self.unfed[r] = tokens[i][fed[i]:]
+            self.unfed[r] = pending[i]
         return [_turn_sample(tokens[i], lp_mask[i], lp_raw[i], constraint.states[i], constraint.allowed[i], trie, tok)
                 for i in range(n)]
 

@@ -59,7 +59,7 @@ from trainer import checkpoint as ckpt
 from trainer.advantages import compute_advantages
 from trainer.annealing import ProcessWeightSchedule
 from trainer.backend import Backend, build_backend
-from trainer.batch import device_of, pad_batch
+from trainer.batch import device_of, micro_batches, pad_batch
 from trainer.config import TrainConfig
 from trainer.logprobs import completion_logprobs
 from trainer.loss import action_len, normaliser, policy_loss
@@ -276,7 +276,7 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
     dev = device_of(model)
     advantages, cmask = advantages.to(dev), cmask.to(dev)  # (B, T)
     B, T = cmask.shape
-    mbs = [list(range(s, min(B, s + cfg.micro_batch))) for s in range(0, B, cfg.micro_batch)]
+    mbs = micro_batches(batch, cfg.micro_batch, cfg.micro_batch_tokens)
     n_tok = float(cmask.sum().clamp(min=1))
     L = action_len(cmask)  # most action tokens of one episode: `constant`'s L, never tool output
     batch_norm = float(normaliser(cmask, cfg.loss_type, L))

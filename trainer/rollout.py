@@ -1,8 +1,12 @@
 """Multi-turn group rollouts: G episodes of one task, as token ids and as rlvp events.
 
-`collect_group(policy, tokenizer, env_factory, task, num_generations, gen_cfg, seed)`
-plays `num_generations` episodes of `task` side by side; each turn, the still
-active episodes are batched through one `generate` call (`trainer.generation`).
+`collect_groups(policy, tokenizer, env_factory, tasks, num_generations, gen_cfg, seeds)`
+plays `num_generations` episodes of each task side by side: with a HF model, all of
+them in one `trainer.generation.CachedSampler` batch that keeps every episode's KV
+cache across turns (group j sampled from its own generator seeded by ``seeds[j]``);
+with a `sample_turns` object, one group at a time, the still active episodes re-fed
+through one call per turn.  Both give a group the same rollouts for the same seed.
+`collect_group(..., task, ..., seed)` is the one-group case.
 
 How the training sequence is built (never by re-tokenising text):
 
