@@ -385,6 +385,48 @@ class HFGenerator:
         return samples
 
 
+def _growing_cache():
+    """A transformers `DynamicCache` whose layers append into a preallocated buffer that doubles
+    when full, instead of concatenating the whole cache at every step (quadratic copying)."""
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    class GrowingLayer(DynamicLayer):
+        def update(self, key_states, value_states, *args, **kwargs):
+            import torch
+
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+                self._k = self._v = None
+                self._n = 0
+            n, new = self._n, key_states.shape[-2]
+            if self._k is None or n + new > self._k.shape[-2]:
+                cap = max(64, 2 * (n + new))
+                shape = (*key_states.shape[:-2], cap, key_states.shape[-1])
+                k = torch.empty(shape, dtype=key_states.dtype, device=key_states.device)
+                v = torch.empty(shape[:-1] + (value_states.shape[-1],), dtype=value_states.dtype,
+                                device=value_states.device)
+                if n:
+                    k[..., :n, :], v[..., :n, :] = self._k[..., :n, :], self._v[..., :n, :]
+                self._k, self._v = k, v
+            self._k[..., n:n + new, :] = key_states
+            self._v[..., n:n + new, :] = value_states
+            self._n = n + new
+            self.keys, self.values = self._k[..., :self._n, :], self._v[..., :self._n, :]
+            return self.keys, self.values
+
+        def batch_select_indices(self, indices) -> None:
+            if self.get_seq_length() > 0:
+                self._k, self._v = self._k[indices], self._v[indices]
+                self.keys, self.values = self._k[..., :self._n, :], self._v[..., :self._n, :]
+
+        def crop(self, tokens_to_remove: int) -> None:  # pragma: no cover - never called by the sampler
+            raise NotImplementedError("the sampler's cache is never cropped")
+
+    cache = DynamicCache()
+    cache.layer_class_to_replicate = GrowingLayer
+    return cache
+
+
 class CachedSampler:
     """Multi-turn constrained sampling of many rollouts in one batch, each keeping its KV cache.
 
@@ -465,16 +507,19 @@ class CachedSampler:
         positions = (self.length[:, None] + new.cumsum(1) - 1).clamp(min=0)
         self.attn = torch.cat([self.attn, new], dim=1)
         self.length = self.length + new.sum(1)
+        if self.cache is None:
+            self.cache = _growing_cache()
         out = self.model(input_ids=ids, attention_mask=self.attn, position_ids=positions, use_cache=True,
                          logits_to_keep=1, **{self._cache_kw: self.cache})
-        self.cache = getattr(out, "cache", None) or out.past_key_values
+        cache = getattr(out, "cache", None)
+        self.cache = cache if cache is not None else out.past_key_values
         return out.logits[:, -1].to(dtype=torch.float32, copy=True)
 
     def _prefill(self, chunks: list[list[int]]):
         """`_forward` for the first chunk, computing each distinct chunk once (a group shares its prompt)."""
         import torch
 
-        if self.cache is not None or len({tuple(c) for c in chunks}) == len(chunks):
+        if self.cache is not None and self.cache.get_seq_length() > 0 or len({tuple(c) for c in chunks}) == len(chunks):
             return self._forward(chunks)
         distinct: dict[tuple[int, ...], int] = {}
         for c in chunks:

@@ -66,7 +66,9 @@ def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad
     ids, attn, cmask = pad_batch(rollouts, pad_id)  # (B, L), (B, L), (B, T)
     B, T = cmask.shape
     where = _action_positions(rollouts, constrained)
-    feats, full, rows = _features(model, ids.to(dev), attn.to(dev), where.b, where.pos_l)
+    # nothing after the last predicting position is needed (the last tool message, padding)
+    width = max(where.pos_l, default=0) + 1
+    feats, full, rows = _features(model, ids[:, :width].to(dev), attn[:, :width].to(dev), where.b, where.pos_l)
     logp = torch.zeros(B, T, dtype=torch.float32, device=dev)
     ent = torch.zeros(B, T, dtype=torch.float32, device=dev) if with_entropy else None
     if where.masked:
