@@ -145,3 +145,29 @@ def test_sampled_logprobs_are_the_trainers(tiny, cfg):
         assert torch.allclose(logp[0][gen][called], want[called], atol=1e-5)
         assert bool(called.all()) != bool(cfg.think_max_tokens)
         assert torch.all(logp[0][gen][~called] <= want[~called] + 1e-6)
+
+
+def test_forced_steps_run_no_forward_pass(tiny):
+    """One row: after the first step, a token with a single allowed id is drawn without logits
+    (policy log-prob NaN, masked log-prob 0); every other token has both."""
+    import math
+
+    from trainer.generation import CallTrie
+    from trainer.tokenizer import encode
+
+    model, tok = tiny
+    trie = CallTrie.build(make_env("gated").schema(), tok)
+    sampler = CachedSampler(model, tok, 1)
+    calls = []
+    real = sampler._forward
+    sampler._forward = lambda chunks: calls.append(len(chunks[0])) or real(chunks)
+    (s,) = sampler.sample_turn([encode(tok, "<|user|> fetch k0 <|end|> <|assistant|>")], trie, GenConfig(),
+                               [([0], torch.Generator().manual_seed(0))])
+    forced = [a is not None and len(a) == 1 for a in s.allowed]
+    assert s.ended_with_eos and forced[-1] and any(forced)
+    for t, (lp, raw) in enumerate(zip(s.logprobs, s.policy_logprobs, strict=True)):
+        assert math.isnan(raw) == (t > 0 and forced[t])
+        assert (lp == 0.0) == forced[t]
+    assert len(calls) == 1 + sum(not f for f in forced[1:])  # the prompt, then one pass per free step
+    last_free = max((t for t in range(1, len(forced)) if not forced[t]), default=0)
+    assert sampler.unfed[0] == s.ids[last_free:]  # drawn after the last pass: fed with the next turn
