@@ -68,7 +68,9 @@ def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad
     where = _action_positions(rollouts, constrained)
     # nothing after the last predicting position is needed (the last tool message, padding)
     width = max(where.pos_l, default=0) + 1
-    feats, full, rows = _features(model, ids[:, :width].to(dev), attn[:, :width].to(dev), where.b, where.pos_l)
+    shared = len({len(r.prompt_ids) for r in rollouts}) == 1  # then maybe one prompt: computed once
+    feats, full, rows = _features(model, ids[:, :width].to(dev), attn[:, :width].to(dev), where.b, where.pos_l,
+                                  len(rollouts[0].prompt_ids) if shared else None)
     logp = torch.zeros(B, T, dtype=torch.float32, device=dev)
     ent = torch.zeros(B, T, dtype=torch.float32, device=dev) if with_entropy else None
     if where.masked:
@@ -132,7 +134,7 @@ def _put(out: torch.Tensor, where: _Positions, which: list[int], values: torch.T
     return out.index_put((bi, ti), values)
 
 
-def _features(model, ids, attn, pos_b: list[int], pos_l: list[int]):
+def _features(model, ids, attn, pos_b: list[int], pos_l: list[int], prompt_len: int | None = None):
     """``(feats [N, H], full(x) -> [n, V], rows(x, U) -> [n, |U|])`` at the N predicting positions:
     hidden states and the head when the model allows it, else the rows of the full logits."""
     dev = ids.device
@@ -143,8 +145,32 @@ def _features(model, ids, attn, pos_b: list[int], pos_l: list[int]):
         logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
         return logits[bi, li], (lambda x: x), (lambda x, U: x[:, U])
     decoder, head = split
-    hidden = decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # (B, L, H)
+    hidden = _shared_prompt_hidden(decoder, ids, attn, prompt_len)
+    if hidden is None:
+        hidden = decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # (B, L, H)
     return hidden[bi, li], head, (lambda x, U: _head_rows(head, x, U))
+
+
+def _shared_prompt_hidden(decoder, ids: torch.Tensor, attn: torch.Tensor, prompt_len: int | None):
+    """``[B, L, H]`` hidden states with a prompt that every row shares computed once: the prompt
+    pass's keys and values are repeated for the rows (gradients flow back through them) and the
+    completions continue from them.  None when the rows do not share one prompt."""
+    import inspect
+
+    B, L = ids.shape
+    P = prompt_len or 0
+    if B < 2 or not 0 < P < L or not bool((ids[:, :P] == ids[:1, :P]).all()) or not bool(attn[:, :P].all()):
+        return None
+    kw = "cache" if "cache" in inspect.signature(decoder.forward).parameters else "past_key_values"
+    head = decoder(input_ids=ids[:1, :P], attention_mask=attn[:1, :P], use_cache=True)
+    cache = getattr(head, kw, None)
+    if cache is None or not hasattr(cache, "batch_repeat_interleave"):
+        return None
+    cache.batch_repeat_interleave(B)
+    positions = torch.arange(P, L, device=ids.device)[None, :].expand(B, -1)
+    tail = decoder(input_ids=ids[:, P:], attention_mask=attn, position_ids=positions, use_cache=True, **{kw: cache})
+    prompt = head.last_hidden_state.expand(B, -1, -1)
+    return torch.cat([prompt, tail.last_hidden_state], dim=1)
 
 
 def _decoder_and_head(model):

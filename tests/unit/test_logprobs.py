@@ -134,3 +134,31 @@ def test_the_fallback_for_other_models_gives_the_same_values(setup):
         a, ea = completion_logprobs(Wrapped(), rollouts, tok.pad_token_id, with_entropy=True)
         b, eb = completion_logprobs(inner, rollouts, tok.pad_token_id, with_entropy=True)
     assert torch.allclose(a, b, atol=1e-6) and torch.allclose(ea, eb, atol=1e-6)
+
+
+@pytest.mark.parametrize("adapter", ["attn", "head"])
+def test_a_shared_prompt_computed_once_gives_the_same_values_and_gradients(setup, adapter):
+    """One group (every row the same prompt): the prompt pass is shared; values and gradients as before."""
+    tok, policies, rollouts = setup
+    model = policies[adapter]
+    group = [r for r in rollouts if r.prompt_ids == rollouts[0].prompt_ids]
+    assert len(group) >= 3
+    from trainer import logprobs as lp_mod
+    from trainer.batch import pad_batch
+
+    ids, attn, _ = pad_batch(group, tok.pad_token_id)
+    decoder, _ = lp_mod._decoder_and_head(model)
+    with torch.no_grad():  # the shared path is taken here
+        assert lp_mod._shared_prompt_hidden(decoder, ids, attn, len(group[0].prompt_ids)) is not None
+    params = [p for p in model.parameters() if p.requires_grad]
+    out = []
+    for fn in (lambda: completion_logprobs(model, group, tok.pad_token_id, with_entropy=True),
+               lambda: reference_logprobs(model, group, tok.pad_token_id, True, True, 1.0)):
+        model.zero_grad(set_to_none=True)
+        logp, ent = fn()
+        (logp * torch.linspace(-1, 1, logp.shape[1])).sum().backward()
+        out.append((logp.detach(), ent, [p.grad.clone() for p in params]))
+    (a, ea, ga), (b, eb, gb) = out
+    assert torch.allclose(a, b, atol=1e-5) and torch.allclose(ea, eb, atol=1e-5)
+    for x, y in zip(ga, gb, strict=True):
+        assert torch.allclose(x, y, atol=1e-6, rtol=1e-4)
