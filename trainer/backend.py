@@ -2,7 +2,7 @@
 
 `Backend` bundles the policy, rollout collection, the task sampler and the rule
 scorer; `build_backend(cfg)` builds the default one from a config (the
-`trainer.model` policy with its LoRA adapter, `trainer.rollout.collect_group` on the
+`trainer.model` policy with its LoRA adapter, `trainer.rollout.collect_groups` on the
 configured environment, the method's rule file).  Tests pass their own `Backend`
 to `trainer.loop.train` (a tiny fake model, hand-made rollouts).
 """
@@ -31,6 +31,9 @@ class Backend:
         pad_id: padding token id.
         ref_context: context manager factory that disables the adapter (reference model).
         decode: ids -> one text per id, for the token pages (None: they show the ids).
+        collect_groups: ``collect_groups(tasks, num_generations, seeds) -> list[list[Rollout]]``,
+            all groups of a round at once (None: `collect` one group at a time); group j
+            must be what ``collect(tasks[j], num_generations, seeds[j])`` gives.
     """
 
     model: torch.nn.Module
@@ -40,6 +43,7 @@ class Backend:
     pad_id: int = 0
     ref_context: Callable[[], Any] | None = None
     decode: Callable[[Any], list[str]] | None = None
+    collect_groups: Callable[[list, int, list[int]], list[list[Rollout]]] | None = None
 
 
 def build_backend(cfg: TrainConfig) -> Backend:
@@ -64,6 +68,9 @@ def build_backend(cfg: TrainConfig) -> Backend:
     def collect(task, n, seed):
         return rollout.collect_group(policy, tokenizer, factory, task, n, gen_cfg, seed)
 
+    def collect_groups(tasks, n, seeds):
+        return rollout.collect_groups(policy, tokenizer, factory, tasks, n, gen_cfg, seeds)
+
     return Backend(
         model=policy,
         collect=collect,
@@ -72,4 +79,5 @@ def build_backend(cfg: TrainConfig) -> Backend:
         pad_id=int(getattr(tokenizer, "pad_token_id", 0) or 0),
         ref_context=getattr(policy, "disable_adapter", None),
         decode=lambda ids: [tokenizer.decode([i]) for i in ids],
+        collect_groups=collect_groups,
     )

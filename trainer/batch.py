@@ -1,5 +1,6 @@
 """Batch tensors: a list of rollouts -> right-padded model inputs and the completion mask;
-`device_of(model)`, the device they must move to (they are built on the CPU)."""
+`micro_batches`, how a batch is cut for the forward passes; `device_of(model)`, the device
+the tensors must move to (they are built on the CPU)."""
 
 from __future__ import annotations
 
@@ -30,6 +31,29 @@ def pad_batch(rollouts: Sequence[Rollout], pad_id: int = 0) -> tuple[torch.Tenso
         attn[i, : len(seq)] = 1
         cmask[i, : len(r.completion_ids)] = torch.tensor(r.completion_mask, dtype=torch.float32)
     return ids, attn, cmask
+
+
+def micro_batches(rollouts: Sequence[Rollout], size: int, max_tokens: int = 0) -> list[list[int]]:
+    """Indices of `rollouts` cut into micro-batches of at most `size` episodes.
+
+    ``max_tokens = 0``: consecutive runs of `size` (the batch order).  Otherwise the
+    episodes are taken longest first (prompt + completion) and a micro-batch also stops
+    before its padded size (episodes x its longest episode) would exceed `max_tokens`;
+    an episode longer than `max_tokens` is a micro-batch of its own.  Every index occurs once.
+    """
+    n = len(rollouts)
+    if max_tokens <= 0:
+        return [list(range(s, min(n, s + size))) for s in range(0, n, size)]
+    length = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    out: list[list[int]] = []
+    for i in sorted(range(n), key=lambda i: (-length[i], i)):
+        current = out[-1] if out else None
+        # longest first: the micro-batch's longest episode is its first
+        if current is not None and len(current) < size and (len(current) + 1) * length[current[0]] <= max_tokens:
+            current.append(i)
+        else:
+            out.append([i])
+    return out
 
 
 def device_of(model: torch.nn.Module) -> torch.device:

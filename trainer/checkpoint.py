@@ -142,7 +142,8 @@ def restore_model(model: torch.nn.Module, trainable: dict[str, torch.Tensor]) ->
 
 #: Config fields a resumed run may change: they do not change what the run computes.
 RESUMABLE_CHANGES = frozenset({"iterations", "out_dir", "checkpoint_every", "log_every", "tensorboard", "threads",
-                               "device", "success_threshold", "success_window"})
+                               "device", "success_threshold", "success_window", "token_page_every",
+                               "token_page_rollouts"})
 
 
 class CheckpointMismatch(ValueError):

@@ -155,6 +155,10 @@ class TrainConfig:
     """Optimiser passes over each rollout batch (TRL's num_iterations); >1 makes the ratio clip active."""
     micro_batch: int = 16
     """Episodes per forward pass (gradient accumulation over micro-batches)."""
+    micro_batch_tokens: int = 0
+    """Cap on the padded tokens (episodes x longest episode) of one forward pass, which bounds its
+    activation memory; 0: none.  With a cap, episodes are grouped longest first (less padding),
+    at most ``micro_batch`` per pass; the gradient is the same (the batch's normaliser)."""
 
     # --- bookkeeping ---
     checkpoint_every: int = 10
@@ -221,7 +225,7 @@ class TrainConfig:
         for name in ("beta", "epsilon", "process_weight", "anneal_threshold", "weight_decay", "max_grad_norm"):
             if getattr(self, name) < 0:
                 bad(name, "non-negative")
-        for name in ("anneal_iterations", "checkpoint_every", "log_every"):
+        for name in ("anneal_iterations", "checkpoint_every", "log_every", "micro_batch_tokens"):
             if getattr(self, name) < 0:
                 bad(name, "a non-negative integer")
         if not self.lora_target_modules:

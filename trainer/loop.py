@@ -61,7 +61,7 @@ from trainer import token_page
 from trainer.advantages import compute_advantages
 from trainer.annealing import ProcessWeightSchedule
 from trainer.backend import Backend, build_backend
-from trainer.batch import device_of, pad_batch
+from trainer.batch import device_of, micro_batches, pad_batch
 from trainer.config import TrainConfig
 from trainer.logprobs import completion_logprobs
 from trainer.loss import action_len, normaliser, policy_loss
@@ -74,7 +74,11 @@ def _sample_round(be: Backend, cfg: TrainConfig, it: int, rounds: list, rnd: int
     """Round ``rnd`` of iteration ``it``: ``n`` new tasks, one group of ``num_generations``
     rollouts each, seeded from (seed, it, rnd, group); the groups are also appended to ``rounds``."""
     tasks = be.make_tasks(n, _seed_of(cfg.seed, it, rnd, 17))
-    groups = [be.collect(task, cfg.num_generations, _seed_of(cfg.seed, it, rnd, j)) for j, task in enumerate(tasks)]
+    seeds = [_seed_of(cfg.seed, it, rnd, j) for j in range(len(tasks))]
+    if be.collect_groups is not None:  # all groups in one batch (the same rollouts as one at a time)
+        groups = be.collect_groups(tasks, cfg.num_generations, seeds)
+    else:
+        groups = [be.collect(task, cfg.num_generations, s) for task, s in zip(tasks, seeds, strict=True)]
     rounds.append(groups)
     return groups
 
@@ -306,7 +310,7 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
     dev = device_of(model)
     advantages, cmask = advantages.to(dev), cmask.to(dev)  # (B, T)
     B, T = cmask.shape
-    mbs = [list(range(s, min(B, s + cfg.micro_batch))) for s in range(0, B, cfg.micro_batch)]
+    mbs = micro_batches(batch, cfg.micro_batch, cfg.micro_batch_tokens)
     n_tok = float(cmask.sum().clamp(min=1))
     L = action_len(cmask)  # most action tokens of one episode: `constant`'s L, never tool output
     batch_norm = float(normaliser(cmask, cfg.loss_type, L))

@@ -125,13 +125,36 @@ def load_pretrained(path: str | Path, gguf_file: str | None = None):
     kwargs = {"local_files_only": True}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
-    tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
+    tokenizer = _generic_tokenizer(path) if not gguf_file else None
+    if tokenizer is None:
+        tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
     model = AutoModelForCausalLM.from_pretrained(str(path), **kwargs)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     return model.eval(), tokenizer
+
+
+def _generic_tokenizer(path: Path):
+    """The tokenizer of `path` as its ``tokenizer.json`` defines it, when ``tokenizer_config.json``
+    names no model-specific class (``TokenizersBackend`` / ``PreTrainedTokenizerFast``, e.g. our
+    tiny tokenizer saved beside a Qwen2 model); else None.  transformers 5's `AutoTokenizer`
+    would rebuild such a file with the model type's own pipeline (Qwen2's BPE), changing the ids."""
+    import json
+
+    config = path / "tokenizer_config.json"
+    if not (path / "tokenizer.json").exists() or not config.exists():
+        return None
+    try:
+        name = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError):
+        return None
+    if name not in ("TokenizersBackend", "PreTrainedTokenizerFast"):
+        return None
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast.from_pretrained(str(path), local_files_only=True)
 
 
 def load_smollm2():

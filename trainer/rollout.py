@@ -1,8 +1,12 @@
 """Multi-turn group rollouts: G episodes of one task, as token ids and as rlvp events.
 
-`collect_group(policy, tokenizer, env_factory, task, num_generations, gen_cfg, seed)`
-plays `num_generations` episodes of `task` side by side; each turn, the still
-active episodes are batched through one `generate` call (`trainer.generation`).
+`collect_groups(policy, tokenizer, env_factory, tasks, num_generations, gen_cfg, seeds)`
+plays `num_generations` episodes of each task side by side: with a HF model, all of
+them in one `trainer.generation.CachedSampler` batch that keeps every episode's KV
+cache across turns (group j sampled from its own generator seeded by ``seeds[j]``);
+with a `sample_turns` object, one group at a time, the still active episodes re-fed
+through one call per turn.  Both give a group the same rollouts for the same seed.
+`collect_group(..., task, ..., seed)` is the one-group case.
 
 How the training sequence is built (never by re-tokenising text):
 
@@ -27,7 +31,7 @@ from typing import Callable, Sequence
 
 from rlvp_dsl.events import CALL, ERROR, MALFORMED, OK, USER, Episode, Event
 from trainer.envs.base import Task, ToolEnv, all_calls
-from trainer.generation import CallFormat, CallTrie, GenConfig, as_generator
+from trainer.generation import CachedSampler, CallFormat, CallTrie, GenConfig, TurnSample
 from trainer.tokenizer import ChatFormat
 from trainer.types import Rollout
 
@@ -94,13 +98,83 @@ class _Episode:
         self.allowed.extend(allowed if allowed is not None else [None] * len(ids))
 
 
+class _Group:
+    """One task's G episodes being played, and what every turn of them needs."""
+
+    def __init__(self, tokenizer, env_factory: Callable[[], ToolEnv], task: Task, num_generations: int,
+                 cfg: GenConfig, seed: int) -> None:
+        if num_generations < 1:
+            raise ValueError(f"'num_generations' must be >= 1 (got {num_generations})")
+        fmt = CallFormat(cfg.call_style)
+        envs = [env_factory() for _ in range(num_generations)]
+        observations = [env.reset(task) for env in envs]
+        self.task, self.seed, self.tokenizer = task, seed, tokenizer
+        self.trie = _trie(envs[0], tokenizer, fmt)
+        self.chat = _chat(tokenizer)
+        self.tags = {spec.name: frozenset(spec.tags) for spec in envs[0].schema()}
+        messages = [{"role": "user", "content": observations[0]}]
+        if cfg.system_prompt:
+            messages.insert(0, {"role": "system", "content": system_prompt(envs[0], fmt)})
+        self.prompt_ids = self.chat.prompt_ids(tokenizer, messages)
+        self.episodes = [_Episode(env, obs) for env, obs in zip(envs, observations, strict=True)]
+        self.max_turns = cfg.max_turns or envs[0].max_turns
+
+    def play(self, ep: _Episode, sample: TurnSample, turn: int) -> list[int]:
+        """Record `sample` as `ep`'s turn `turn`, step the environment; returns the ids appended after it."""
+        offset = len(ep.ids)
+        ep.append(sample.ids, 1, sample.allowed)
+        ep.spans.append((offset + sample.call_start, offset + sample.call_end))
+        ep.call_texts.append(sample.call_text)
+        index = len(ep.events)
+        if sample.call is None:
+            observation = MALFORMED_TEXT
+            ep.events.append(Event(index=index, kind=CALL, tool=None, raw_arguments=sample.call_text,
+                                   status=MALFORMED, error_text=observation))
+            finished = False
+        else:
+            result = ep.env.step(sample.call)
+            observation = result.text
+            ep.events.append(Event(
+                index=index, kind=CALL, tool=sample.call.tool, arguments=dict(sample.call.arguments),
+                status=OK if result.ok else ERROR,
+                error_text="" if result.ok else result.text, result=result.text if result.ok else "",
+                tags=self.tags.get(sample.call.tool, frozenset()), signals=dict(result.signals),
+            ))
+            finished = result.done
+        ep.done = finished or turn + 1 >= self.max_turns
+        after = self.chat.after_turn_ids(self.tokenizer, observation, sample.ended_with_eos, next_turn=not ep.done)
+        ep.append(after, 0)
+        return after
+
+    def rollouts(self) -> list[Rollout]:
+        out = []
+        task = self.task
+        for g, ep in enumerate(self.episodes):
+            outcome = float(ep.env.outcome())
+            episode = Episode(id=f"{task.task_id}#{g}", events=ep.events, outcome=outcome, source=ep.env.name,
+                              meta={"task_id": task.task_id, "seed": self.seed, "generation": g})
+            out.append(Rollout(
+                task_id=task.task_id, prompt_ids=list(self.prompt_ids), completion_ids=ep.ids,
+                completion_mask=ep.mask, call_spans=ep.spans, episode=episode, outcome=outcome,
+                allowed_ids=ep.allowed,
+                info={
+                    "call_texts": ep.call_texts,
+                    "call_event_indices": [e.index for e in episode.calls],
+                    "num_turns": len(ep.spans),
+                    "env": ep.env.name,
+                },
+            ))
+        return out
+
+
 def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: Task, num_generations: int,
                   gen_cfg: GenConfig | None = None, seed: int = 0) -> list[Rollout]:
     """Play `num_generations` episodes of `task`; returns one `Rollout` per episode.
 
     Args:
-        policy: a HF causal LM (optionally peft-wrapped), or any object with
-            `sample_turns(contexts, trie, cfg)` (e.g. `trainer.vllm_backend.VLLMGenerator`).
+        policy: a HF causal LM (optionally peft-wrapped; sampled by `CachedSampler`), or any
+            object with `sample_turns(contexts, trie, cfg)` (e.g. `trainer.generation.HFGenerator`,
+            `trainer.vllm_backend.VLLMGenerator`), which gets each whole context every turn.
         tokenizer: the policy's tokenizer (needs a chat template and an EOS token).
         env_factory: returns a fresh environment per call.
         task: the task all episodes attempt.
@@ -109,70 +183,71 @@ def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: T
         seed: seeds the sampling; the global torch RNG is left as it was.
     Raises ValueError for G < 1 or a tokenizer/schema that cannot express the calls.
     """
+    return collect_groups(policy, tokenizer, env_factory, [task], num_generations, gen_cfg, [seed])[0]
+
+
+def collect_groups(policy, tokenizer, env_factory: Callable[[], ToolEnv], tasks: Sequence[Task],
+                   num_generations: int, gen_cfg: GenConfig | None = None,
+                   seeds: Sequence[int] | None = None) -> list[list[Rollout]]:
+    """One group of `num_generations` episodes per task, ``groups[j]`` seeded by ``seeds[j]``.
+
+    A HF model plays all groups together: one `CachedSampler` batch of every episode,
+    each keeping its KV cache across turns, with group j's draws from its own generator
+    seeded by ``seeds[j]`` -- so a group's rollouts are the ones `collect_group` gives it
+    alone.  A `sample_turns` object plays one group at a time, re-fed every turn, under
+    the global torch RNG seeded by the group's seed (forked: the caller's RNG is left as it was).
+    """
     import torch
 
-    if num_generations < 1:
-        raise ValueError(f"'num_generations' must be >= 1 (got {num_generations})")
     cfg = gen_cfg or GenConfig()
-    fmt = CallFormat(cfg.call_style)
-    envs = [env_factory() for _ in range(num_generations)]
-    observations = [env.reset(task) for env in envs]
-    trie = _trie(envs[0], tokenizer, fmt)
-    chat = _chat(tokenizer)
-    tags = {spec.name: frozenset(spec.tags) for spec in envs[0].schema()}
-    messages = [{"role": "user", "content": observations[0]}]
-    if cfg.system_prompt:
-        messages.insert(0, {"role": "system", "content": system_prompt(envs[0], fmt)})
-    prompt_ids = chat.prompt_ids(tokenizer, messages)
-    episodes = [_Episode(env, obs) for env, obs in zip(envs, observations, strict=True)]
-    generator = as_generator(policy, tokenizer)
-    max_turns = cfg.max_turns or envs[0].max_turns
+    seeds = list(seeds) if seeds is not None else list(range(len(tasks)))
+    if len(seeds) != len(tasks):
+        raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
+    groups = [_Group(tokenizer, env_factory, task, num_generations, cfg, seed) for task, seed in zip(tasks, seeds)]
+    if hasattr(policy, "sample_turns"):
+        for group in groups:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(group.seed)
+                _play_refed(policy, group, cfg)
+        return [g.rollouts() for g in groups]
+    by_trie: dict[int, list[_Group]] = {}
+    for group in groups:  # one batch per call mask (tasks of one environment share it)
+        by_trie.setdefault(id(group.trie), []).append(group)
+    for batch in by_trie.values():
+        _play_cached(policy, tokenizer, batch, cfg)
+    return [g.rollouts() for g in groups]
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        for turn in range(max_turns):
-            active = [ep for ep in episodes if not ep.done]
-            if not active:
-                break
-            samples = generator.sample_turns([prompt_ids + ep.ids for ep in active], trie, cfg)
-            for ep, sample in zip(active, samples, strict=True):
-                offset = len(ep.ids)
-                ep.append(sample.ids, 1, sample.allowed)
-                ep.spans.append((offset + sample.call_start, offset + sample.call_end))
-                ep.call_texts.append(sample.call_text)
-                index = len(ep.events)
-                if sample.call is None:
-                    observation = MALFORMED_TEXT
-                    ep.events.append(Event(index=index, kind=CALL, tool=None, raw_arguments=sample.call_text,
-                                           status=MALFORMED, error_text=observation))
-                    finished = False
-                else:
-                    result = ep.env.step(sample.call)
-                    observation = result.text
-                    ep.events.append(Event(
-                        index=index, kind=CALL, tool=sample.call.tool, arguments=dict(sample.call.arguments),
-                        status=OK if result.ok else ERROR,
-                        error_text="" if result.ok else result.text, result=result.text if result.ok else "",
-                        tags=tags.get(sample.call.tool, frozenset()), signals=dict(result.signals),
-                    ))
-                    finished = result.done
-                ep.done = finished or turn + 1 >= max_turns
-                after = chat.after_turn_ids(tokenizer, observation, sample.ended_with_eos, next_turn=not ep.done)
-                ep.append(after, 0)
 
-    rollouts = []
-    for g, ep in enumerate(episodes):
-        outcome = float(ep.env.outcome())
-        episode = Episode(id=f"{task.task_id}#{g}", events=ep.events, outcome=outcome, source=ep.env.name,
-                          meta={"task_id": task.task_id, "seed": seed, "generation": g})
-        rollouts.append(Rollout(
-            task_id=task.task_id, prompt_ids=list(prompt_ids), completion_ids=ep.ids, completion_mask=ep.mask,
-            call_spans=ep.spans, episode=episode, outcome=outcome, allowed_ids=ep.allowed,
-            info={
-                "call_texts": ep.call_texts,
-                "call_event_indices": [e.index for e in episode.calls],
-                "num_turns": len(ep.spans),
-                "env": ep.env.name,
-            },
-        ))
-    return rollouts
+def _play_refed(generator, group: _Group, cfg: GenConfig) -> None:
+    for turn in range(group.max_turns):
+        active = [ep for ep in group.episodes if not ep.done]
+        if not active:
+            break
+        samples = generator.sample_turns([group.prompt_ids + ep.ids for ep in active], group.trie, cfg)
+        for ep, sample in zip(active, samples, strict=True):
+            group.play(ep, sample, turn)
+
+
+def _play_cached(model, tokenizer, groups: list[_Group], cfg: GenConfig) -> None:
+    import torch
+
+    from trainer.batch import device_of
+
+    rows = [(group, ep) for group in groups for ep in group.episodes]
+    sampler = CachedSampler(model, tokenizer, len(rows))
+    dev = device_of(model)
+    gens = {id(g): torch.Generator(device=dev).manual_seed(int(g.seed)) for g in groups}
+    new: dict[int, list[int]] = {i: list(group.prompt_ids) for i, (group, _) in enumerate(rows)}
+    for turn in range(max(g.max_turns for g in groups)):
+        active = [i for i, (_, ep) in enumerate(rows) if not ep.done]
+        if not active:
+            break
+        sampler.keep(active)
+        by_group: dict[int, list[int]] = {}
+        for pos, i in enumerate(active):
+            by_group.setdefault(id(rows[i][0]), []).append(pos)
+        samples = sampler.sample_turn([new[i] for i in active], groups[0].trie, cfg,
+                                      [(positions, gens[key]) for key, positions in by_group.items()])
+        for i, sample in zip(active, samples, strict=True):
+            group, ep = rows[i]
+            new[i] = group.play(ep, sample, turn)

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import torch
 
-from trainer import loop
+from trainer import loop, rollout
 from trainer.config import load_config
-from trainer.generation import HFGenerator
 from trainer.logprobs import completion_logprobs
 
 torch.set_num_threads(1)
@@ -39,13 +38,11 @@ def test_the_loop_recomputes_log_probs_at_the_sampling_temperature(tmp_path, mon
     cfg = load_config(CONFIG, out_dir=str(tmp_path), iterations=1).replace(
         tasks_per_iteration=1, num_generations=3, temperature=TEMPERATURE)
     sampled: dict[tuple[int, ...], list[float]] = {}  # context + turn ids -> the turn's sampled log-probs
-    real_sample = HFGenerator.sample_turns
+    real_play = rollout._Group.play
 
-    def recording_sample(self, contexts, trie, gen_cfg):
-        samples = real_sample(self, contexts, trie, gen_cfg)
-        for ctx, s in zip(contexts, samples, strict=True):
-            sampled[tuple(ctx) + tuple(s.ids)] = s.logprobs
-        return samples
+    def recording_play(self, ep, sample, turn):  # every turn the sampler gave, with its context
+        sampled[tuple(self.prompt_ids) + tuple(ep.ids) + tuple(sample.ids)] = sample.logprobs
+        return real_play(self, ep, sample, turn)
 
     recomputed = []
     real_logprobs = loop.completion_logprobs
@@ -57,7 +54,7 @@ def test_the_loop_recomputes_log_probs_at_the_sampling_temperature(tmp_path, mon
         recomputed.append((list(rollouts), logp.detach().clone(), at_one))
         return logp, ent
 
-    monkeypatch.setattr(HFGenerator, "sample_turns", recording_sample)
+    monkeypatch.setattr(rollout._Group, "play", recording_play)
     monkeypatch.setattr(loop, "completion_logprobs", recording_logprobs)
     loop.train(cfg, progress=False)  # one pass, no extra epochs: every recomputation precedes the step
 
