@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from ..events import CALL, Credit, Episode
-from ..report import Summary, summarise
+from ..report import RuleSummary, Summary, summarise
 
 #: Characters of a tool result shown before "show all"; the page keeps up to `RESULT_LIMIT`.
 RESULT_PREVIEW = 160
@@ -64,22 +64,19 @@ class Histogram:
 
 @attrs.frozen
 class RuleRow:
-    """One row of the summary table (a rule), with where the rule is written."""
+    """One row of the summary table: a rule's `rlvp_dsl.report.RuleSummary` (fires, discharges,
+    expiries, episodes, total, per episode, outcome correlation), where the rule is written, and
+    its histogram."""
 
     index: int
-    name: str
-    kind: str
-    location: str
+    summary: RuleSummary
     source: int | None  # index into Report.sources; None for a generated rule
     line: int
-    fires: int
-    discharges: int
-    expiries: int
-    episodes: int
-    total: float
-    per_episode: float
-    outcome_correlation: float | None
     histogram: Histogram
+
+    @property
+    def name(self) -> str:
+        return self.summary.name
 
 
 @attrs.frozen
@@ -285,9 +282,7 @@ def build_report(program, scored: Sequence[tuple[Episode, Sequence[Credit]]],
     for k, rs in enumerate(summary.rules):
         per_episode = [sum(c.value for c in credits if c.rule == rs.name) for _, credits in scored]
         path, line = split_location(rs.location)
-        rows.append(RuleRow(k, rs.name, rs.kind, rs.location, source_index.get(path), line, rs.fires,
-                            rs.discharges, rs.expiries, rs.episodes, rs.total, rs.per_episode,
-                            rs.outcome_correlation, histogram(per_episode, outcomes)))
+        rows.append(RuleRow(k, rs, source_index.get(path), line, histogram(per_episode, outcomes)))
     episodes = tuple(episode_record(n, ep, credits, rule_index, source_index, result_limit)
                      for n, (ep, credits) in enumerate(scored))
     files = tuple(SourceText(k, p, tuple(t.split("\n"))) for k, (p, t) in enumerate(zip(paths, texts)))

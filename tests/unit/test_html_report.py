@@ -72,7 +72,7 @@ def test_the_linked_event_is_read_from_the_words_of_explain(reason, trigger, exp
 
 
 def test_summary_rows_count_fires_episodes_and_totals(report):
-    rows = {r.name: r for r in report.rules}
+    rows = {r.name: r.summary for r in report.rules}
     assert (rows["edit_unread"].fires, rows["edit_unread"].episodes, rows["edit_unread"].total) == (1, 1, -0.5)
     obligation = rows["test_after_edit"]
     assert (obligation.fires, obligation.discharges, obligation.expiries, obligation.episodes) == (3, 2, 1, 2)
