@@ -246,15 +246,19 @@ def run_ours(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: i
         return result
 
     tokens: list[int] = []
+    seq_tokens: list[int] = []  # every token of the episodes: prompt, actions, tool output, template
+
+    def count(it, groups, credits, w):
+        tokens.append(sum(sum(r.completion_mask) for g in groups for r in g))
+        seq_tokens.append(sum(len(r.prompt_ids) + len(r.completion_ids) for g in groups for r in g))
+
     be.collect_groups = timed_collect
     loop.completion_logprobs, loop._update = timed_logprobs, timed_update
-    rows = loop.train(cfg, backend=be, progress=False, log=lambda s: None,
-                      on_batch=lambda it, groups, credits, w: tokens.append(
-                          sum(sum(r.completion_mask) for g in groups for r in g)))
+    rows = loop.train(cfg, backend=be, progress=False, log=lambda s: None, on_batch=count)
     mem = rss.stop()
     step_s = [r["perf/iteration_s"] for r in rows][warmup:]
-    return {"step_s": step_s, "tokens": tokens[warmup:], "micro_batch_tokens": micro_batch_tokens,
-            "split": {k: v[warmup:] for k, v in split.items()}, **mem}
+    return {"step_s": step_s, "tokens": tokens[warmup:], "seq_tokens": seq_tokens[warmup:],
+            "micro_batch_tokens": micro_batch_tokens, "split": {k: v[warmup:] for k, v in split.items()}, **mem}
 
 
 def run_trl(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: int) -> dict:
@@ -271,10 +275,15 @@ def run_trl(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: in
     _, prompts = _prompts(turns)
     length = completion_length(model_dir, turns)
     model, tok = load_pretrained(model_dir)  # as our trainer loads it (AutoModelForCausalLM, float32)
+    prompt_len = statistics.mean(  # tokens of a prompt as TRL renders it (counted before the clock starts)
+        len(tok(tok.apply_chat_template(p, add_generation_prompt=True, tokenize=False),
+                add_special_tokens=False).input_ids) for p in prompts)
     tokens: list[int] = []
+    seq_tokens: list[float] = []
 
     def reward(completions, completion_ids, **_):
         tokens.append(sum(len(ids) for ids in completion_ids))
+        seq_tokens.append(tokens[-1] + prompt_len * len(completion_ids))
         return [float(len(ids) % 3) for ids in completion_ids]  # varies: the update is not dead
 
     stamps: list[float] = []
@@ -305,7 +314,8 @@ def run_trl(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: in
     trainer.train()
     mem = rss.stop()
     step_s = [b - a for a, b in zip(stamps, stamps[1:])][warmup:]
-    return {"step_s": step_s, "tokens": tokens[warmup:], "completion_length": length, **mem}
+    return {"step_s": step_s, "tokens": tokens[warmup:], "seq_tokens": seq_tokens[warmup:],
+            "completion_length": length, **mem}
 
 
 # ----------------------------------------------------------------------------
@@ -325,6 +335,7 @@ def summarise(runs: list[dict]) -> dict:
     out = {
         "s_per_step": statistics.median(statistics.median(r["step_s"]) for r in runs),
         "tokens_per_step": statistics.median(statistics.mean(r["tokens"]) for r in runs),
+        "seq_per_action": statistics.median(sum(r["seq_tokens"]) / max(1, sum(r["tokens"])) for r in runs),
         "ms_per_token": statistics.median(per_token),
         "peak_rss_gib": statistics.median(r["peak_rss_gib"] for r in runs),
         "train_peak_gib": statistics.median(r["train_peak_above_start_gib"] for r in runs),
@@ -351,6 +362,24 @@ def table(results: dict) -> str:
                      f"**{ours['peak_rss_gib'] / trl['peak_rss_gib']:.2f}** (goal <= 1) | "
                      f"{ours['train_peak_gib'] / max(trl['train_peak_gib'], 1e-9):.2f} | |")
     return "\n".join(lines)
+
+
+def goal_lines(results: dict) -> list[str]:
+    """Whether each model meets issue 12's goals (per action token <= 0.5x TRL's time, peak memory
+    <= TRL's), by how much it misses, and the token accounting that explains a time miss."""
+    out = []
+    for model, pair in results.items():
+        ours, trl = pair["ours"], pair["trl"]
+        time_ratio = ours["ms_per_token"] / trl["ms_per_token"]
+        mem_ratio = ours["peak_rss_gib"] / trl["peak_rss_gib"]
+        verdict = "met" if time_ratio <= 0.5 else f"missed by {time_ratio / 0.5:.2f}x"
+        out.append(f"goal ({model}): per action token <= 0.5x TRL's time -- {time_ratio:.2f}x, {verdict}; "
+                   f"tokens processed per action token: ours {ours['seq_per_action']:.1f} (prompt, tool output "
+                   f"and template tokens included), TRL {trl['seq_per_action']:.1f}, "
+                   f"{ours['seq_per_action'] / trl['seq_per_action']:.2f}x the model work per action token")
+        out.append(f"goal ({model}): peak memory <= TRL's -- {mem_ratio:.2f}x, "
+                   + ("met" if mem_ratio <= 1 else f"missed by {mem_ratio:.2f}x"))
+    return out
 
 
 def main() -> None:
@@ -416,7 +445,7 @@ def main() -> None:
         + (" (the padded tokens of one of TRL's passes)" if a.micro_batch_tokens < 0 else ""),
         f"load average up to {load:.1f} on {os.cpu_count()} cores"
         + (" (busy: absolute times are inflated, the ratios are what counts)" if load > 1.5 else ""),
-        "", table(results), "", f"wall time: {time.perf_counter() - t0:.0f} s",
+        "", table(results), "", *goal_lines(results), "", f"wall time: {time.perf_counter() - t0:.0f} s",
     ])
     print(text)
     (out / "table.md").write_text(text + "\n")
