@@ -62,6 +62,7 @@ CODES: Mapping[str, str] = {
     "RV209": "an invalid value (count, cap, comparison)",
     "RV210": "a rule that can never fire",
     "RV211": "an expectation names an unknown rule",
+    "RV212": "warning: a declared tag close to a standard tag, that no rule tests (a likely typo)",
     # lints (rlvp_dsl/lints.py): warnings about rules that compile but shape the gradient badly
     "RV301": "warning: credit that nothing can penalise (farmable-looking)",
     "RV302": "warning: two rules credit the same event for the same reason (double counting)",
