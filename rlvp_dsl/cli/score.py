@@ -96,6 +96,22 @@ def _bad_names_note(episodes) -> str:
     return f"warning: {calls} a tool name that is not text (scored as malformed): {problems[0]}{more}"
 
 
+#: What a malformed call's problem says when its arguments (not its name or its length) are what broke it.
+_BAD_ARGUMENTS = ("arguments are not valid JSON", "arguments must be a JSON object", "tool call is not valid JSON",
+                  "tool call arguments are not valid JSON")
+
+
+def _bad_arguments_note(episodes) -> str:
+    """A note when calls had arguments that are not a JSON object: they are scored as failed (malformed)
+    calls, which is easy to miss without --explain."""
+    calls = sum(1 for episode in episodes for event in episode.calls
+                if event.status == "malformed" and any(p in (event.error_text or "") for p in _BAD_ARGUMENTS))
+    if not calls:
+        return ""
+    had = "1 call had" if calls == 1 else f"{calls:,} calls had"
+    return f"note: {had} malformed arguments (not a JSON object; scored as failed calls; --explain shows them)"
+
+
 def _error_signal(args):
     if not (args.error_prefix or args.error_flag):
         return None
@@ -353,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     scored = [(episode, program.score(episode)) for episode in episodes]
     groups = _groups(scored, args.by)
     summary = summarise(program, scored)
-    for note in (_bad_names_note(episodes), _undeclared_note(program, episodes)):
+    for note in (_bad_names_note(episodes), _bad_arguments_note(episodes), _undeclared_note(program, episodes)):
         if note:
             print(f"rlvp-score: {note}", file=sys.stderr)
     if args.html is not None and not _write_html(args.html, program, scored, result.sources, args.rules):

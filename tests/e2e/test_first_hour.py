@@ -421,6 +421,21 @@ def test_score_warns_of_a_tool_name_that_is_not_text(tmp_path):
     assert "(None)" not in done.stderr and "call (no tool name) [malformed: line 1:" in done.stdout
 
 
+def test_score_notes_calls_with_malformed_arguments(tmp_path):
+    """Arguments that are not valid JSON: the summary says how many calls had them (without --explain);
+    a clean episode gets no such note."""
+    (tmp_path / "r.rlvp").write_text(SUMS_RULES)
+    record = json.loads(_two_call_episode(1.0))
+    record["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"id": '
+    (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n")
+    done = run("score", "r.rlvp", "e.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("rlvp-score: note: 1 call had malformed arguments (not a JSON object; scored as failed calls; "
+            "--explain shows them)") in done.stderr.splitlines()
+    (tmp_path / "e.jsonl").write_text(_two_call_episode(1.0))
+    assert "malformed arguments" not in run("score", "r.rlvp", "e.jsonl", cwd=tmp_path).stderr
+
+
 def test_score_with_the_arguments_swapped_says_so():
     """A trajectory given as the rule file: exit 2 and the right order, not a page of syntax errors."""
     done = run("score", "examples/episodes/airline_chat.jsonl", "rules/tau2_airline.rlvp")
