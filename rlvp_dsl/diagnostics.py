@@ -126,6 +126,12 @@ class Diagnostic:
         }
 
 
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """`n` and the noun, singular for 1: ``counted(1, "rule")`` is "1 rule", ``counted(3, "rule")`` "3 rules";
+    `plural` for a noun that does not take an "s" (``counted(2, "call goes", "calls go")``)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """A help line suggesting the closest candidate, or "" when none is close."""
     close = difflib.get_close_matches(name, sorted(set(candidates)), n=1, cutoff=0.6)

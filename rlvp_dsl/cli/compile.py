@@ -17,7 +17,7 @@ from collections import Counter
 
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
-from ..diagnostics import MAX_PER_FILE, Diagnostic, has_errors, render_json, render_text, sort_and_cap
+from ..diagnostics import MAX_PER_FILE, Diagnostic, counted, has_errors, render_json, render_text, sort_and_cap
 from ..loader import read_source
 from ..pipeline import check_file, check_text
 
@@ -137,7 +137,7 @@ def _derive(args) -> int:
     if args.output:
         if not _write(args.output, text):
             return EXIT_USAGE
-        print(f"{args.output}: derived {len(manifest.tools)} tools from {args.auto_from_tags}", file=sys.stderr)
+        print(f"{args.output}: derived {counted(len(manifest.tools), 'tool')} from {args.auto_from_tags}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -172,7 +172,7 @@ def _validate(manifest, args) -> tuple[int, dict[str, str]]:
     harmful = {e.name: (f"penalised {e.success_rate:.1%} of successful and {e.failure_rate:.1%} of failed "
                         f"episodes in --validate") for e in evidence if e.harmful}
     if harmful and not args.drop_harmful:
-        print(f"rlvp-compile: warning: {len(harmful)} derived rule(s) penalise success more often than failure: "
+        print(f"rlvp-compile: warning: {counted(len(harmful), 'derived rule penalises', 'derived rules penalise')} success more often than failure: "
               f"{', '.join(harmful)} (--drop-harmful leaves them out)", file=sys.stderr)
     return EXIT_OK, harmful if args.drop_harmful else {}
 
@@ -180,7 +180,7 @@ def _validate(manifest, args) -> tuple[int, dict[str, str]]:
 def _describe(ruleset) -> str:
     kinds = Counter(r.kind for r in ruleset.rules)
     parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    return f"{len(ruleset.rules)} rules ({parts or 'none'}), {len(ruleset.tools)} tools"
+    return f"{counted(len(ruleset.rules), 'rule')} ({parts or 'none'}), {counted(len(ruleset.tools), 'tool')}"
 
 
 def _explain_code(args) -> int:
@@ -433,7 +433,8 @@ def _run_check(path: str, ruleset, args) -> int:
               "(`tool NAME : TAGS`, `tools from \"...\"`) or pass --manifest MANIFEST", file=sys.stderr)
         return EXIT_USAGE
     results = check_program(program, tools=manifest, tools_source=source, examples=args.examples)
-    header = f"{path}: {len(program.rules)} rules, episodes over {source}, {args.examples} examples per property"
+    header = (f"{path}: {counted(len(program.rules), 'rule')}, episodes over {source}, "
+              f"{counted(args.examples, 'example')} per property")
     print(render(results, program, header))
     failed = any(r.status == "fail" or (r.status == "warn" and args.warnings_as_errors) for r in results)
     return EXIT_INPUT_ERRORS if failed else EXIT_OK

@@ -22,7 +22,7 @@ from collections import Counter
 
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
-from ..diagnostics import render_json, render_text, sort_and_cap
+from ..diagnostics import counted, render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
 from ..report import fixed, render_summary, summarise
@@ -80,7 +80,8 @@ def _undeclared_note(program, episodes) -> str:
         return ""
     names = sorted(counts, key=lambda t: (-counts[t], str(t)))
     shown = ", ".join(str(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
-    return (f"note: {sum(counts.values())} of {calls} calls go to {len(counts)} tools the rules do not declare "
+    return (f"note: {sum(counts.values()):,} of {counted(calls, 'call goes', 'calls go')} to "
+            f"{counted(len(counts), 'tool')} the rules do not declare "
             f"({shown}); rules that name tools or tags never match them")
 
 
@@ -170,7 +171,7 @@ def _select_domains(episodes, wanted: list[str]) -> tuple[list, str]:
     keep = {w.casefold() for w in wanted}
     kept = [e for e in episodes if (domain_of(e) or "").casefold() in keep]
     left = Counter(domain_of(e) for e in episodes if e not in kept)
-    note = f"--domain {', '.join(wanted)}: {len(kept)} episodes; left out {_domains_text(left)}" if left else ""
+    note = f"--domain {', '.join(wanted)}: {counted(len(kept), 'episode')}; left out {_domains_text(left)}" if left else ""
     return kept, note
 
 
@@ -254,7 +255,7 @@ def _write_html(path: str, program, scored, sources, title: str) -> bool:
         return False
     if not write_output("rlvp-score", path, render_report(build_report(program, scored, sources, title=title))):
         return False
-    print(f"rlvp-score: wrote the HTML report of {len(scored)} episodes to {path}", file=sys.stderr)
+    print(f"rlvp-score: wrote the HTML report of {counted(len(scored), 'episode')} to {path}", file=sys.stderr)
     return True
 
 
@@ -379,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
             return decided(EXIT_USAGE)
         if args.csv == "-":
             return status
-        print(f"rlvp-score: wrote {len(scored)} episodes to {args.csv}", file=sys.stderr)
+        print(f"rlvp-score: wrote {counted(len(scored), 'episode')} to {args.csv}", file=sys.stderr)
     if args.json:
         doc = {
             "rules": args.rules,
@@ -404,14 +405,14 @@ def main(argv: list[str] | None = None) -> int:
         print(_explain(scored, args.limit))
         print()
     orphans = sum(int(episode.meta.get("orphan_results", 0)) for episode in episodes)
-    print(f"rules: {args.rules} ({len(program.rules)} rules)   skipped files: {len(report.skipped)}"
+    print(f"rules: {args.rules} ({counted(len(program.rules), 'rule')})   skipped files: {len(report.skipped)}"
           + (f"   read errors: {len(report.errors)}" if report.errors else "")
           + (f"   orphan tool results (matching no call): {orphans}" if orphans else "")
           + (f"   domain: {', '.join(args.domain)}" if args.domain else ""))
     if args.by:
         for key, part in groups:
             print()
-            print(f"== {args.by} {key}: {len(part)} episodes")
+            print(f"== {args.by} {key}: {counted(len(part), 'episode')}")
             print(render_summary(summarise(program, part)))
         return status
     print(render_summary(summary))

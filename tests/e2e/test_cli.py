@@ -222,7 +222,7 @@ def test_auto_from_tags_validate_flags_and_drops_a_harmful_penalty(tmp_path):
     flagged = run("compile", "--auto-from-tags", str(manifest), "--validate", str(runs), "-o", str(tmp_path / "d.rlvp"))
     assert flagged.returncode == 0, flagged.stderr
     assert "| errored_call | violation | 3/3 (100.0%) | 0/3 (0.0%) |" in flagged.stdout and "HARMFUL" in flagged.stdout
-    assert "penalise success more often than failure: errored_call" in flagged.stderr
+    assert "1 derived rule penalises success more often than failure: errored_call" in flagged.stderr
     assert "violation errored_call" in (tmp_path / "d.rlvp").read_text()
     dropped = run("compile", "--auto-from-tags", str(manifest), "--validate", str(runs), "--drop-harmful")
     assert dropped.returncode == 0 and "violation errored_call" not in dropped.stdout

@@ -245,6 +245,21 @@ def test_an_empty_rule_file_compiles_with_a_warning(tmp_path, text):
     assert run("compile", "--warnings-as-errors", path).returncode == 1
 
 
+def test_counts_of_one_read_in_the_singular(tmp_path):
+    """One rule, one tool, one tool declaration, one undeclared tool: "1 rule", "1 tool", never "1 rules"."""
+    (tmp_path / "decl.rlvp").write_text("tool a : read\n")
+    done = run("compile", "decl.rlvp", cwd=tmp_path)
+    assert "no rules, only 1 tool declaration:" in done.stderr, done.stderr
+    (tmp_path / "r.rlvp").write_text("tool a : read\nviolation one (-0.1) { on call a }\n")
+    record = json.loads(_two_call_episode(1.0))
+    record["messages"][1]["tool_calls"][1]["function"]["name"] = "zzz"
+    (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n")
+    done = run("score", "r.rlvp", "e.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "note: 1 of 2 calls go to 1 tool the rules do not declare (zzz)" in done.stderr
+    assert "(1 rule)" in done.stdout and "1 rules" not in done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("condition", ["on call put arg idd == \"x\"",
                                        "on call put\n  unless seen (call get ok same idd)"])
 def test_a_typo_in_an_argument_name_of_inline_tools_is_flagged(tmp_path, condition):
@@ -313,7 +328,7 @@ def test_score_by_domain_prints_one_summary_each():
     """--by domain: one summary per domain, in name order."""
     done = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--by", "domain")
     assert done.returncode == 0
-    assert re.findall(r"^== domain (\S+): (\d+) episodes", done.stdout, re.M) == [("airline", "3"), ("telecom", "1")]
+    assert re.findall(r"^== domain (\S+): (\d+) episodes?", done.stdout, re.M) == [("airline", "3"), ("telecom", "1")]
 
 
 def test_score_csv_has_one_row_per_episode(tmp_path):
@@ -622,7 +637,7 @@ def test_compile_reads_a_rule_file_from_standard_input():
     text = b"tool search : read\nviolation failed (-0.1) { on call search error }\n"
     done = run("compile", "-", stdin=text)
     assert done.returncode == 0, done.stderr
-    assert "<stdin>: ok: 1 rules (1 violation), 1 tools" in done.stderr
+    assert "<stdin>: ok: 1 rule (1 violation), 1 tool" in done.stderr
     bad = run("compile", "-", stdin=b"violaton x (-1) { on call }\n")
     assert bad.returncode == 1 and "<stdin>:1:1: error[RV101]: unexpected name 'violaton'; did you mean" in bad.stderr
     binary = run("compile", "-", stdin=bytes(range(256)))
