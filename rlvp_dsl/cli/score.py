@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import io
 import json
 import math
@@ -22,7 +23,7 @@ from collections import Counter
 
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
-from ..diagnostics import counted, render_json, render_text, sort_and_cap
+from ..diagnostics import counted, quoted, render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
 from ..report import fixed, render_summary, summarise
@@ -164,6 +165,18 @@ def _domains_text(counts: Counter) -> str:
     if counts.get(None):
         text += ("; " if text else "") + f"{counts[None]} with no domain recorded"
     return text
+
+
+def _domain_hints(wanted: list[str], counts: Counter) -> str:
+    """Did-you-mean over the domains found, for each wanted domain that matched none (`airlin`: 'airline')."""
+    found = {d.casefold(): d for d in counts if d is not None}
+    hints = []
+    for name in wanted:
+        if name.casefold() not in found:
+            close = difflib.get_close_matches(name.casefold(), sorted(found), n=1, cutoff=0.6)
+            if close:
+                hints.append(f"--domain {name}: did you mean {quoted(found[close[0]])}?")
+    return "; ".join(hints)
 
 
 def _select_domains(episodes, wanted: list[str]) -> tuple[list, str]:
@@ -358,9 +371,13 @@ def main(argv: list[str] | None = None) -> int:
         episodes, note = _select_domains(episodes, args.domain)
         if note and episodes:
             print(f"rlvp-score: {note}", file=sys.stderr)
+            hints = _domain_hints(args.domain, domains)
+            if hints:
+                print(f"rlvp-score: warning: {hints}", file=sys.stderr)
         if not episodes:
+            hints = _domain_hints(args.domain, domains)
             print(f"rlvp-score: error: no episodes of domain {', '.join(args.domain)} (found: "
-                  f"{_domains_text(domains)})", file=sys.stderr)
+                  f"{_domains_text(domains)}){'; ' + hints if hints else ''}", file=sys.stderr)
             return decided(EXIT_INPUT_ERRORS)
     elif args.by != "domain" and len([d for d in domains if d is not None]) > 1:
         print(f"rlvp-score: warning: the episodes come from {len([d for d in domains if d])} domains "

@@ -331,6 +331,19 @@ def test_score_by_domain_prints_one_summary_each():
     assert re.findall(r"^== domain (\S+): (\d+) episodes?", done.stdout, re.M) == [("airline", "3"), ("telecom", "1")]
 
 
+def test_score_domain_typo_gets_a_did_you_mean():
+    """--domain airlin: exit 1, the domains found and `did you mean 'airline'?`; a typo beside a right name
+    keeps the right one's episodes and warns about the typo."""
+    done = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--domain", "airlin")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("rlvp-score: error: no episodes of domain airlin (found: airline 3, telecom 1)")
+    assert line.endswith("--domain airlin: did you mean 'airline'?")
+    both = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--domain", "airline",
+               "--domain", "telcom")
+    assert both.returncode == 0 and "warning: --domain telcom: did you mean 'telecom'?" in both.stderr
+
+
 def test_score_csv_has_one_row_per_episode(tmp_path):
     """--csv PATH: the documented columns, one rule:NAME column per rule, one row per episode."""
     out = tmp_path / "out" / "episodes.csv"
