@@ -272,6 +272,23 @@ def _write_html(path: str, program, scored, sources, title: str) -> bool:
     return True
 
 
+def _reads_as_text(path: str) -> bool:
+    """Whether `path` is a file whose start is UTF-8 text (no NUL byte): a binary file named `.rlvp` is not a
+    rule file, and is not called one."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3  # a character cut at the end of the 4 KiB read is still text
+    return True
+
+
 def _usage_problem(args) -> str:
     """A contradiction among the options, or ""."""
     if args.csv == "-" and (args.json or args.explain):
@@ -282,7 +299,7 @@ def _usage_problem(args) -> str:
         return "--limit goes with --explain"
     if args.trajectories.count("-") > 1:
         return "standard input (-) can be read once"
-    rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and os.path.isfile(t)]
+    rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and _reads_as_text(t)]
     if rule_files:
         return (f"{rule_files[0]} is a rule file, not a trajectory: the rule file comes first, and once: "
                 "rlvp-score RULES.rlvp TRAJECTORY...")

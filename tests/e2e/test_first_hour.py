@@ -586,6 +586,15 @@ def test_score_usage_mistakes(args, message):
     no_traceback(done)
 
 
+def test_score_a_binary_file_named_rlvp_is_not_called_a_rule_file(tmp_path):
+    """A binary `x.rlvp` among the trajectories: the reader's "not UTF-8 text" error, not "is a rule file"."""
+    (tmp_path / "x.rlvp").write_bytes(bytes(range(256)) * 4)
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "x.rlvp")
+    assert done.returncode == 1, done.stderr
+    assert "is a rule file" not in done.stderr and "not UTF-8 text" in done.stderr
+    no_traceback(done)
+
+
 def test_score_a_folder_without_trajectories_says_so(tmp_path):
     """A folder holding no *.json/*.jsonl/*.ndjson/*.traj: the error says it is such a folder."""
     (tmp_path / "notes.txt").write_text("x")
