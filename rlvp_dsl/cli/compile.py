@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="derive a rule file from a tool manifest (rlvp, tau2, MCP tools/list, OpenAI tools)")
     p.add_argument("-o", "--output", metavar="PATH", type=nonempty(),
                    help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
+    p.add_argument("--force", action="store_true",
+                   help="with --auto-from-tags: let -o replace a file that rlvp did not derive (a hand-written one)")
     p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
     p.add_argument("--validate", nargs="+", metavar="TRAJECTORIES",
                    help="with --auto-from-tags: score the derived rules on trajectories with an outcome and "
@@ -104,8 +106,14 @@ def _read_stdin_rules() -> tuple[str | None, str]:
 
 
 def _derive(args) -> int:
-    from ..manifests.derive import derive_text
+    from ..manifests.derive import derive_text, is_derived_file
     from ..manifests import ManifestError, load_manifest
+
+    if (args.output and os.path.isfile(args.output) and os.path.getsize(args.output) and not args.force
+            and not is_derived_file(args.output)):
+        print(f"rlvp-compile: error: -o {args.output} exists and was not derived by rlvp-compile --auto-from-tags "
+              "(a hand-written rule file?): write to another path, or add --force to replace it", file=sys.stderr)
+        return EXIT_USAGE
 
     try:
         manifest = load_manifest(args.auto_from_tags)
@@ -263,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rlvp-compile: error: -o {args.output} would overwrite the input {clobbered}: write it somewhere else",
                   file=sys.stderr)
             return EXIT_USAGE
+    if args.force and not args.auto_from_tags:
+        print("rlvp-compile: error: --force goes with --auto-from-tags MANIFEST -o PATH", file=sys.stderr)
+        return EXIT_USAGE
     if (args.validate or args.drop_harmful) and not args.auto_from_tags:
         print("rlvp-compile: error: --validate and --drop-harmful go with --auto-from-tags MANIFEST", file=sys.stderr)
         return EXIT_USAGE
