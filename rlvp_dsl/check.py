@@ -7,12 +7,14 @@ Stages, in order (each needs the one before):
 3. rules     -- duplicate names (RV203), weight signs (RV204), names of tools and tags
                 (RV201/RV202, with did-you-mean), regexes (RV105), bindings (RV205);
 4. meaning   -- credit that would land on user text (RV208), obligations that can never
-                be discharged (RV206), rules that can never fire (RV210, a warning);
+                be discharged (RV206), rules that can never fire (RV210, a warning),
+                declared tags close to a standard tag that no rule tests (RV212, a warning);
 5. lowering  -- ``repeat_error`` and ``blind_destructive`` become violations over ``seen``.
 """
 
 from __future__ import annotations
 
+import difflib
 from typing import Iterable, Mapping
 
 from . import ast
@@ -27,6 +29,16 @@ from .tools import ToolSpec
 
 #: Tags the readers give events themselves (`user_side`: a call the user makes, tau2 telecom).
 BUILTIN_TAGS = frozenset({"user_side"})
+
+#: Tags with a meaning of their own: the structural rules' defaults (read, write, destructive), the derived
+#: rules (verify, test, submit), the manifest formats (think, generic, idempotent, open_world), the readers
+#: (user_side) and the stock rules (search). A declared tag close to one of these is a likely typo (RV212).
+STANDARD_TAGS = frozenset({"read", "write", "destructive", "verify", "test", "submit", "search", "think",
+                           "generic", "idempotent", "open_world", "user_side"})
+
+#: How close (difflib ratio) a declared tag must be to a standard one to be flagged: `raed`/`read` is 0.75,
+#: `agent_side`/`user_side` (a real tag) 0.63.
+TAG_TYPO_CUTOFF = 0.75
 
 # Defaults of the structural rules (docs/language.md, "repeat_error" and "blind_destructive").
 _WRITE_LIKE = ast.Or((ast.TagAtom(ast.Name("write")), ast.TagAtom(ast.Name("destructive"))))
@@ -43,6 +55,8 @@ class _Checker:
         self.tools: dict[str, ToolSpec] = {}
         self.consts: dict[str, tuple[float, Span]] = {}
         self.errors = 0  # the errors among the diagnostics (counted, not recounted per rule)
+        self.tag_origins: dict[str, tuple[str, Span]] = {}  # declared tag -> (the first tool declaring it, where)
+        self.used_tags: set[str] = set()  # the tags the rules test
 
     def error(self, code: str, message: str, span: Span, help: str = "") -> None:
         self.diagnostics.append(Diagnostic(code, message, span, help))
@@ -63,6 +77,8 @@ class _Checker:
             if isinstance(item, ast.ToolsFrom):
                 self.tools_from(f, item)
             else:
+                for tag in item.tags:
+                    self.tag_origins.setdefault(tag.text, (item.name.text, tag.span))
                 self.declare(ToolSpec(item.name.text, frozenset(t.text for t in item.tags),
                                       item.target.text if item.target else None, item.params, span=item.name.span))
 
@@ -71,6 +87,8 @@ class _Checker:
         if manifest is None:  # the loader reported why (RV001, RV002)
             return
         for spec in manifest.tools:
+            for tag in sorted(spec.tags):
+                self.tag_origins.setdefault(tag, (spec.name, item.span))
             self.declare(ToolSpec(spec.name, spec.tags, spec.target, spec.params, span=item.span))
 
     def declare(self, tool: ToolSpec) -> None:
@@ -133,8 +151,9 @@ class _Checker:
                             "declare it with `tool NAME : TAGS` or `tools from \"manifest.json\"`")
                         self.error("RV201", f"unknown tool {quoted(name.text)}", name.span, hint)
             elif isinstance(node, ast.TagAtom):
+                self.used_tags.add(node.tag.text)
                 if node.tag.text not in known_tags:
-                    hint = did_you_mean(node.tag.text, known_tags) or (
+                    hint = self.misdeclared(node.tag.text) or did_you_mean(node.tag.text, known_tags) or (
                         f"no declared tool carries it; declared tags: {', '.join(sorted(declared_tags)) or 'none'}")
                     self.error("RV202", f"unknown tag {quoted(node.tag.text)}", node.tag.span, hint)
             elif isinstance(node, (ast.TextTest, ast.ArgTest)) and node.op == "matches":
@@ -145,6 +164,30 @@ class _Checker:
                 self.check_binding(node.same, self.universe.possible(node.cond), "the `seen` condition", "RV205")
         if isinstance(expr, ast.ArgTest):
             self.check_args_in(ast.And((expr,), expr.span))
+
+    def misdeclared(self, tag: str) -> str:
+        """For a standard tag no tool carries: a help line pointing at the declared tag that looks like a
+        misspelling of it (the declaration is what to fix), or ""."""
+        if tag not in STANDARD_TAGS:
+            return ""
+        close = difflib.get_close_matches(tag, sorted(set(self.tag_origins) - STANDARD_TAGS), n=1,
+                                          cutoff=TAG_TYPO_CUTOFF)
+        if not close:
+            return ""
+        tool, span = self.tag_origins[close[0]]
+        return f"did you mean to declare {quoted(tag)}? tool {quoted(tool)} at {span.location} declares {quoted(close[0])}"
+
+    def tag_typos(self) -> None:
+        """RV212: a declared tag close to a standard tag, that no rule tests by its own spelling."""
+        for tag, (tool, span) in self.tag_origins.items():
+            if tag in STANDARD_TAGS or tag in self.used_tags:
+                continue
+            close = difflib.get_close_matches(tag, sorted(STANDARD_TAGS), n=1, cutoff=TAG_TYPO_CUTOFF)
+            if close:
+                self.warn("RV212", f"tool {quoted(tool)} declares tag {quoted(tag)}, which no rule tests; it is close "
+                          f"to the standard tag {quoted(close[0])}", span,
+                          f"did you mean {quoted(close[0])}? fix the declaration; if {quoted(tag)} is meant, "
+                          f"test it in a rule (`tag {tag}`)")
 
     def check_regex(self, node) -> None:
         try:
@@ -230,6 +273,7 @@ class _Checker:
             rule = getattr(self, "rule_" + item.kind)(item)
             if rule is not None:
                 rules.append(rule)
+        self.tag_typos()
         return RuleSet(dict(sorted(self.tools.items())), tuple(rules), self.collect_tests(seen_names))
 
     # ---- tests inside rule files -------------------------------------------
@@ -312,8 +356,14 @@ class _Checker:
             self.check_expr(r.inspected_by)
             inspected = r.inspected_by
         target = ast.Binding("target")
-        destructive = [t for t in tools_of(self.universe.possible(on)) if self.tools[t].target]
-        if self.tools and not destructive:
+        matched = tools_of(self.universe.possible(on))
+        destructive = [t for t in matched if self.tools[t].target]
+        if self.tools and not matched and not self.rule_has_errors():
+            carries = "the tag 'write' or 'destructive'" if r.on is None else "a tool its `on` condition matches"
+            self.warn("RV210", f"rule {quoted(r.name.text)} can never fire: no declared tool carries {carries}",
+                      r.name.span, "tag the state-changing tools: `tool NAME : write target ARG` (check the tags "
+                      "for typos)" if r.on is None else "check the tool names and tags of its `on` condition")
+        elif self.tools and not destructive:
             self.warn("RV210", f"rule {quoted(r.name.text)} can never fire: no write/destructive tool it matches "
                       "declares a target", r.name.span, "declare targets: `tool NAME : write target ARG`")
         looked_at = ast.Or((ast.Seen(inspected, target), ast.Seen(inspected, target, returned=True)))

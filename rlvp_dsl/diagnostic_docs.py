@@ -168,6 +168,16 @@ DOCS: Mapping[str, CodeDoc] = {
         "Take the did-you-mean, name a rule of this file, or expect `total`.",
         'tool a : read\nviolation v (-0.5) { on call a }\ntest "t" {\n  episode {\n    call a {} ok\n  }\n'
         "  expect w at call 0 == -0.5\n}\n"),
+    "RV212": CodeDoc(
+        "A warning: a tool declares a tag (`tool cancel : wirte`) that no rule tests by that spelling and "
+        "that is close to a standard tag, one the language gives meaning (`read`, `write`, `destructive`, "
+        "`verify`, `test`, `submit`, `search`, `think`, `generic`, `idempotent`, `open_world`, "
+        "`user_side`). The default rules (`repeat_error`, `blind_destructive`) and derived rules see only "
+        "the standard spelling, so the tool is silently left out. When a rule tests the standard tag, "
+        "RV202 points at the same declaration.",
+        "Fix the declaration's spelling (`tool cancel : write`). If the tag is meant, test it in a rule "
+        "(`tag wirte`) and the warning goes.",
+        "tool get_order : raed target id\nrepeat_error (-0.3)\n"),
     "RV301": CodeDoc(
         "A lint (warning): credit that nothing can penalise. An obligation with credit > 0 whose "
         "`open` and `discharge` meet no violation and no obligation with a negative `expire`, so "

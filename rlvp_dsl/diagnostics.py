@@ -62,6 +62,7 @@ CODES: Mapping[str, str] = {
     "RV209": "an invalid value (count, cap, comparison)",
     "RV210": "a rule that can never fire",
     "RV211": "an expectation names an unknown rule",
+    "RV212": "warning: a declared tag close to a standard tag, that no rule tests (a likely typo)",
     # lints (rlvp_dsl/lints.py): warnings about rules that compile but shape the gradient badly
     "RV301": "warning: credit that nothing can penalise (farmable-looking)",
     "RV302": "warning: two rules credit the same event for the same reason (double counting)",
@@ -123,6 +124,12 @@ class Diagnostic:
             "span": self.span.to_json(),
             "location": self.span.location,
         }
+
+
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """`n` and the noun, singular for 1: ``counted(1, "rule")`` is "1 rule", ``counted(3, "rule")`` "3 rules";
+    `plural` for a noun that does not take an "s" (``counted(2, "call goes", "calls go")``)."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import attrs
 
 from . import ast
-from .diagnostics import WARNING, Diagnostic, did_you_mean, quoted
+from .diagnostics import WARNING, Diagnostic, counted, did_you_mean, quoted
 from .ir import ObligationRule, RuleSet
 from .source import Span
 
@@ -27,7 +27,7 @@ USAGE_CODES = ("RV306", "RV307")
 def usage_lint(ruleset: RuleSet, path: str) -> list[Diagnostic]:
     """The RV306/RV307 warnings of a checked rule set read from `path`."""
     if not ruleset.rules:
-        what = "no rules" if not ruleset.tools else f"no rules, only {len(ruleset.tools)} tool declarations"
+        what = "no rules" if not ruleset.tools else f"no rules, only {counted(len(ruleset.tools), 'tool declaration')}"
         return [Diagnostic("RV306", f"the rule set has {what}: it gives no credit to any episode",
                            Span(path, 0, 0),
                            "add a rule (docs/language.md), or check the file is the one you meant; a file "

@@ -17,7 +17,7 @@ from collections import Counter
 
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
-from ..diagnostics import MAX_PER_FILE, Diagnostic, has_errors, render_json, render_text, sort_and_cap
+from ..diagnostics import MAX_PER_FILE, Diagnostic, counted, has_errors, render_json, render_text, sort_and_cap
 from ..loader import read_source
 from ..pipeline import check_file, check_text
 
@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="derive a rule file from a tool manifest (rlvp, tau2, MCP tools/list, OpenAI tools)")
     p.add_argument("-o", "--output", metavar="PATH", type=nonempty(),
                    help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
+    p.add_argument("--force", action="store_true",
+                   help="with --auto-from-tags: let -o replace a file that rlvp did not derive (a hand-written one)")
     p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
     p.add_argument("--validate", nargs="+", metavar="TRAJECTORIES",
                    help="with --auto-from-tags: score the derived rules on trajectories with an outcome and "
@@ -104,8 +106,14 @@ def _read_stdin_rules() -> tuple[str | None, str]:
 
 
 def _derive(args) -> int:
-    from ..manifests.derive import derive_text
+    from ..manifests.derive import derive_text, is_derived_file
     from ..manifests import ManifestError, load_manifest
+
+    if (args.output and os.path.isfile(args.output) and os.path.getsize(args.output) and not args.force
+            and not is_derived_file(args.output)):
+        print(f"rlvp-compile: error: -o {args.output} exists and was not derived by rlvp-compile --auto-from-tags "
+              "(a hand-written rule file?): write to another path, or add --force to replace it", file=sys.stderr)
+        return EXIT_USAGE
 
     try:
         manifest = load_manifest(args.auto_from_tags)
@@ -137,7 +145,7 @@ def _derive(args) -> int:
     if args.output:
         if not _write(args.output, text):
             return EXIT_USAGE
-        print(f"{args.output}: derived {len(manifest.tools)} tools from {args.auto_from_tags}", file=sys.stderr)
+        print(f"{args.output}: derived {counted(len(manifest.tools), 'tool')} from {args.auto_from_tags}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -172,7 +180,7 @@ def _validate(manifest, args) -> tuple[int, dict[str, str]]:
     harmful = {e.name: (f"penalised {e.success_rate:.1%} of successful and {e.failure_rate:.1%} of failed "
                         f"episodes in --validate") for e in evidence if e.harmful}
     if harmful and not args.drop_harmful:
-        print(f"rlvp-compile: warning: {len(harmful)} derived rule(s) penalise success more often than failure: "
+        print(f"rlvp-compile: warning: {counted(len(harmful), 'derived rule penalises', 'derived rules penalise')} success more often than failure: "
               f"{', '.join(harmful)} (--drop-harmful leaves them out)", file=sys.stderr)
     return EXIT_OK, harmful if args.drop_harmful else {}
 
@@ -180,7 +188,7 @@ def _validate(manifest, args) -> tuple[int, dict[str, str]]:
 def _describe(ruleset) -> str:
     kinds = Counter(r.kind for r in ruleset.rules)
     parts = ", ".join(f"{n} {k}" for k, n in sorted(kinds.items()))
-    return f"{len(ruleset.rules)} rules ({parts or 'none'}), {len(ruleset.tools)} tools"
+    return f"{counted(len(ruleset.rules), 'rule')} ({parts or 'none'}), {counted(len(ruleset.tools), 'tool')}"
 
 
 def _explain_code(args) -> int:
@@ -263,6 +271,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"rlvp-compile: error: -o {args.output} would overwrite the input {clobbered}: write it somewhere else",
                   file=sys.stderr)
             return EXIT_USAGE
+    if args.force and not args.auto_from_tags:
+        print("rlvp-compile: error: --force goes with --auto-from-tags MANIFEST -o PATH", file=sys.stderr)
+        return EXIT_USAGE
     if (args.validate or args.drop_harmful) and not args.auto_from_tags:
         print("rlvp-compile: error: --validate and --drop-harmful go with --auto-from-tags MANIFEST", file=sys.stderr)
         return EXIT_USAGE
@@ -433,7 +444,8 @@ def _run_check(path: str, ruleset, args) -> int:
               "(`tool NAME : TAGS`, `tools from \"...\"`) or pass --manifest MANIFEST", file=sys.stderr)
         return EXIT_USAGE
     results = check_program(program, tools=manifest, tools_source=source, examples=args.examples)
-    header = f"{path}: {len(program.rules)} rules, episodes over {source}, {args.examples} examples per property"
+    header = (f"{path}: {counted(len(program.rules), 'rule')}, episodes over {source}, "
+              f"{counted(args.examples, 'example')} per property")
     print(render(results, program, header))
     failed = any(r.status == "fail" or (r.status == "warn" and args.warnings_as_errors) for r in results)
     return EXIT_INPUT_ERRORS if failed else EXIT_OK

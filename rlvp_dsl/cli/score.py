@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import io
 import json
 import math
@@ -22,7 +23,7 @@ from collections import Counter
 
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
-from ..diagnostics import render_json, render_text, sort_and_cap
+from ..diagnostics import counted, quoted, render_json, render_text, sort_and_cap
 from ..pipeline import check_file
 from ..compile import compile_ruleset
 from ..report import fixed, render_summary, summarise
@@ -80,7 +81,8 @@ def _undeclared_note(program, episodes) -> str:
         return ""
     names = sorted(counts, key=lambda t: (-counts[t], str(t)))
     shown = ", ".join(str(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
-    return (f"note: {sum(counts.values())} of {calls} calls go to {len(counts)} tools the rules do not declare "
+    return (f"note: {sum(counts.values()):,} of {counted(calls, 'call goes', 'calls go')} to "
+            f"{counted(len(counts), 'tool')} the rules do not declare "
             f"({shown}); rules that name tools or tags never match them")
 
 
@@ -94,6 +96,22 @@ def _bad_names_note(episodes) -> str:
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     calls = "1 call has" if len(problems) == 1 else f"{len(problems)} calls have"
     return f"warning: {calls} a tool name that is not text (scored as malformed): {problems[0]}{more}"
+
+
+#: What a malformed call's problem says when its arguments (not its name or its length) are what broke it.
+_BAD_ARGUMENTS = ("arguments are not valid JSON", "arguments must be a JSON object", "tool call is not valid JSON",
+                  "tool call arguments are not valid JSON")
+
+
+def _bad_arguments_note(episodes) -> str:
+    """A note when calls had arguments that are not a JSON object: they are scored as failed (malformed)
+    calls, which is easy to miss without --explain."""
+    calls = sum(1 for episode in episodes for event in episode.calls
+                if event.status == "malformed" and any(p in (event.error_text or "") for p in _BAD_ARGUMENTS))
+    if not calls:
+        return ""
+    had = "1 call had" if calls == 1 else f"{calls:,} calls had"
+    return f"note: {had} malformed arguments (not a JSON object; scored as failed calls; --explain shows them)"
 
 
 def _error_signal(args):
@@ -149,12 +167,24 @@ def _domains_text(counts: Counter) -> str:
     return text
 
 
+def _domain_hints(wanted: list[str], counts: Counter) -> str:
+    """Did-you-mean over the domains found, for each wanted domain that matched none (`airlin`: 'airline')."""
+    found = {d.casefold(): d for d in counts if d is not None}
+    hints = []
+    for name in wanted:
+        if name.casefold() not in found:
+            close = difflib.get_close_matches(name.casefold(), sorted(found), n=1, cutoff=0.6)
+            if close:
+                hints.append(f"--domain {name}: did you mean {quoted(found[close[0]])}?")
+    return "; ".join(hints)
+
+
 def _select_domains(episodes, wanted: list[str]) -> tuple[list, str]:
     """The episodes of the `wanted` domains (case-insensitive), and a note on what was left out."""
     keep = {w.casefold() for w in wanted}
     kept = [e for e in episodes if (domain_of(e) or "").casefold() in keep]
     left = Counter(domain_of(e) for e in episodes if e not in kept)
-    note = f"--domain {', '.join(wanted)}: {len(kept)} episodes; left out {_domains_text(left)}" if left else ""
+    note = f"--domain {', '.join(wanted)}: {counted(len(kept), 'episode')}; left out {_domains_text(left)}" if left else ""
     return kept, note
 
 
@@ -238,7 +268,24 @@ def _write_html(path: str, program, scored, sources, title: str) -> bool:
         return False
     if not write_output("rlvp-score", path, render_report(build_report(program, scored, sources, title=title))):
         return False
-    print(f"rlvp-score: wrote the HTML report of {len(scored)} episodes to {path}", file=sys.stderr)
+    print(f"rlvp-score: wrote the HTML report of {counted(len(scored), 'episode')} to {path}", file=sys.stderr)
+    return True
+
+
+def _reads_as_text(path: str) -> bool:
+    """Whether `path` is a file whose start is UTF-8 text (no NUL byte): a binary file named `.rlvp` is not a
+    rule file, and is not called one."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    if b"\0" in head:
+        return False
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3  # a character cut at the end of the 4 KiB read is still text
     return True
 
 
@@ -252,7 +299,7 @@ def _usage_problem(args) -> str:
         return "--limit goes with --explain"
     if args.trajectories.count("-") > 1:
         return "standard input (-) can be read once"
-    rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and os.path.isfile(t)]
+    rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and _reads_as_text(t)]
     if rule_files:
         return (f"{rule_files[0]} is a rule file, not a trajectory: the rule file comes first, and once: "
                 "rlvp-score RULES.rlvp TRAJECTORY...")
@@ -341,9 +388,13 @@ def main(argv: list[str] | None = None) -> int:
         episodes, note = _select_domains(episodes, args.domain)
         if note and episodes:
             print(f"rlvp-score: {note}", file=sys.stderr)
+            hints = _domain_hints(args.domain, domains)
+            if hints:
+                print(f"rlvp-score: warning: {hints}", file=sys.stderr)
         if not episodes:
+            hints = _domain_hints(args.domain, domains)
             print(f"rlvp-score: error: no episodes of domain {', '.join(args.domain)} (found: "
-                  f"{_domains_text(domains)})", file=sys.stderr)
+                  f"{_domains_text(domains)}){'; ' + hints if hints else ''}", file=sys.stderr)
             return decided(EXIT_INPUT_ERRORS)
     elif args.by != "domain" and len([d for d in domains if d is not None]) > 1:
         print(f"rlvp-score: warning: the episodes come from {len([d for d in domains if d])} domains "
@@ -353,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
     scored = [(episode, program.score(episode)) for episode in episodes]
     groups = _groups(scored, args.by)
     summary = summarise(program, scored)
-    for note in (_bad_names_note(episodes), _undeclared_note(program, episodes)):
+    for note in (_bad_names_note(episodes), _bad_arguments_note(episodes), _undeclared_note(program, episodes)):
         if note:
             print(f"rlvp-score: {note}", file=sys.stderr)
     if args.html is not None and not _write_html(args.html, program, scored, result.sources, args.rules):
@@ -363,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
             return decided(EXIT_USAGE)
         if args.csv == "-":
             return status
-        print(f"rlvp-score: wrote {len(scored)} episodes to {args.csv}", file=sys.stderr)
+        print(f"rlvp-score: wrote {counted(len(scored), 'episode')} to {args.csv}", file=sys.stderr)
     if args.json:
         doc = {
             "rules": args.rules,
@@ -388,14 +439,14 @@ def main(argv: list[str] | None = None) -> int:
         print(_explain(scored, args.limit))
         print()
     orphans = sum(int(episode.meta.get("orphan_results", 0)) for episode in episodes)
-    print(f"rules: {args.rules} ({len(program.rules)} rules)   skipped files: {len(report.skipped)}"
+    print(f"rules: {args.rules} ({counted(len(program.rules), 'rule')})   skipped files: {len(report.skipped)}"
           + (f"   read errors: {len(report.errors)}" if report.errors else "")
           + (f"   orphan tool results (matching no call): {orphans}" if orphans else "")
           + (f"   domain: {', '.join(args.domain)}" if args.domain else ""))
     if args.by:
         for key, part in groups:
             print()
-            print(f"== {args.by} {key}: {len(part)} episodes")
+            print(f"== {args.by} {key}: {counted(len(part), 'episode')}")
             print(render_summary(summarise(program, part)))
         return status
     print(render_summary(summary))

@@ -245,6 +245,21 @@ def test_an_empty_rule_file_compiles_with_a_warning(tmp_path, text):
     assert run("compile", "--warnings-as-errors", path).returncode == 1
 
 
+def test_counts_of_one_read_in_the_singular(tmp_path):
+    """One rule, one tool, one tool declaration, one undeclared tool: "1 rule", "1 tool", never "1 rules"."""
+    (tmp_path / "decl.rlvp").write_text("tool a : read\n")
+    done = run("compile", "decl.rlvp", cwd=tmp_path)
+    assert "no rules, only 1 tool declaration:" in done.stderr, done.stderr
+    (tmp_path / "r.rlvp").write_text("tool a : read\nviolation one (-0.1) { on call a }\n")
+    record = json.loads(_two_call_episode(1.0))
+    record["messages"][1]["tool_calls"][1]["function"]["name"] = "zzz"
+    (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n")
+    done = run("score", "r.rlvp", "e.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "note: 1 of 2 calls go to 1 tool the rules do not declare (zzz)" in done.stderr
+    assert "(1 rule)" in done.stdout and "1 rules" not in done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("condition", ["on call put arg idd == \"x\"",
                                        "on call put\n  unless seen (call get ok same idd)"])
 def test_a_typo_in_an_argument_name_of_inline_tools_is_flagged(tmp_path, condition):
@@ -313,7 +328,20 @@ def test_score_by_domain_prints_one_summary_each():
     """--by domain: one summary per domain, in name order."""
     done = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--by", "domain")
     assert done.returncode == 0
-    assert re.findall(r"^== domain (\S+): (\d+) episodes", done.stdout, re.M) == [("airline", "3"), ("telecom", "1")]
+    assert re.findall(r"^== domain (\S+): (\d+) episodes?", done.stdout, re.M) == [("airline", "3"), ("telecom", "1")]
+
+
+def test_score_domain_typo_gets_a_did_you_mean():
+    """--domain airlin: exit 1, the domains found and `did you mean 'airline'?`; a typo beside a right name
+    keeps the right one's episodes and warns about the typo."""
+    done = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--domain", "airlin")
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("rlvp-score: error: no episodes of domain airlin (found: airline 3, telecom 1)")
+    assert line.endswith("--domain airlin: did you mean 'airline'?")
+    both = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--domain", "airline",
+               "--domain", "telcom")
+    assert both.returncode == 0 and "warning: --domain telcom: did you mean 'telecom'?" in both.stderr
 
 
 def test_score_csv_has_one_row_per_episode(tmp_path):
@@ -419,6 +447,21 @@ def test_score_warns_of_a_tool_name_that_is_not_text(tmp_path):
             "e.jsonl: line 1: messages[1].tool_calls[1]: field 'function.name': expected a tool name (text), got 5"
             ) in done.stderr
     assert "(None)" not in done.stderr and "call (no tool name) [malformed: line 1:" in done.stdout
+
+
+def test_score_notes_calls_with_malformed_arguments(tmp_path):
+    """Arguments that are not valid JSON: the summary says how many calls had them (without --explain);
+    a clean episode gets no such note."""
+    (tmp_path / "r.rlvp").write_text(SUMS_RULES)
+    record = json.loads(_two_call_episode(1.0))
+    record["messages"][1]["tool_calls"][0]["function"]["arguments"] = '{"id": '
+    (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n")
+    done = run("score", "r.rlvp", "e.jsonl", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert ("rlvp-score: note: 1 call had malformed arguments (not a JSON object; scored as failed calls; "
+            "--explain shows them)") in done.stderr.splitlines()
+    (tmp_path / "e.jsonl").write_text(_two_call_episode(1.0))
+    assert "malformed arguments" not in run("score", "r.rlvp", "e.jsonl", cwd=tmp_path).stderr
 
 
 def test_score_with_the_arguments_swapped_says_so():
@@ -543,6 +586,15 @@ def test_score_usage_mistakes(args, message):
     no_traceback(done)
 
 
+def test_score_a_binary_file_named_rlvp_is_not_called_a_rule_file(tmp_path):
+    """A binary `x.rlvp` among the trajectories: the reader's "not UTF-8 text" error, not "is a rule file"."""
+    (tmp_path / "x.rlvp").write_bytes(bytes(range(256)) * 4)
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "x.rlvp")
+    assert done.returncode == 1, done.stderr
+    assert "is a rule file" not in done.stderr and "not UTF-8 text" in done.stderr
+    no_traceback(done)
+
+
 def test_score_a_folder_without_trajectories_says_so(tmp_path):
     """A folder holding no *.json/*.jsonl/*.ndjson/*.traj: the error says it is such a folder."""
     (tmp_path / "notes.txt").write_text("x")
@@ -607,7 +659,7 @@ def test_compile_reads_a_rule_file_from_standard_input():
     text = b"tool search : read\nviolation failed (-0.1) { on call search error }\n"
     done = run("compile", "-", stdin=text)
     assert done.returncode == 0, done.stderr
-    assert "<stdin>: ok: 1 rules (1 violation), 1 tools" in done.stderr
+    assert "<stdin>: ok: 1 rule (1 violation), 1 tool" in done.stderr
     bad = run("compile", "-", stdin=b"violaton x (-1) { on call }\n")
     assert bad.returncode == 1 and "<stdin>:1:1: error[RV101]: unexpected name 'violaton'; did you mean" in bad.stderr
     binary = run("compile", "-", stdin=bytes(range(256)))

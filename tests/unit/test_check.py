@@ -113,3 +113,27 @@ def test_ruleset_json_is_sorted_and_complete():
     doc = result.ruleset.to_json()
     assert [t["name"] for t in doc["tools"]] == ["a", "b"]
     assert [r["name"] for r in doc["rules"]] == ["repeat_error", "z"]
+
+
+def test_a_declared_tag_close_to_a_standard_tag_is_rv212():
+    """`tool get_x : raed` with no rule testing `raed`: RV212 at the tag, suggesting `read`; a rule testing
+    the spelling silences it, and a tag far from every standard one (`agent_side`) is left alone."""
+    result = check_text("tool get_x : raed target id\nrepeat_error (-0.3)\n")
+    ((code, severity, message, help, col),) = [(d.code, d.severity, d.message, d.help, d.span.column)
+                                               for d in result.diagnostics]
+    assert (code, severity, col) == ("RV212", "warning", 14) and result.ok
+    assert "'raed'" in message and "standard tag 'read'" in message and help.startswith("did you mean 'read'?")
+    assert codes("tool get_x : raed\nviolation v (-1) { on call tag raed error }\n") == []
+    assert codes("tool get_x : agent_side\nrepeat_error (-0.3)\n") == []
+
+
+def test_unknown_standard_tag_points_at_the_misspelt_declaration():
+    """`tool w : wirte, destructve` with `on call tag write`: RV202's help says to fix the declaration (not to
+    copy the typo), and blind_destructive's RV210 says no tool carries the tags, not that targets are missing."""
+    text = ("tool w : wirte, destructve target id\nviolation v (-0.5) { on call tag write }\n"
+            "blind_destructive bd (-0.5)\n")
+    by_code = {d.code: d for d in check_text(text, "t.rlvp").diagnostics}
+    assert by_code["RV202"].help == "did you mean to declare 'write'? tool 'w' at t.rlvp:1:10 declares 'wirte'"
+    assert "target" not in by_code["RV210"].message
+    assert "no declared tool carries the tag 'write' or 'destructive'" in by_code["RV210"].message
+    assert by_code["RV212"].severity == "warning"
