@@ -403,6 +403,29 @@ def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_m
     return code
 
 
+def _image_formats() -> list[str]:
+    """The file extensions matplotlib can write (png, pdf, svg, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def _check_plot_out(out: str, runs: tuple[str, ...]) -> None:
+    """``plot -o``: an image file matplotlib can write, and never one of the inputs (a usage error)."""
+    from trainer.metrics import FILENAME
+
+    formats = _image_formats()
+    ext = Path(out).suffix.lstrip(".").lower()
+    if ext not in formats:
+        got = f"'.{ext}'" if ext else "no extension"
+        raise click.BadParameter(f"must be an image file ending in one of {', '.join('.' + f for f in formats)} "
+                                 f"(got {got})", param_hint="'-o'")
+    target = Path(out).resolve()
+    inputs = {Path(r).resolve() for r in runs} | {(Path(r) / FILENAME).resolve() for r in runs}
+    if target in inputs or target.name == FILENAME:
+        raise click.BadParameter(f"{out} is an input of the plot: give another file", param_hint="'-o'")
+
+
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False),
@@ -418,6 +441,8 @@ def plot(runs, out, window, threshold, title):
     from trainer.metrics import MetricsFileError
     from trainer.plots import load_runs, plot_curves
 
+    if out is not None:
+        _check_plot_out(out, runs)
     try:
         curves = load_runs(runs)
         if out is None:

@@ -110,3 +110,18 @@ def test_empty_config_empty_seed_items_and_two_modes_are_refused(tmp_path):
     assert done.returncode == 2 and "rlvp-train: error: --seeds: has an empty item" in done.stderr
     done = train("examples/chain4.toml", "--compare", "grpo", "--paired", "grpo,rlvp")
     assert done.returncode == 2 and "rlvp-train: error: --compare and --paired" in done.stderr
+
+
+def test_plot_output_must_be_an_image_and_never_an_input(tmp_path):
+    """plot -o x.jsonl / x.txt: a usage error naming -o and the image extensions (exit 2); the
+    metrics file given is left as it was."""
+    run = tmp_path / "run"
+    run.mkdir()
+    metrics = run / "metrics.jsonl"
+    metrics.write_text('{"iteration": 0}\n')
+    for out in (metrics, tmp_path / "c.txt", tmp_path / "noext"):
+        done = invoke("plot", run, "-o", out)
+        assert done.exit_code == 2 and "Traceback" not in done.output, done.output
+        assert "rlvp-train: error: -o: must be an image file ending in one of" in done.output
+        assert ".png" in done.output and ".pdf" in done.output
+    assert metrics.read_text() == '{"iteration": 0}\n' and not (tmp_path / "c.txt").exists()
