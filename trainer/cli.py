@@ -226,7 +226,7 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
                       + (" (it holds a comparison: give --compare ... --resume)" if ckpt.nested_runs(Path(cfg.out_dir))
                          else ""), EXIT_USAGE)
     check_out(cfg.out_dir, resume, overwrite)
-    if resume and (done := ckpt.iterations_done(cfg.out_dir)) >= cfg.iterations:
+    if resume and (done := ckpt.check_resume(cfg.out_dir, cfg.to_dict())) >= cfg.iterations:
         click.echo(f"{cfg.out_dir} already has {done} iterations (iterations = {cfg.iterations}): nothing to train; "
                    f"give a larger --iterations to continue it", err=True)
     else:

@@ -78,7 +78,7 @@ def _run_one(cfg: TrainConfig, resume: bool = False, progress: bool | str | None
         signal.signal(signal.SIGINT, _interrupt_once)
     resume = resume and (Path(cfg.out_dir) / ckpt.FILENAME).is_file()  # a run never started starts now
     try:
-        if not (resume and ckpt.iterations_done(cfg.out_dir) >= cfg.iterations):
+        if not (resume and ckpt.check_resume(cfg.out_dir, cfg.to_dict()) >= cfg.iterations):
             train(cfg, resume=resume, progress=progress, clock=clock,
                   log=lambda s: print(f"[{cfg.method} s{cfg.seed}] {s}", file=sys.stderr))
     finally:

@@ -252,6 +252,9 @@ def test_resume_with_another_config_is_refused(tmp_path):
     done = invoke(changed, "--resume", "--iterations", "2")
     assert done.exit_code == 1
     assert "was trained with another config: learning_rate = 0.005 there, 0.01 now" in done.output
+    done = invoke(changed, "--resume")  # the run is finished: the mismatch still comes first
+    assert done.exit_code == 1 and "nothing to train" not in done.output
+    assert "was trained with another config: learning_rate = 0.005 there, 0.01 now" in done.output
 
 
 # ---- plot --------------------------------------------------------------------------------------
