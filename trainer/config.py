@@ -363,20 +363,27 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         flat = _flatten(data, str(path))
     except ConfigError as exc:
         raise ConfigError(exc.detail.replace(str(path), at(exc.key), 1), key=exc.key) from None
-    flat.update({k: v for k, v in overrides.items() if v is not None})
     types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
-    for key, value in flat.items():
-        detail = type_error(key, value, types[key])
-        if detail:
-            raise ConfigError(f"{at(key)}: {detail}", key=key, detail=detail)
-        if types[key].startswith("float") and isinstance(value, int):
-            flat[key] = float(value)
+    given = {k: v for k, v in overrides.items() if v is not None}
+
+    def build(values: dict[str, Any], blame) -> TrainConfig:
+        for key, value in values.items():
+            detail = type_error(key, value, types[key])
+            if detail:
+                raise ConfigError(f"{blame(key)}: {detail}", key=key, detail=detail)
+            if types[key].startswith("float") and isinstance(value, int):
+                values[key] = float(value)
+        try:
+            return TrainConfig(**values)
+        except ConfigError as exc:
+            raise ConfigError(f"{blame(exc.key)}: {exc.detail}", key=exc.key, detail=exc.detail) from None
+
+    # The file's own values first: a wrong one is reported even where a flag overrides it.
+    build(dict(flat), at)
+    flat.update(given)
     for key in ("rules", "auto_rules"):
         value = flat.get(key)
         if value and not os.path.isabs(value) and not (Path.cwd() / value).exists() and (path.parent / value).exists():
             flat[key] = str(path.parent / value)
-    try:
-        cfg = TrainConfig(**flat)
-    except ConfigError as exc:
-        raise ConfigError(f"{at(exc.key)}: {exc.detail}", key=exc.key, detail=exc.detail) from None
-    return cfg
+    flags = {"out_dir": "--out"}
+    return build(flat, lambda key: flags.get(key, f"--{key}") if key in given else at(key))

@@ -125,3 +125,19 @@ def test_plot_output_must_be_an_image_and_never_an_input(tmp_path):
         assert "rlvp-train: error: -o: must be an image file ending in one of" in done.output
         assert ".png" in done.output and ".pdf" in done.output
     assert metrics.read_text() == '{"iteration": 0}\n' and not (tmp_path / "c.txt").exists()
+
+
+def test_a_bad_config_value_is_reported_even_where_a_flag_overrides_it(tmp_path):
+    """out_dir = 5 with --out, iterations = "60" with --iterations: the file's error, exit 1."""
+    for line, flags, message in [
+        ("out_dir = 5", ["--out", tmp_path / "x"], "'out_dir' must be a string (got 5, an integer)"),
+        ('iterations = "60"', ["--iterations", "5"], "'iterations' must be a whole number (got \"60\", a string)"),
+        ("iterations = 0", ["--iterations", "5"], "'iterations' must be a positive integer (got 0)"),
+    ]:
+        key = line.split(" = ")[0]
+        lines = [x for x in CONFIG.read_text().splitlines() if not x.startswith(f"{key} =")] + [line]
+        path = tmp_path / "c.toml"
+        path.write_text("\n".join(lines) + "\n")
+        done = invoke(path, *flags)
+        assert done.exit_code == 1, done.output
+        assert f"rlvp-train: error: {path}:{len(lines)}: {message}" in done.output
