@@ -27,7 +27,7 @@ import click
 
 from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
-from trainer.config import ConfigError, TrainConfig, load_config
+from trainer.config import ConfigError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
 
 PROG = "rlvp-train"
@@ -202,13 +202,36 @@ def _check_env(config: str, cfg: TrainConfig) -> None:
     try:
         env_factory(cfg.env, **cfg.env_args)
     except ValueError as exc:
-        raise ConfigError(f"{config}: {exc}") from None
+        knob = next((k for k in cfg.env_args if f"'{k}'" in str(exc) or "bad knob" in str(exc)), None)
+        key, value = ("env_args", cfg.env_args) if knob else ("env", cfg.env)
+        raise ConfigError(f"{key_location(config, key)}: {key} = {_toml(value)}: {exc}") from None
 
 
-def _check_rules(cfg: TrainConfig, methods: list[str]) -> None:
+def _toml(value) -> str:
+    """A config value as TOML writes it (near enough for a message)."""
+    import json
+
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }" if value else "{}"
+    return json.dumps(value)
+
+
+def _check_rule_files(config: str, cfg: TrainConfig, methods: list[str]) -> None:
+    """A rule file the config names that does not exist: a config error at its key's line (exit 1)."""
+    for m in methods:
+        key = METHODS[m].rules_field
+        value = getattr(cfg, key)
+        if not Path(cfg.resolve(value)).is_file():
+            raise ConfigError(f"{key_location(config, key)}: {key} = {_toml(value)}: no such rule file (a relative "
+                              f"path is looked up in the current folder, then the config file's folder, "
+                              f"then the repository root)")
+
+
+def _check_rules(config: str, cfg: TrainConfig, methods: list[str]) -> None:
     """Load the rule file of each method now (a RuleError names it), before any run starts."""
     from rlvp_dsl import load_program
 
+    _check_rule_files(config, cfg, methods)
     for path in dict.fromkeys(cfg.resolve(getattr(cfg, METHODS[m].rules_field)) for m in methods):
         load_program(path)
 
@@ -230,6 +253,7 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
         click.echo(f"{cfg.out_dir} already has {done} iterations (iterations = {cfg.iterations}): nothing to train; "
                    f"give a larger --iterations to continue it", err=True)
     else:
+        _check_rule_files(config, cfg, [cfg.method])
         try:
             backend = build_backend(cfg)
         except RuleError:  # a rule file's own diagnostics name their file, line and column
@@ -277,7 +301,7 @@ def run_compare(config: str, methods: list[str], seeds: list[int] | None, iterat
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "compare")
     check_out(out_dir, resume, overwrite)
-    _check_rules(cfg, methods)
+    _check_rules(config, cfg, methods)
     clear_out(out_dir, overwrite)
     try:
         table, _ = compare(cfg, methods, seeds or [0], out_dir, jobs=jobs, resume=resume)
@@ -304,7 +328,7 @@ def run_paired(config: str, methods: list[str], iterations: int | None, seeds: l
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "paired")
     check_out(out_dir, False, overwrite, resumable=False)
-    _check_rules(cfg, methods)
+    _check_rules(config, cfg, methods)
     clear_out(out_dir, overwrite)
     for s in seeds or [0]:
         try:

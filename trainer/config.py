@@ -67,7 +67,8 @@ class TrainConfig:
     env_args: dict = field(default_factory=dict)
     """Environment knobs (`ChainConfig` / `GatedConfig` fields, e.g. ``{num_distractors = 2}``)."""
     rules: str = "rules/chain.rlvp"
-    """Hand-written rule file for the process credit (relative paths: to the repository root, then the config file)."""
+    """Hand-written rule file for the process credit (a relative path: the current folder, the config file's folder, then
+    the repository root)."""
     auto_rules: str = "examples/rules/chain4_auto.rlvp"
     """Auto-derived rule file (``rlvp-compile --auto-from-tags``), used by method rlvp_auto."""
 
@@ -308,6 +309,15 @@ def _line_of(text: str, key: str) -> int | None:
         if pattern.match(line):
             return n
     return None
+
+
+def key_location(path: str | os.PathLike, key: str) -> str:
+    """``path:line`` where ``key = ...`` is set in the config file ``path``, else ``path``."""
+    try:
+        line = _line_of(Path(path).read_text(encoding="utf-8"), key)
+    except (OSError, UnicodeDecodeError):
+        line = None
+    return f"{path}:{line}" if line else str(path)
 
 
 def _flatten(data: dict[str, Any], where: str, seen: dict[str, str] | None = None) -> dict[str, Any]:

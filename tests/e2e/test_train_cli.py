@@ -32,11 +32,32 @@ def test_rule_file_with_a_syntax_error_is_reported_not_raised(tmp_path):
     assert "bad.rlvp:2:1: error[RV101]" in done.output and "Traceback" not in done.output
 
 
-def test_missing_rule_file_is_reported(tmp_path):
-    """A config naming a missing rule file: RV001 with the path, exit 1."""
-    done = invoke(_config_with_rules(tmp_path, str(tmp_path / "nope.rlvp")), "--iterations", "1",
-                  "--out", tmp_path / "out")
-    assert done.exit_code == 1 and "nope.rlvp" in done.output and "RV001" in done.output
+def test_missing_rule_file_is_reported_at_the_configs_rules_line(tmp_path):
+    """A config naming a missing rule file: the config file, the line of `rules`, the value, where a
+    relative path is looked up; exit 1, for one run and for --compare."""
+    config = _config_with_rules(tmp_path, "nope.rlvp")
+    line = next(n for n, x in enumerate(config.read_text().splitlines(), 1) if x.startswith("rules ="))
+    for flags in (["--iterations", "1"], ["--compare", "grpo,rlvp"]):
+        done = invoke(config, *flags, "--out", tmp_path / "out")
+        assert done.exit_code == 1, done.output
+        assert f'rlvp-train: error: {config}:{line}: rules = "nope.rlvp": no such rule file' in done.output
+        assert "the config file's folder" in done.output and "including file" not in done.output
+
+
+def test_a_bad_environment_names_the_config_line_and_value(tmp_path):
+    """env = "chain99": the file, the line of `env`, the value; a bad knob: the line of env_args."""
+    for old, new, key, value in [
+        ('env = "chain4"', 'env = "chain99"', "env", '"chain99"'),
+        ("env_args = { vary_tokens = false }", "env_args = { num_distractors = -1 }", "env_args",
+         "{ num_distractors = -1 }"),
+    ]:
+        assert old in CONFIG.read_text()
+        path = tmp_path / "c.toml"
+        path.write_text(CONFIG.read_text().replace(old, new))
+        line = next(n for n, x in enumerate(path.read_text().splitlines(), 1) if x.startswith(f"{key} ="))
+        done = invoke(path, "--out", tmp_path / "out")
+        assert done.exit_code == 1 and f"rlvp-train: error: {path}:{line}: {key} = {value}: " in done.output, \
+            done.output
 
 
 def test_output_folder_that_is_a_file_is_an_io_error(tmp_path):

