@@ -165,13 +165,14 @@ def clear_out(out_dir: str, overwrite: bool) -> None:
         click.echo(f"--overwrite: removed {len(removed)} file(s) of the earlier run in {out_dir}", err=True)
 
 
-def _inside_a_run(out_dir: str) -> Path | None:
-    """The single run's folder that ``out_dir`` lies in (a ``--compare`` must not write there), if any."""
+def _inside_a_run(out_dir: str, itself: bool = True) -> Path | None:
+    """The single run's folder that ``out_dir`` lies in (a ``--compare`` must not write there; nor a
+    single run below another: ``itself=False``), if any."""
     from trainer.checkpoint import FILENAME
     from trainer.metrics import FILENAME as METRICS
 
     here = Path(out_dir).resolve()
-    for folder in [here, *here.parents]:
+    for folder in [here, *here.parents] if itself else here.parents:
         if (folder / METRICS).is_file() or (folder / FILENAME).is_file():
             return folder
     return None
@@ -244,6 +245,9 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
 
     cfg = _load(config, method=method, iterations=iterations, seed=seed, out_dir=out_dir)
     _check_env(config, cfg)
+    if (inside := _inside_a_run(cfg.out_dir, itself=False)) is not None:
+        flag = f"--out {cfg.out_dir}" if out_dir else f"out_dir = {cfg.out_dir!r}"
+        raise Failure(f"{flag} lies inside the run folder {inside}: a run needs a folder of its own", EXIT_USAGE)
     if resume and not (Path(cfg.out_dir) / ckpt.FILENAME).is_file():
         raise Failure(f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
                       + (" (it holds a comparison: give --compare ... --resume)" if ckpt.nested_runs(Path(cfg.out_dir))

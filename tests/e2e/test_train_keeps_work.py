@@ -120,6 +120,9 @@ def test_compare_never_writes_inside_a_single_run(tmp_path):
     assert invoke(config).exit_code == 0
     done = invoke(config, "--compare", "grpo", "--out", tmp_path / "run" / "cmp")
     assert done.exit_code == 2 and "lies inside the run folder" in done.output
+    done = invoke(config, "--out", tmp_path / "run" / "sub")  # nor a single run inside another
+    assert done.exit_code == 2 and "lies inside the run folder" in done.output
+    assert not (tmp_path / "run" / "sub").exists()
     done = invoke(config, "--compare", "grpo")
     assert done.exit_code == 0, done.output
     assert (tmp_path / "run_compare" / "summary.json").is_file()
