@@ -155,6 +155,21 @@ def check_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = Tru
         raise Failure(f"{out_dir} already holds a run ({names}): {choices} or another --out", EXIT_USAGE)
 
 
+def check_writable(out_dir: str) -> None:
+    """Refuse an output folder that cannot be created (``--out /proc/nope``, a file in the way): a
+    probe creates the missing folders and removes them again, so a later mistake leaves nothing."""
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise Failure(f"cannot write {out_dir}: it is a file, not a folder", EXIT_USAGE)
+    missing = [p for p in [path, *path.parents] if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Failure(f"cannot write {out_dir}: {exc.strerror or exc}", EXIT_USAGE) from None
+    for folder in missing:  # deepest first
+        folder.rmdir()
+
+
 def clear_out(out_dir: str, overwrite: bool) -> None:
     """``--overwrite``: remove what the trainer wrote in ``out_dir`` (and only that), once the new
     run's config, environment and rules are known to be good."""
@@ -252,6 +267,7 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
         raise Failure(f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
                       + (" (it holds a comparison: give --compare ... --resume)" if ckpt.nested_runs(Path(cfg.out_dir))
                          else ""), EXIT_USAGE)
+    check_writable(cfg.out_dir)
     check_out(cfg.out_dir, resume, overwrite)
     if resume and (done := ckpt.check_resume(cfg.out_dir, cfg.to_dict())) >= cfg.iterations:
         click.echo(f"{cfg.out_dir} already has {done} iterations (iterations = {cfg.iterations}): nothing to train; "
@@ -304,6 +320,7 @@ def run_compare(config: str, methods: list[str], seeds: list[int] | None, iterat
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "compare")
+    check_writable(out_dir)
     check_out(out_dir, resume, overwrite)
     _check_rules(config, cfg, methods)
     clear_out(out_dir, overwrite)
@@ -331,6 +348,7 @@ def run_paired(config: str, methods: list[str], iterations: int | None, seeds: l
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "paired")
+    check_writable(out_dir)
     check_out(out_dir, False, overwrite, resumable=False)
     _check_rules(config, cfg, methods)
     clear_out(out_dir, overwrite)

@@ -65,7 +65,23 @@ def test_output_folder_that_is_a_file_is_an_io_error(tmp_path):
     blocker = tmp_path / "afile"
     blocker.write_text("")
     done = invoke(CONFIG, "--iterations", "1", "--out", blocker)
-    assert done.exit_code == 2 and "cannot write" in done.output
+    assert done.exit_code == 2 and f"rlvp-train: error: cannot write {blocker}: it is a file" in done.output
+
+
+def test_output_folder_that_cannot_be_created_is_one_line_exit_2(tmp_path):
+    """--out /proc/nope (or below a file): `cannot write DIR: reason`, exit 2, for every mode; a probe
+    that works leaves no folder behind when the run then fails."""
+    blocker = tmp_path / "afile"
+    blocker.write_text("")
+    for out in ("/proc/nope", blocker / "sub"):
+        for flags in ([], ["--compare", "grpo"], ["--paired", "grpo,rlvp"]):
+            done = invoke(CONFIG, *flags, "--out", out)
+            assert done.exit_code == 2 and "Errno" not in done.output, done.output
+            assert f"rlvp-train: error: cannot write {out}: " in done.output
+    bad = tmp_path / "bad.toml"
+    bad.write_text(CONFIG.read_text().replace('rules = "examples/rules/chain4_dense.rlvp"', 'rules = "nope.rlvp"'))
+    assert invoke(bad, "--out", tmp_path / "new" / "run").exit_code == 1
+    assert not (tmp_path / "new").exists()
 
 
 def test_usage_errors_exit_2(tmp_path):
