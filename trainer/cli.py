@@ -399,6 +399,10 @@ Exit codes: 0 ok, 1 errors in the config or a rule file, 2 usage or I/O error, 1
 def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_methods, paired_methods, seeds, jobs):
     """Train a policy on a tool environment with GRPO and verifiable process rewards."""
     grid = compare_methods or paired_methods
+    if config.lower().endswith(".rlvp"):
+        raise click.UsageError(f"{config} is a rule file, not a training config: give a TOML config that names it "
+                               f"(rules = \"{config}\"), e.g. {PROG} examples/chain4.toml; check the rule file with "
+                               f"rlvp-compile {config}")
     if compare_methods and paired_methods:
         raise click.UsageError("--compare and --paired are two different runs: give one of them")
     if seeds and not grid:

@@ -178,3 +178,11 @@ def test_a_bad_config_value_is_reported_even_where_a_flag_overrides_it(tmp_path)
         done = invoke(path, *flags)
         assert done.exit_code == 1, done.output
         assert f"rlvp-train: error: {path}:{len(lines)}: {message}" in done.output
+
+
+def test_a_rule_file_given_as_the_config_says_so_and_shows_the_usage():
+    rules = REPO / "rules" / "chain.rlvp"
+    done = invoke(rules)
+    assert done.exit_code == 2, done.output  # not a TOML parse error (exit 1)
+    assert f"rlvp-train: error: {rules} is a rule file, not a training config" in done.output
+    assert "rlvp-train examples/chain4.toml" in done.output and f"rlvp-compile {rules}" in done.output
