@@ -12,7 +12,7 @@ checkpoint of the last finished iteration and prints the ``--resume`` command.
 
 Exit codes, those of `rlvp_dsl.cli`: 0 ok, 1 the config (or a rule file, or a metrics
 file) has errors, 2 usage or I/O error (a bad flag, a folder that holds a run, a missing
-optional package), 130 interrupted.  Every error line starts with ``rlvp-train: error:``.
+optional package, a config file that cannot be read), 130 interrupted.  Every error line starts with ``rlvp-train: error:``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import click
 
 from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
-from trainer.config import ConfigError, TrainConfig, key_location, load_config
+from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
 
 PROG = "rlvp-train"
@@ -430,6 +430,9 @@ def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_m
     except Failure as exc:
         error(str(exc))
         code = exc.code
+    except ConfigReadError as exc:  # the config file cannot be read at all: an I/O error
+        error(str(exc))
+        code = EXIT_USAGE
     except ConfigError as exc:
         error(str(exc))
         code = EXIT_INPUT_ERRORS

@@ -47,6 +47,12 @@ class ConfigError(ValueError):
         self.detail = detail or message
 
 
+class ConfigReadError(ConfigError):
+    """The config file cannot be read at all (missing, a folder, unreadable, not UTF-8 text): an
+    I/O error, not an error in its settings (``rlvp-train`` exits 2, as ``rlvp-compile`` does for a
+    rule file it cannot read)."""
+
+
 @dataclass
 class TrainConfig:
     """Everything one training run needs.  Defaults are the chain-4 tiny-model run."""
@@ -346,21 +352,24 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
     """Read a TOML config; ``overrides`` (non-None values) win over the file.
 
     Raises:
-        ConfigError: file missing or unreadable, TOML syntax error, unknown key, a value of
-            the wrong type or out of range (the message names file, line, key, expected and got).
+        ConfigReadError: (a ConfigError) the file is missing, a folder, unreadable or not UTF-8.
+        ConfigError: TOML syntax error, unknown key, a value of the wrong type or out of range
+            (the message names file, line, key, expected and got).
     """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
+        raise ConfigReadError(f"{path}: config file not found") from None
     except IsADirectoryError:
-        raise ConfigError(f"{path}: is a folder, not a config file") from None
+        raise ConfigReadError(f"{path}: is a folder, not a config file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): a config is a TOML file") from None
+        raise ConfigReadError(f"{path}: not UTF-8 text (byte {exc.start}): a config is a TOML file") from None
+    except OSError as exc:
+        raise ConfigReadError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
     if not data:
         raise ConfigError(f"{path}: the config is empty: expected TOML settings such as method = \"rlvp\" "
                           "(see examples/chain4.toml)")

@@ -186,3 +186,11 @@ def test_a_rule_file_given_as_the_config_says_so_and_shows_the_usage():
     assert done.exit_code == 2, done.output  # not a TOML parse error (exit 1)
     assert f"rlvp-train: error: {rules} is a rule file, not a training config" in done.output
     assert "rlvp-train examples/chain4.toml" in done.output and f"rlvp-compile {rules}" in done.output
+
+
+def test_a_config_that_cannot_be_read_is_an_io_error_exit_2(tmp_path):
+    """A binary (not UTF-8) config: one line naming it, exit 2, as rlvp-compile for a binary rule file."""
+    path = tmp_path / "bin.toml"
+    path.write_bytes(b"\xff\xfe\x00binary")
+    done = invoke(path)
+    assert done.exit_code == 2 and f"rlvp-train: error: {path}: not UTF-8 text (byte 0)" in done.output
