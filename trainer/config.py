@@ -200,16 +200,14 @@ class TrainConfig:
                 raise ConfigError(f"{where}: {detail}", key=f.name, detail=detail)
         if not self.out_dir.strip():
             bad("out_dir", "a folder name, not empty")
-        if self.method not in METHODS:
-            bad("method", "one of " + ", ".join(METHODS))
-        if self.loss_type not in LOSS_TYPES:
-            bad("loss_type", "one of " + ", ".join(LOSS_TYPES))
-        if self.scale_rewards not in SCALE_REWARDS:
-            bad("scale_rewards", "one of " + ", ".join(SCALE_REWARDS))
-        if self.process_norm not in PROCESS_NORMS:
-            bad("process_norm", "one of " + ", ".join(PROCESS_NORMS))
-        if self.dtype not in DTYPES:
-            bad("dtype", "one of " + ", ".join(DTYPES))
+        for name, choices in (("method", tuple(METHODS)), ("loss_type", LOSS_TYPES), ("scale_rewards", SCALE_REWARDS),
+                              ("process_norm", PROCESS_NORMS), ("dtype", DTYPES)):
+            value = getattr(self, name)
+            if value not in choices:
+                hint = difflib.get_close_matches(value, choices, n=1)
+                detail = f"'{name}' must be one of {', '.join(choices)} (got {value!r})" + (
+                    f"; did you mean {hint[0]!r}?" if hint else "")
+                raise ConfigError(f"{where}: {detail}", key=name, detail=detail)
         if self.device != "cpu":
             _check_device(self.device, where)
         for name in ("max_turns", "max_new_tokens"):

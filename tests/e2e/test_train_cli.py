@@ -194,3 +194,19 @@ def test_a_config_that_cannot_be_read_is_an_io_error_exit_2(tmp_path):
     path.write_bytes(b"\xff\xfe\x00binary")
     done = invoke(path)
     assert done.exit_code == 2 and f"rlvp-train: error: {path}: not UTF-8 text (byte 0)" in done.output
+
+
+def test_a_misspelt_choice_gets_a_did_you_mean(tmp_path):
+    for line, message in [
+        ('method = "rlvpp"', "'method' must be one of grpo, dapo, scalar_fold, rlvp, rlvp_auto, rlvp_noanneal "
+                             "(got 'rlvpp'); did you mean 'rlvp'?"),
+        ('scale_rewards = "grop"', "'scale_rewards' must be one of group, batch, none (got 'grop'); "
+                                   "did you mean 'group'?"),
+    ]:
+        key = line.split(" = ")[0]
+        lines = [x for x in CONFIG.read_text().splitlines() if not x.startswith(f"{key} =")] + [line]
+        path = tmp_path / "c.toml"
+        path.write_text("\n".join(lines) + "\n")
+        done = invoke(path)
+        assert done.exit_code == 1 and f"rlvp-train: error: {path}:{len(lines)}: {message}" in done.output, \
+            done.output
