@@ -6,7 +6,8 @@ The front door is `rlvp-train` (`trainer.cli`), which calls `compare` and `paire
     rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1 --out runs/compare
     rlvp-train examples/chain4.toml --paired grpo,rlvp
 
-Summary columns (one row per method, mean +- population std over seeds):
+Summary columns (one row per method, mean +- population std over seeds; the value alone
+when one seed gave it):
 
 * ``episodes to X %`` -- episodes generated (resampling included) when the trailing
   mean success (``success_window`` iterations) first reaches ``success_threshold``;
@@ -193,7 +194,9 @@ def summarise(results: dict[str, list[list[dict]]], threshold: float = 0.5, wind
 def _fmt(stat: dict, digits: int = 0, total: int | None = None) -> str:
     if stat["mean"] is None:
         return "never" if total else "-"
-    text = f"{stat['mean']:.{digits}f} ± {stat['std']:.{digits}f}"
+    text = f"{stat['mean']:.{digits}f}"
+    if stat["n"] > 1:  # one seed has no spread to show
+        text += f" ± {stat['std']:.{digits}f}"
     if total is not None and stat["n"] < total:
         text += f" ({stat['n']}/{total})"
     return text
