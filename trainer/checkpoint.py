@@ -167,6 +167,15 @@ def check_resumable(saved: dict[str, Any], now: dict[str, Any], where: str | os.
                                  f"with the config it was trained with, or give --overwrite to start over")
 
 
+def check_resume(out_dir: str | os.PathLike, now: dict[str, Any]) -> int:
+    """``--resume``: raise `CheckpointMismatch` when the checkpoint in ``out_dir`` was trained with
+    another config (see `check_resumable`), else return the iterations it holds.  Run before
+    anything else decides, e.g. that a finished run has nothing left to train."""
+    state = load_checkpoint(out_dir)
+    check_resumable(state["config"], now, Path(out_dir) / FILENAME)
+    return int(state["counters"]["iteration"])
+
+
 def iterations_done(out_dir: str | os.PathLike) -> int:
     """Iterations a run folder's checkpoint holds (0 when it has none)."""
     path = Path(out_dir) / FILENAME

@@ -12,7 +12,7 @@ checkpoint of the last finished iteration and prints the ``--resume`` command.
 
 Exit codes, those of `rlvp_dsl.cli`: 0 ok, 1 the config (or a rule file, or a metrics
 file) has errors, 2 usage or I/O error (a bad flag, a folder that holds a run, a missing
-optional package), 130 interrupted.  Every error line starts with ``rlvp-train: error:``.
+optional package, a config file that cannot be read), 130 interrupted.  Every error line starts with ``rlvp-train: error:``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import click
 
 from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
-from trainer.config import ConfigError, TrainConfig, load_config
+from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
 
 PROG = "rlvp-train"
@@ -155,6 +155,21 @@ def check_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = Tru
         raise Failure(f"{out_dir} already holds a run ({names}): {choices} or another --out", EXIT_USAGE)
 
 
+def check_writable(out_dir: str) -> None:
+    """Refuse an output folder that cannot be created (``--out /proc/nope``, a file in the way): a
+    probe creates the missing folders and removes them again, so a later mistake leaves nothing."""
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise Failure(f"cannot write {out_dir}: it is a file, not a folder", EXIT_USAGE)
+    missing = [p for p in [path, *path.parents] if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Failure(f"cannot write {out_dir}: {exc.strerror or exc}", EXIT_USAGE) from None
+    for folder in missing:  # deepest first
+        folder.rmdir()
+
+
 def clear_out(out_dir: str, overwrite: bool) -> None:
     """``--overwrite``: remove what the trainer wrote in ``out_dir`` (and only that), once the new
     run's config, environment and rules are known to be good."""
@@ -165,13 +180,14 @@ def clear_out(out_dir: str, overwrite: bool) -> None:
         click.echo(f"--overwrite: removed {len(removed)} file(s) of the earlier run in {out_dir}", err=True)
 
 
-def _inside_a_run(out_dir: str) -> Path | None:
-    """The single run's folder that ``out_dir`` lies in (a ``--compare`` must not write there), if any."""
+def _inside_a_run(out_dir: str, itself: bool = True) -> Path | None:
+    """The single run's folder that ``out_dir`` lies in (a ``--compare`` must not write there; nor a
+    single run below another: ``itself=False``), if any."""
     from trainer.checkpoint import FILENAME
     from trainer.metrics import FILENAME as METRICS
 
     here = Path(out_dir).resolve()
-    for folder in [here, *here.parents]:
+    for folder in [here, *here.parents] if itself else here.parents:
         if (folder / METRICS).is_file() or (folder / FILENAME).is_file():
             return folder
     return None
@@ -202,13 +218,36 @@ def _check_env(config: str, cfg: TrainConfig) -> None:
     try:
         env_factory(cfg.env, **cfg.env_args)
     except ValueError as exc:
-        raise ConfigError(f"{config}: {exc}") from None
+        knob = next((k for k in cfg.env_args if f"'{k}'" in str(exc) or "bad knob" in str(exc)), None)
+        key, value = ("env_args", cfg.env_args) if knob else ("env", cfg.env)
+        raise ConfigError(f"{key_location(config, key)}: {key} = {_toml(value)}: {exc}") from None
 
 
-def _check_rules(cfg: TrainConfig, methods: list[str]) -> None:
+def _toml(value) -> str:
+    """A config value as TOML writes it (near enough for a message)."""
+    import json
+
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_toml(v)}" for k, v in value.items()) + " }" if value else "{}"
+    return json.dumps(value)
+
+
+def _check_rule_files(config: str, cfg: TrainConfig, methods: list[str]) -> None:
+    """A rule file the config names that does not exist: a config error at its key's line (exit 1)."""
+    for m in methods:
+        key = METHODS[m].rules_field
+        value = getattr(cfg, key)
+        if not Path(cfg.resolve(value)).is_file():
+            raise ConfigError(f"{key_location(config, key)}: {key} = {_toml(value)}: no such rule file (a relative "
+                              f"path is looked up in the current folder, then the config file's folder, "
+                              f"then the repository root)")
+
+
+def _check_rules(config: str, cfg: TrainConfig, methods: list[str]) -> None:
     """Load the rule file of each method now (a RuleError names it), before any run starts."""
     from rlvp_dsl import load_program
 
+    _check_rule_files(config, cfg, methods)
     for path in dict.fromkeys(cfg.resolve(getattr(cfg, METHODS[m].rules_field)) for m in methods):
         load_program(path)
 
@@ -221,15 +260,20 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
 
     cfg = _load(config, method=method, iterations=iterations, seed=seed, out_dir=out_dir)
     _check_env(config, cfg)
+    if (inside := _inside_a_run(cfg.out_dir, itself=False)) is not None:
+        flag = f"--out {cfg.out_dir}" if out_dir else f"out_dir = {cfg.out_dir!r}"
+        raise Failure(f"{flag} lies inside the run folder {inside}: a run needs a folder of its own", EXIT_USAGE)
     if resume and not (Path(cfg.out_dir) / ckpt.FILENAME).is_file():
         raise Failure(f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
                       + (" (it holds a comparison: give --compare ... --resume)" if ckpt.nested_runs(Path(cfg.out_dir))
                          else ""), EXIT_USAGE)
+    check_writable(cfg.out_dir)
     check_out(cfg.out_dir, resume, overwrite)
-    if resume and (done := ckpt.iterations_done(cfg.out_dir)) >= cfg.iterations:
+    if resume and (done := ckpt.check_resume(cfg.out_dir, cfg.to_dict())) >= cfg.iterations:
         click.echo(f"{cfg.out_dir} already has {done} iterations (iterations = {cfg.iterations}): nothing to train; "
                    f"give a larger --iterations to continue it", err=True)
     else:
+        _check_rule_files(config, cfg, [cfg.method])
         try:
             backend = build_backend(cfg)
         except RuleError:  # a rule file's own diagnostics name their file, line and column
@@ -276,8 +320,9 @@ def run_compare(config: str, methods: list[str], seeds: list[int] | None, iterat
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "compare")
+    check_writable(out_dir)
     check_out(out_dir, resume, overwrite)
-    _check_rules(cfg, methods)
+    _check_rules(config, cfg, methods)
     clear_out(out_dir, overwrite)
     try:
         table, _ = compare(cfg, methods, seeds or [0], out_dir, jobs=jobs, resume=resume)
@@ -303,8 +348,9 @@ def run_paired(config: str, methods: list[str], iterations: int | None, seeds: l
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "paired")
+    check_writable(out_dir)
     check_out(out_dir, False, overwrite, resumable=False)
-    _check_rules(cfg, methods)
+    _check_rules(config, cfg, methods)
     clear_out(out_dir, overwrite)
     for s in seeds or [0]:
         try:
@@ -353,6 +399,10 @@ Exit codes: 0 ok, 1 errors in the config or a rule file, 2 usage or I/O error, 1
 def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_methods, paired_methods, seeds, jobs):
     """Train a policy on a tool environment with GRPO and verifiable process rewards."""
     grid = compare_methods or paired_methods
+    if config.lower().endswith(".rlvp"):
+        raise click.UsageError(f"{config} is a rule file, not a training config: give a TOML config that names it "
+                               f"(rules = \"{config}\"), e.g. {PROG} examples/chain4.toml; check the rule file with "
+                               f"rlvp-compile {config}")
     if compare_methods and paired_methods:
         raise click.UsageError("--compare and --paired are two different runs: give one of them")
     if seeds and not grid:
@@ -380,6 +430,9 @@ def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_m
     except Failure as exc:
         error(str(exc))
         code = exc.code
+    except ConfigReadError as exc:  # the config file cannot be read at all: an I/O error
+        error(str(exc))
+        code = EXIT_USAGE
     except ConfigError as exc:
         error(str(exc))
         code = EXIT_INPUT_ERRORS
@@ -403,6 +456,29 @@ def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_m
     return code
 
 
+def _image_formats() -> list[str]:
+    """The file extensions matplotlib can write (png, pdf, svg, ...)."""
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return sorted(FigureCanvasBase.get_supported_filetypes())
+
+
+def _check_plot_out(out: str, runs: tuple[str, ...]) -> None:
+    """``plot -o``: an image file matplotlib can write, and never one of the inputs (a usage error)."""
+    from trainer.metrics import FILENAME
+
+    formats = _image_formats()
+    ext = Path(out).suffix.lstrip(".").lower()
+    if ext not in formats:
+        got = f"'.{ext}'" if ext else "no extension"
+        raise click.BadParameter(f"must be an image file ending in one of {', '.join('.' + f for f in formats)} "
+                                 f"(got {got})", param_hint="'-o'")
+    target = Path(out).resolve()
+    inputs = {Path(r).resolve() for r in runs} | {(Path(r) / FILENAME).resolve() for r in runs}
+    if target in inputs or target.name == FILENAME:
+        raise click.BadParameter(f"{out} is an input of the plot: give another file", param_hint="'-o'")
+
+
 @click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--out", "out", type=click.Path(dir_okay=False),
@@ -418,6 +494,8 @@ def plot(runs, out, window, threshold, title):
     from trainer.metrics import MetricsFileError
     from trainer.plots import load_runs, plot_curves
 
+    if out is not None:
+        _check_plot_out(out, runs)
     try:
         curves = load_runs(runs)
         if out is None:

