@@ -145,7 +145,7 @@ class _Command(click.Command):
 # ----------------------------------------------------------------------------
 def check_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = True) -> None:
     """Refuse a folder that holds an earlier run unless ``--resume`` or ``--overwrite``."""
-    from trainer.checkpoint import existing_outputs
+    from trainer.run_folder import existing_outputs
 
     found = existing_outputs(out_dir)
     if found and not (resume or overwrite):
@@ -173,7 +173,7 @@ def check_writable(out_dir: str) -> None:
 def clear_out(out_dir: str, overwrite: bool) -> None:
     """``--overwrite``: remove what the trainer wrote in ``out_dir`` (and only that), once the new
     run's config, environment and rules are known to be good."""
-    from trainer.checkpoint import clear_outputs, existing_outputs
+    from trainer.run_folder import clear_outputs, existing_outputs
 
     if overwrite and existing_outputs(out_dir):
         removed = clear_outputs(out_dir)
@@ -254,6 +254,7 @@ def _check_rules(config: str, cfg: TrainConfig, methods: list[str]) -> None:
 
 def run_single(config: str, method, iterations, seed, out_dir, resume: bool, overwrite: bool) -> int:
     from trainer import checkpoint as ckpt
+    from trainer.run_folder import nested_runs
     from trainer.backend import build_backend
     from trainer.loop import train
     from trainer.metrics import read_metrics, summarise_run
@@ -265,7 +266,7 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
         raise Failure(f"{flag} lies inside the run folder {inside}: a run needs a folder of its own", EXIT_USAGE)
     if resume and not (Path(cfg.out_dir) / ckpt.FILENAME).is_file():
         raise Failure(f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
-                      + (" (it holds a comparison: give --compare ... --resume)" if ckpt.nested_runs(Path(cfg.out_dir))
+                      + (" (it holds a comparison: give --compare ... --resume)" if nested_runs(Path(cfg.out_dir))
                          else ""), EXIT_USAGE)
     check_writable(cfg.out_dir)
     check_out(cfg.out_dir, resume, overwrite)

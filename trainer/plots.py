@@ -39,7 +39,7 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> dict[str, list[list[dict]]]
         FileNotFoundError: a path that is neither a metrics file nor a folder holding runs.
         trainer.metrics.MetricsFileError: a malformed line (``file:line``); a file with no rows.
     """
-    from trainer.checkpoint import nested_runs
+    from trainer.run_folder import nested_runs
     from trainer.metrics import FILENAME, MetricsFileError, read_metrics
 
     found: list[tuple[Path, list[dict]]] = []

@@ -22,6 +22,7 @@ from trainer.cli import main
 from trainer.config import load_config
 from trainer.loop import train
 from trainer.metrics import read_metrics
+from trainer.run_folder import existing_outputs
 
 REPO = Path(__file__).resolve().parents[2]
 SMALL = """\
@@ -100,7 +101,7 @@ def test_overwrite_clears_a_comparison_and_its_stale_method_folders_only(tmp_pat
         (out / name).write_text("")
     (out / "grpo" / "seed0" / "mine.txt").write_text("keep")
     (out / "plots").mkdir()
-    found = ckpt.existing_outputs(out)
+    found = existing_outputs(out)
     assert {p.relative_to(out).as_posix() for p in found} == {
         "summary.json", "summary.md", "curves.png", "grpo/seed0", "dapo/seed0"}
     config = small_config(tmp_path, iterations=1)
