@@ -148,6 +148,10 @@ def check_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = Tru
     from trainer.run_folder import existing_outputs
 
     found = existing_outputs(out_dir)
+    if not found and Path(out_dir).is_dir() and (others := sorted(p.name for p in Path(out_dir).iterdir())):
+        shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
+        click.echo(f"{PROG}: warning: {out_dir} holds no run but {len(others)} other entries ({shown}); "
+                   "the run's files go beside them", err=True)
     if found and not (resume or overwrite):
         names = ", ".join(str(p.relative_to(out_dir)) for p in found[:4]) + (" ..." if len(found) > 4 else "")
         choices = "give --resume to continue it, --overwrite to replace it," if resumable else \
@@ -497,11 +501,17 @@ def plot(runs, out, window, threshold, title):
 
     if out is not None:
         _check_plot_out(out, runs)
+        try:
+            check_writable(str(Path(out).parent))
+        except Failure as exc:
+            error(str(exc))
+            return exc.code
     try:
         curves = load_runs(runs)
         if out is None:
             first = Path(runs[0])
             out = str((first if first.is_dir() else first.parent) / "curves.png") if len(runs) == 1 else "curves.png"
+        replaced = Path(out).is_file()
         path = plot_curves(curves, out, window=window, threshold=threshold, title=title or ", ".join(curves))
     except FileNotFoundError as exc:
         error(str(exc))
@@ -516,6 +526,8 @@ def plot(runs, out, window, threshold, title):
         error(f"cannot write {exc.filename or out}: {exc.strerror or exc}")
         return EXIT_USAGE
     click.echo(path)
+    if replaced:
+        click.echo(f"{PROG}: note: {path} existed and was replaced", err=True)
     return EXIT_OK
 
 

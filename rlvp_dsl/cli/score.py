@@ -303,6 +303,8 @@ def _usage_problem(args) -> str:
     if rule_files:
         return (f"{rule_files[0]} is a rule file, not a trajectory: the rule file comes first, and once: "
                 "rlvp-score RULES.rlvp TRAJECTORY...")
+    if args.csv not in (None, "-") and args.html is not None and os.path.abspath(args.csv) == os.path.abspath(args.html):
+        return f"--csv and --html name the same file ({args.csv}): give each its own"
     for flag, path, what in (("--csv", args.csv, "the CSV"), ("--html", args.html, "the report")):
         clobbered = clobbers_input(path, [args.rules, *args.trajectories]) if path is not None else None
         if clobbered:

@@ -565,6 +565,14 @@ def test_an_output_never_overwrites_an_input(tmp_path):
     assert {p: p.read_bytes() for p in before} == before
 
 
+def test_csv_and_html_on_one_path_is_a_usage_error(tmp_path):
+    """--csv X --html X would leave only the CSV: refused before anything is written."""
+    out = tmp_path / "both.out"
+    done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", out, "--html", out)
+    assert done.returncode == 2 and "--csv and --html name the same file" in done.stderr, done.stderr
+    assert not out.exists()
+
+
 def test_an_output_under_a_file_names_the_file(tmp_path):
     """-o/--csv whose folder is a file: `X is a file, not a folder`, not `File exists`."""
     done = run("compile", "rules/chain.rlvp", "--emit-program", "-o", "rules/chain.rlvp/p.json")

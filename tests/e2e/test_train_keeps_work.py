@@ -115,6 +115,19 @@ def test_overwrite_clears_a_comparison_and_its_stale_method_folders_only(tmp_pat
     assert len(read_metrics(out / "grpo" / "seed0")) == 1
 
 
+def test_a_folder_of_other_files_is_named_before_a_run_writes_there(tmp_path):
+    """--out onto a folder that holds no run but other files (a source folder, say): a warning
+    names them; the run goes ahead and touches none of them."""
+    config = small_config(tmp_path, iterations=1)
+    folder = tmp_path / "rules"
+    folder.mkdir()
+    (folder / "mine.rlvp").write_text("tool a : read\n")
+    done = invoke(config, "--out", folder)
+    assert done.exit_code == 0, done.output
+    assert f"rlvp-train: warning: {folder} holds no run but 1 other entries (mine.rlvp)" in done.output
+    assert (folder / "mine.rlvp").read_text() == "tool a : read\n"
+
+
 def test_compare_never_writes_inside_a_single_run(tmp_path):
     """--compare without --out writes beside the config's run folder; an --out inside a run is refused."""
     config = small_config(tmp_path, iterations=1)
@@ -276,7 +289,13 @@ def test_plot_one_run_several_runs_and_mistakes(tmp_path):
     assert invoke(config, "--method", "grpo", "--out", other).exit_code == 0
     png = tmp_path / "both.png"
     done = invoke("plot", run, other / "metrics.jsonl", "-o", png)
-    assert done.exit_code == 0 and png.stat().st_size > 10_000
+    assert done.exit_code == 0 and png.stat().st_size > 10_000 and "replaced" not in done.output
+    done = invoke("plot", run, "-o", png)  # an existing image is replaced, and the user is told
+    assert done.exit_code == 0 and f"rlvp-train: note: {png} existed and was replaced" in done.output
+    blocked = tmp_path / "a_file"
+    blocked.write_text("x")
+    done = invoke("plot", run, "-o", blocked / "c.png")
+    assert done.exit_code == 2 and f"rlvp-train: error: cannot write {blocked}: it is a file" in done.output
     done = invoke("plot", tmp_path / "nothing")
     assert done.exit_code == 2 and "rlvp-train: error: " in done.output and "no such file" in done.output
     bad = tmp_path / "bad.jsonl"
