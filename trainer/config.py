@@ -272,6 +272,10 @@ def _check_device(device: Any, where: str) -> None:
 
 
 _DICT_FIELDS = ("env_args", "model_args", "gen_args")
+#: The table names the shipped configs and docs use (any other name is allowed: tables are only
+#: for readability), so a near miss of one (``[modle]``) is caught as the typo it is.
+KNOWN_TABLES = ("run", "model", "env", "environment", "rules", "rollout", "advantage", "anneal", "annealing",
+                "dapo", "loss", "optimiser", "optimizer", "bookkeeping")
 
 #: TOML's names for the value types a config can hold (what "got" says).
 _TOML_TYPE = {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}
@@ -334,6 +338,9 @@ def _flatten(data: dict[str, Any], where: str, seen: dict[str, str] | None = Non
     flat: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict) and key not in _DICT_FIELDS:
+            near = difflib.get_close_matches(key, KNOWN_TABLES, n=1, cutoff=0.75)
+            if near and key not in KNOWN_TABLES and key not in names:
+                raise ConfigError(f"{where}: unknown table '[{key}]'; did you mean '[{near[0]}]'?", key=key)
             flat.update(_flatten(value, f"{where}[{key}]", seen))
             continue
         if key not in names:

@@ -106,6 +106,11 @@ def test_config_errors_name_file_and_key(tmp_path):
     bad.write_text('methd = "rlvp"\n')
     with pytest.raises(ConfigError, match=r"bad.toml:1: unknown key 'methd'; did you mean 'method'"):
         load_config(bad)
+    bad.write_text('[modle]\nlora_rank = 4\n')  # a near miss of a known table is a typo; other names are free
+    with pytest.raises(ConfigError, match=r"unknown table '\[modle\]'; did you mean '\[model\]'"):
+        load_config(bad)
+    bad.write_text('[my_notes]\nlora_rank = 4\n')
+    assert load_config(bad).lora_rank == 4
     bad.write_text('[loss]\nloss_type = "sum"\n')
     with pytest.raises(ConfigError, match="'loss_type' must be one of"):
         load_config(bad)
