@@ -57,7 +57,7 @@ from typing import Any
 
 import attrs
 
-from ..readers._base import json_problem
+from ..readers.json_text import json_problem
 from ..tools import ToolSpec
 from .targets import infer_targets
 

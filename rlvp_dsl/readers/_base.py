@@ -1,4 +1,5 @@
-"""Shared pieces of the trajectory readers: errors, error signals, the episode builder.
+"""Shared pieces of the trajectory readers: errors, error signals, the episode builder
+(parsing JSON text: `rlvp_dsl.readers.json_text`).
 
 Every reader turns one source record (a tau2 simulation, a chat transcript, a
 SWE-agent run) into an :class:`~rlvp_dsl.events.Episode` through
@@ -14,12 +15,9 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-try:  # optional (the `fast` extra): about twice as fast as json on trajectory files
-    import orjson
-except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
-
 from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, USER, Episode, Event
+
+from .json_text import json_problem, loads
 
 #: Longest error text kept on an event, in characters (the full output stays in ``result``).
 ERROR_TEXT_LIMIT = 2000
@@ -79,40 +77,6 @@ def is_reward(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def loads(text: str | bytes) -> Any:
-    """Parse JSON text: with orjson when it is installed, else with json -- the same values either way.
-
-    orjson refuses some text json accepts (``NaN``, integers beyond 64 bits, lone surrogates)
-    and phrases its errors differently, so anything orjson refuses goes to json: the value,
-    or the `json.JSONDecodeError` (its ``msg``, ``lineno``, ``colno``), is json's own.
-
-    Raises:
-        json.JSONDecodeError: the text is not valid JSON.
-    """
-    if orjson is not None:
-        try:
-            return orjson.loads(text)
-        except orjson.JSONDecodeError:
-            pass
-    return json.loads(text)
-
-
-#: What `fast_loads_bytes` returns when it leaves the bytes to the exact path.
-NOT_PARSED = object()
-
-
-def fast_loads_bytes(data: bytes) -> Any:
-    """A file's bytes parsed by orjson (an optional UTF-8 BOM skipped) -- no decoding to text
-    first -- or `NOT_PARSED` when orjson is missing or refuses them: then the caller decodes
-    and parses with `load_json_text`, which names the problem exactly as before."""
-    if orjson is None:
-        return NOT_PARSED
-    try:
-        return orjson.loads(data[3:] if data.startswith(b"\xef\xbb\xbf") else data)
-    except orjson.JSONDecodeError:
-        return NOT_PARSED
-
-
 def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
     """Parse JSON text, turning a syntax error into a :class:`ReaderError` with ``line:col``.
 
@@ -129,15 +93,6 @@ def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
     except json.JSONDecodeError as exc:
         where = f"{file}:{exc.lineno + line_offset}:{exc.colno}"
         raise ReaderError(where, detail=f"invalid JSON: {json_problem(exc, text)}") from None
-
-
-def json_problem(exc: json.JSONDecodeError, text: str) -> str:
-    """json's message as a whole sentence (``Unterminated string starting at`` names no place
-    by itself), and a hint when the error is at the very end: the file was cut off."""
-    msg = exc.msg + (" this position" if exc.msg.endswith(" at") else "")
-    if not text[exc.pos:].strip() or exc.msg.startswith("Unterminated"):
-        msg += " -- the text ends early: is the file truncated?"
-    return msg
 
 
 def message_text(content: Any) -> str:

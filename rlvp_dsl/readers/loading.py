@@ -33,7 +33,8 @@ import attrs
 from rlvp_dsl.events import Episode
 from rlvp_dsl.gcpause import collector_paused
 
-from ._base import NOT_PARSED, DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, fast_loads_bytes, load_json_text, loads
+from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, load_json_text
+from .json_text import NOT_PARSED, fast_loads_bytes, loads
 from .openai_chat import read_openai_json, read_openai_jsonl
 from .swe_agent import read_swe_agent
 from .tau2 import read_tau2

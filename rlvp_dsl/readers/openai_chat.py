@@ -24,8 +24,8 @@ from typing import Any
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
 from .call_markers import marked_calls
-from ._base import (EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, load_json_text, loads,
-                    message_text)
+from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, load_json_text, message_text
+from .json_text import loads
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
 _CONTENT_TYPES = (str, list, dict, type(None))

@@ -1,5 +1,5 @@
 """The readers' JSON parsing: orjson when installed, json otherwise -- the same episodes and the
-same error messages either way (rlvp_dsl.readers._base.loads)."""
+same error messages either way (rlvp_dsl.readers.json_text.loads)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlvp_dsl.readers import ReaderError, read_episodes, read_paths
-from rlvp_dsl.readers import _base
+from rlvp_dsl.readers import _base, json_text
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = [REPO / "examples" / "data", REPO / "examples" / "episodes"]
@@ -31,14 +31,14 @@ def backend(request, monkeypatch):
         if not HAVE_ORJSON:
             pytest.skip("orjson not installed")
     else:
-        monkeypatch.setattr(_base, "orjson", None)
+        monkeypatch.setattr(json_text, "orjson", None)
     return request.param
 
 
 def _with(monkeypatch, name, fn):
     """`fn()` with the readers' JSON backend set to `name`."""
     if name == "json":
-        monkeypatch.setattr(_base, "orjson", None)
+        monkeypatch.setattr(json_text, "orjson", None)
     else:
         monkeypatch.undo()
     return fn()
@@ -72,7 +72,7 @@ def test_the_shared_corpus_reads_the_same_with_both(monkeypatch):
     '[1, 2.5, "é", null, true]',
 ])
 def test_loads_gives_json_values(backend, text):
-    got, want = _base.loads(text), json.loads(text)
+    got, want = json_text.loads(text), json.loads(text)
     assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)
 
 
@@ -80,7 +80,7 @@ def test_an_integer_beyond_64_bits_is_the_one_difference(backend):
     """orjson reads an integer that does not fit 64 bits as a float (as JavaScript does); json
     keeps it exact.  Documented in docs/readers.md."""
     text = '{"big": 123456789012345678901234567890, "fits": 18446744073709551615}'
-    value = _base.loads(text)
+    value = json_text.loads(text)
     assert value["fits"] == 18446744073709551615 and isinstance(value["fits"], int)
     if backend == "json":
         assert value["big"] == 123456789012345678901234567890
@@ -104,7 +104,7 @@ def test_invalid_json_messages_are_jsons_own(backend, tmp_path, name):
     try:
         json.loads(BROKEN[name])
     except json.JSONDecodeError as exc:
-        expected = f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {_base.json_problem(exc, BROKEN[name])}"
+        expected = f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {json_text.json_problem(exc, BROKEN[name])}"
     assert str(caught.value) == expected
 
 
