@@ -1,4 +1,5 @@
-"""``rlvp-train``: train one run, compare methods x seeds, run the paired mode, plot runs.
+"""``rlvp-train``: train one run, compare methods x seeds, run the paired mode, plot runs
+(the ``plot`` subcommand: `trainer.plot_command`).
 
     rlvp-train CONFIG [--method M] [--iterations N] [--seed S] [--out DIR] [--resume | --overwrite]
     rlvp-train CONFIG --compare grpo,rlvp [--seeds 0,1,2] [--jobs 2] [--out DIR] [--resume | --overwrite]
@@ -27,10 +28,9 @@ import click
 
 from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
+from trainer.cli_support import PROG, CommaList, Command, Failure, WholeNumber, check_writable, error
 from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
-
-PROG = "rlvp-train"
 
 # Known, harmless library warnings that would otherwise bury the run's output:
 # peft on LoRA over the tied lm_head (the adapter is never merged here), and a
@@ -39,105 +39,17 @@ warnings.filterwarnings("ignore", message=r".*tie_word_embeddings.*", category=U
 warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
 
 
-class Failure(Exception):
-    """An error for the user: one ``rlvp-train: error:`` line and an exit code."""
-
-    def __init__(self, message: str, code: int):
-        super().__init__(message)
-        self.code = code
-
-
-def error(message: str) -> None:
-    click.echo(f"{PROG}: error: {message}", err=True)
-
-
-# ----------------------------------------------------------------------------
-# flag types: a bad value is a usage error naming the flag
-# ----------------------------------------------------------------------------
-class WholeNumber(click.ParamType):
-    """A whole number of at least ``minimum``."""
-
-    name = "integer"
-
-    def __init__(self, minimum: int):
-        self.minimum = minimum
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        else:
-            try:
-                number = int(str(value).strip())
-            except ValueError:
-                self.fail(f"must be a whole number (got {value!r})", param, ctx)
-        if number < self.minimum:
-            self.fail(f"must be at least {self.minimum} (got {number})", param, ctx)
-        return number
-
-
-class CommaList(click.ParamType):
-    """Comma-separated items: method names (checked) or seeds (whole numbers >= 0)."""
-
-    def __init__(self, kind: str):
-        self.kind = kind
-        self.name = "methods" if kind == "method" else "seeds"
-
-    def convert(self, value, param, ctx):
-        if isinstance(value, list):
-            return value
-        items = [x.strip() for x in str(value).split(",")]
-        if any(not x for x in items):
-            self.fail(f"has an empty item (got {value!r}): separate the {self.name} with single commas", param, ctx)
-        if self.kind == "method":
-            for m in items:
-                if m not in METHODS:
-                    self.fail(f"unknown method {m!r}: expected one of {', '.join(METHODS)}", param, ctx)
-            if len(set(items)) < len(items):
-                self.fail(f"names a method twice (got {value!r})", param, ctx)
-            return items
-        seeds = []
-        for x in items:
-            if not x.lstrip("-").isdigit():
-                self.fail(f"seed {x!r} is not a whole number (got {value!r})", param, ctx)
-            if int(x) < 0:
-                self.fail(f"seeds are at least 0 (got {value!r})", param, ctx)
-            seeds.append(int(x))
-        if len(set(seeds)) < len(seeds):
-            self.fail(f"names a seed twice (got {value!r})", param, ctx)
-        return seeds
-
-
-def _usage_message(exc: click.UsageError) -> str:
-    """``--iterations: must be at least 1 (got -1)``: the flag first, as argparse does."""
-    if isinstance(exc, click.BadParameter) and exc.param is not None and not isinstance(exc, click.MissingParameter):
-        opts = getattr(exc.param, "opts", None) or [exc.param.name]
-        name = opts[0] if opts[0].startswith("-") else exc.param.human_readable_name
-        return f"{name}: {exc.message}"
-    if isinstance(exc, click.BadParameter) and isinstance(exc.param_hint, str):
-        return f"{exc.param_hint.strip(chr(39))}: {exc.message}"
-    return exc.format_message()
-
-
-class _Command(click.Command):
-    """A click command whose errors are one ``rlvp-train: error:`` line (argparse style), exit 2."""
+class _Main(Command):
+    """`Command` that hands ``rlvp-train plot ...`` to the plot subcommand (`trainer.plot_command`),
+    so ``rlvp-train CONFIG ...`` keeps its flags at the top level."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
-        if self is main and args[:1] == ["plot"]:
+        if args[:1] == ["plot"]:
+            from trainer.plot_command import plot
+
             return plot.main(args[1:], prog_name=f"{PROG} plot", standalone_mode=standalone_mode, **extra)
-        try:
-            code = super().main(args, prog_name=prog_name or PROG, standalone_mode=False, **extra)
-        except click.UsageError as exc:
-            if exc.ctx is not None:
-                click.echo(exc.ctx.get_usage(), err=True)
-            error(_usage_message(exc))
-            code = EXIT_USAGE
-        except click.Abort:  # Ctrl-C while click itself prompts or parses
-            error("interrupted")
-            code = EXIT_INTERRUPTED
-        if not standalone_mode:
-            return code
-        sys.exit(code if isinstance(code, int) else EXIT_OK)
+        return super().main(args, prog_name, complete_var, standalone_mode, **extra)
 
 
 # ----------------------------------------------------------------------------
@@ -157,21 +69,6 @@ def check_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = Tru
         choices = "give --resume to continue it, --overwrite to replace it," if resumable else \
             "give --overwrite to replace it"
         raise Failure(f"{out_dir} already holds a run ({names}): {choices} or another --out", EXIT_USAGE)
-
-
-def check_writable(out_dir: str) -> None:
-    """Refuse an output folder that cannot be created (``--out /proc/nope``, a file in the way): a
-    probe creates the missing folders and removes them again, so a later mistake leaves nothing."""
-    path = Path(out_dir)
-    if path.exists() and not path.is_dir():
-        raise Failure(f"cannot write {out_dir}: it is a file, not a folder", EXIT_USAGE)
-    missing = [p for p in [path, *path.parents] if not p.exists()]
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise Failure(f"cannot write {out_dir}: {exc.strerror or exc}", EXIT_USAGE) from None
-    for folder in missing:  # deepest first
-        folder.rmdir()
 
 
 def clear_out(out_dir: str, overwrite: bool) -> None:
@@ -384,7 +281,7 @@ Exit codes: 0 ok, 1 errors in the config or a rule file, 2 usage or I/O error, 1
 """
 
 
-@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
+@click.command(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.version_option(message=version_text(PROG), package_name="rlvp", prog_name=PROG)
 @click.argument("config", type=click.Path(dir_okay=False, exists=True))
 @click.option("--method", type=click.Choice(METHODS), help="training method (overrides the config)")
@@ -459,76 +356,6 @@ def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_m
     finally:
         signal.signal(signal.SIGTERM, previous)
     return code
-
-
-def _image_formats() -> list[str]:
-    """The file extensions matplotlib can write (png, pdf, svg, ...)."""
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    return sorted(FigureCanvasBase.get_supported_filetypes())
-
-
-def _check_plot_out(out: str, runs: tuple[str, ...]) -> None:
-    """``plot -o``: an image file matplotlib can write, and never one of the inputs (a usage error)."""
-    from trainer.metrics import FILENAME
-
-    formats = _image_formats()
-    ext = Path(out).suffix.lstrip(".").lower()
-    if ext not in formats:
-        got = f"'.{ext}'" if ext else "no extension"
-        raise click.BadParameter(f"must be an image file ending in one of {', '.join('.' + f for f in formats)} "
-                                 f"(got {got})", param_hint="'-o'")
-    target = Path(out).resolve()
-    inputs = {Path(r).resolve() for r in runs} | {(Path(r) / FILENAME).resolve() for r in runs}
-    if target in inputs or target.name == FILENAME:
-        raise click.BadParameter(f"{out} is an input of the plot: give another file", param_hint="'-o'")
-
-
-@click.command(cls=_Command, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("runs", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False),
-              help="PNG to write (default: RUN_DIR/curves.png for one run, ./curves.png for several)")
-@click.option("--window", type=WholeNumber(1), default=3, show_default=True,
-              help="trailing window (iterations) of the success curve")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="success level drawn as a dashed line")
-@click.option("--title", default="", help="figure title (default: the runs' labels)")
-def plot(runs, out, window, threshold, title):
-    """Write the learning curves of RUNS (run folders, metrics.jsonl files or --compare folders;
-    several overlay) as a PNG and print its path."""
-    from trainer.metrics import MetricsFileError
-    from trainer.plots import load_runs, plot_curves
-
-    if out is not None:
-        _check_plot_out(out, runs)
-        try:
-            check_writable(str(Path(out).parent))
-        except Failure as exc:
-            error(str(exc))
-            return exc.code
-    try:
-        curves = load_runs(runs)
-        if out is None:
-            first = Path(runs[0])
-            out = str((first if first.is_dir() else first.parent) / "curves.png") if len(runs) == 1 else "curves.png"
-        replaced = Path(out).is_file()
-        path = plot_curves(curves, out, window=window, threshold=threshold, title=title or ", ".join(curves))
-    except FileNotFoundError as exc:
-        error(str(exc))
-        return EXIT_USAGE
-    except MetricsFileError as exc:
-        error(str(exc))
-        return EXIT_INPUT_ERRORS
-    except (KeyError, TypeError) as exc:  # a JSON line without the curves' metrics
-        error(f"{runs[0] if len(runs) == 1 else 'a run'}: a metrics row lacks {exc}: not written by rlvp-train?")
-        return EXIT_INPUT_ERRORS
-    except OSError as exc:
-        error(f"cannot write {exc.filename or out}: {exc.strerror or exc}")
-        return EXIT_USAGE
-    click.echo(path)
-    if replaced:
-        click.echo(f"{PROG}: note: {path} existed and was replaced", err=True)
-    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

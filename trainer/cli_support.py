@@ -1,0 +1,130 @@
+"""What every ``rlvp-train`` command shares: its error line (``rlvp-train: error: ...``), flag
+types whose bad values are usage errors naming the flag, a click command that prints them
+argparse-style (exit 2), and the check that an output folder can be written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from rlvp_dsl.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from trainer.methods import METHODS
+
+PROG = "rlvp-train"
+
+
+class Failure(Exception):
+    """An error for the user: one ``rlvp-train: error:`` line and an exit code."""
+
+    def __init__(self, message: str, code: int):
+        super().__init__(message)
+        self.code = code
+
+
+def error(message: str) -> None:
+    click.echo(f"{PROG}: error: {message}", err=True)
+
+
+# ----------------------------------------------------------------------------
+# flag types: a bad value is a usage error naming the flag
+# ----------------------------------------------------------------------------
+class WholeNumber(click.ParamType):
+    """A whole number of at least ``minimum``."""
+
+    name = "integer"
+
+    def __init__(self, minimum: int):
+        self.minimum = minimum
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        else:
+            try:
+                number = int(str(value).strip())
+            except ValueError:
+                self.fail(f"must be a whole number (got {value!r})", param, ctx)
+        if number < self.minimum:
+            self.fail(f"must be at least {self.minimum} (got {number})", param, ctx)
+        return number
+
+
+class CommaList(click.ParamType):
+    """Comma-separated items: method names (checked) or seeds (whole numbers >= 0)."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.name = "methods" if kind == "method" else "seeds"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, list):
+            return value
+        items = [x.strip() for x in str(value).split(",")]
+        if any(not x for x in items):
+            self.fail(f"has an empty item (got {value!r}): separate the {self.name} with single commas", param, ctx)
+        if self.kind == "method":
+            for m in items:
+                if m not in METHODS:
+                    self.fail(f"unknown method {m!r}: expected one of {', '.join(METHODS)}", param, ctx)
+            if len(set(items)) < len(items):
+                self.fail(f"names a method twice (got {value!r})", param, ctx)
+            return items
+        seeds = []
+        for x in items:
+            if not x.lstrip("-").isdigit():
+                self.fail(f"seed {x!r} is not a whole number (got {value!r})", param, ctx)
+            if int(x) < 0:
+                self.fail(f"seeds are at least 0 (got {value!r})", param, ctx)
+            seeds.append(int(x))
+        if len(set(seeds)) < len(seeds):
+            self.fail(f"names a seed twice (got {value!r})", param, ctx)
+        return seeds
+
+
+def usage_message(exc: click.UsageError) -> str:
+    """``--iterations: must be at least 1 (got -1)``: the flag first, as argparse does."""
+    if isinstance(exc, click.BadParameter) and exc.param is not None and not isinstance(exc, click.MissingParameter):
+        opts = getattr(exc.param, "opts", None) or [exc.param.name]
+        name = opts[0] if opts[0].startswith("-") else exc.param.human_readable_name
+        return f"{name}: {exc.message}"
+    if isinstance(exc, click.BadParameter) and isinstance(exc.param_hint, str):
+        return f"{exc.param_hint.strip(chr(39))}: {exc.message}"
+    return exc.format_message()
+
+
+class Command(click.Command):
+    """A click command whose errors are one ``rlvp-train: error:`` line (argparse style), exit 2."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        args = list(sys.argv[1:] if args is None else args)
+        try:
+            code = super().main(args, prog_name=prog_name or PROG, standalone_mode=False, **extra)
+        except click.UsageError as exc:
+            if exc.ctx is not None:
+                click.echo(exc.ctx.get_usage(), err=True)
+            error(usage_message(exc))
+            code = EXIT_USAGE
+        except click.Abort:  # Ctrl-C while click itself prompts or parses
+            error("interrupted")
+            code = EXIT_INTERRUPTED
+        if not standalone_mode:
+            return code
+        sys.exit(code if isinstance(code, int) else EXIT_OK)
+
+
+def check_writable(out_dir: str) -> None:
+    """Refuse an output folder that cannot be created (``--out /proc/nope``, a file in the way): a
+    probe creates the missing folders and removes them again, so a later mistake leaves nothing."""
+    path = Path(out_dir)
+    if path.exists() and not path.is_dir():
+        raise Failure(f"cannot write {out_dir}: it is a file, not a folder", EXIT_USAGE)
+    missing = [p for p in [path, *path.parents] if not p.exists()]
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Failure(f"cannot write {out_dir}: {exc.strerror or exc}", EXIT_USAGE) from None
+    for folder in missing:  # deepest first
+        folder.rmdir()
