@@ -163,7 +163,7 @@ class PeakRSS:
 def _prompts(turns: int):
     """The chain-4 tasks and their [system, user] messages (as our rollout writes them)."""
     from trainer.envs import env_factory, make_tasks
-    from trainer.generation import CallFormat
+    from trainer.call_grammar import CallFormat
     from trainer.rollout import system_prompt
 
     factory = env_factory("chain4", vary_tokens=False, max_turns=turns)
@@ -178,7 +178,7 @@ def _prompts(turns: int):
 
 def completion_length(model_dir: str, turns: int) -> int:
     """The most action tokens one of our episodes can hold: turns x (longest call + EOS)."""
-    from trainer.generation import CallTrie
+    from trainer.call_grammar import CallTrie
     from trainer.model import load_pretrained
 
     factory, _ = _prompts(turns)

@@ -31,7 +31,8 @@ from typing import Callable, Sequence
 
 from rlvp_dsl.events import CALL, ERROR, MALFORMED, OK, USER, Episode, Event
 from trainer.envs.base import Task, ToolEnv, all_calls
-from trainer.generation import CachedSampler, CallFormat, CallTrie, GenConfig, TurnSample
+from trainer.call_grammar import CallFormat, CallTrie
+from trainer.generation import CachedSampler, GenConfig, TurnSample
 from trainer.tokenizer import ChatFormat
 from trainer.types import Rollout
 

@@ -51,7 +51,8 @@ from typing import Any, Callable, Sequence
 from rlvp_dsl.events import CALL, MALFORMED, OK, Episode
 from rlvp_dsl.readers import HERMES_MARKERS
 from trainer.envs.base import Task, ToolEnv
-from trainer.generation import CallTrie, GenConfig, as_generator
+from trainer.call_grammar import CallTrie
+from trainer.generation import GenConfig, as_generator
 from trainer.rollout import MALFORMED_TEXT, collect_group
 from trainer.tokenizer import encode
 from trainer.types import Rollout

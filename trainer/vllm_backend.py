@@ -33,7 +33,9 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from trainer.generation import CallTrie, GenConfig, TurnSample
+from trainer.call_grammar import CallTrie
+
+from trainer.generation import GenConfig, TurnSample
 
 INSTALL_HINT = "the vLLM backend needs vllm in a separate GPU environment: pip install 'rlvp[vllm]'"
 

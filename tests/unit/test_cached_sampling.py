@@ -152,7 +152,7 @@ def test_forced_steps_run_no_forward_pass(tiny):
     (policy log-prob NaN, masked log-prob 0); every other token has both."""
     import math
 
-    from trainer.generation import CallTrie
+    from trainer.call_grammar import CallTrie
     from trainer.tokenizer import encode
 
     model, tok = tiny

@@ -7,7 +7,8 @@ import torch
 
 from rlvp_dsl.events import ERROR, MALFORMED, OK
 from trainer.envs import env_factory, make_env, make_tasks
-from trainer.generation import CallFormat, CallTrie, GenConfig, HFGenerator, TurnSample
+from trainer.call_grammar import CallFormat, CallTrie
+from trainer.generation import GenConfig, HFGenerator, TurnSample
 from trainer.logprobs import completion_logprobs
 from trainer.model import TinyModelConfig, build_tiny_model
 from trainer.rollout import collect_group, prompt_words

@@ -9,10 +9,11 @@ import pytest
 import torch
 
 from trainer.envs import all_calls, env_factory, make_env, make_tasks
-from trainer.generation import CallTrie, GenConfig
+from trainer.call_grammar import CallTrie
+from trainer.generation import GenConfig
 from trainer.model import TinyModelConfig, build_tiny_model
 from trainer.rollout import collect_group, system_prompt
-from trainer.generation import CallFormat
+from trainer.call_grammar import CallFormat
 from trainer.tokenizer import THINK_CLOSE, THINK_OPEN, ChatFormat, encode
 
 torch.set_num_threads(1)
