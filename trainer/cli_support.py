@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from rlvp_dsl.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from rlvp_dsl.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, whole_number
 from trainer.methods import METHODS
 
 PROG = "rlvp-train"
@@ -32,7 +32,8 @@ def error(message: str) -> None:
 # flag types: a bad value is a usage error naming the flag
 # ----------------------------------------------------------------------------
 class WholeNumber(click.ParamType):
-    """A whole number of at least ``minimum``."""
+    """A whole number of at least ``minimum``: `rlvp_dsl.cli.whole_number`'s check and messages,
+    as a click type."""
 
     name = "integer"
 
@@ -40,16 +41,12 @@ class WholeNumber(click.ParamType):
         self.minimum = minimum
 
     def convert(self, value, param, ctx):
-        if isinstance(value, int) and not isinstance(value, bool):
-            number = value
-        else:
-            try:
-                number = int(str(value).strip())
-            except ValueError:
-                self.fail(f"must be a whole number (got {value!r})", param, ctx)
-        if number < self.minimum:
-            self.fail(f"must be at least {self.minimum} (got {number})", param, ctx)
-        return number
+        import argparse
+
+        try:
+            return whole_number(self.minimum)(str(value).strip())
+        except argparse.ArgumentTypeError as exc:
+            self.fail(str(exc), param, ctx)
 
 
 class CommaList(click.ParamType):
