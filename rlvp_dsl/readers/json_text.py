@@ -53,6 +53,8 @@ def json_problem(exc: json.JSONDecodeError, text: str) -> str:
     """json's message as a whole sentence (``Unterminated string starting at`` names no place
     by itself), and a hint when the error is at the very end: the file was cut off."""
     msg = exc.msg + (" this position" if exc.msg.endswith(" at") else "")
-    if not text[exc.pos:].strip() or exc.msg.startswith("Unterminated"):
+    rest = text[exc.pos:].strip()
+    # nothing after the error, or a few characters of a cut-off value (`"refusal": nul`)
+    if not rest or exc.msg.startswith("Unterminated") or (len(rest) < 16 and rest[-1] not in "}]"):
         msg += " -- the text ends early: is the file truncated?"
     return msg

@@ -565,6 +565,15 @@ def test_an_output_never_overwrites_an_input(tmp_path):
     assert {p: p.read_bytes() for p in before} == before
 
 
+def test_compile_o_says_what_it_wrote(tmp_path):
+    """`rlvp-compile RULES -o PATH` writes the compiled program and says so (it was silent)."""
+    out = tmp_path / "program.json"
+    done = run("compile", "rules/tau2_airline.rlvp", "-o", out)
+    assert done.returncode == 0, done.stderr
+    assert f"wrote the compiled program (canonical JSON) to {out}" in done.stderr
+    assert out.read_text().lstrip().startswith("{")
+
+
 def test_csv_and_html_on_one_path_is_a_usage_error(tmp_path):
     """--csv X --html X would leave only the CSV: refused before anything is written."""
     out = tmp_path / "both.out"

@@ -123,3 +123,18 @@ def test_jsonl_bad_line_is_named(backend, tmp_path):
     path.write_text('{"messages": [{"role": "user", "content": "a"}]}\n{"messages": [\n', encoding="utf-8")
     with pytest.raises(ReaderError, match=r"chat\.jsonl:2:\d+: invalid JSON"):
         read_episodes(path)
+
+
+def test_a_value_cut_off_at_the_end_is_named_a_truncated_file():
+    """The tau2 sample cut in half ends in `"refusal": nul`: a few characters after the error
+    position, still the end of a cut file."""
+    for text in ('{"a": [1, {"refusal": nul', '{"a": tru', '{"a": '):
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            assert json_text.json_problem(exc, text).endswith("is the file truncated?"), text
+    text = '{"a": 1} {"b": 2}'  # extra data after a complete value: not a cut file
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        assert "truncated" not in json_text.json_problem(exc, text)
