@@ -25,6 +25,13 @@ from trainer.metrics import read_metrics
 from trainer.run_folder import existing_outputs
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _sigint_as_a_terminal_sends_it() -> None:
+    """In the child before exec: SIGINT back to its default action.  A shell without job control
+    starts background commands with SIGINT ignored and Python then keeps ignoring it, so a suite
+    run that way (`bash tests/run.sh &`) would otherwise see the run finish instead of stop."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 SMALL = """\
 method = "rlvp"
 iterations = {iterations}
@@ -152,7 +159,7 @@ def test_ctrl_c_checkpoints_and_the_printed_resume_command_continues_identically
     uninterrupted run's, and whose summary counts all 4 iterations."""
     config = small_config(tmp_path, iterations=4, every=0)
     proc = subprocess.Popen([sys.executable, "-m", "trainer.cli", str(config)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_as_a_terminal_sends_it)
     err = []
     for line in proc.stderr:
         err.append(line)
@@ -222,7 +229,8 @@ def test_ctrl_c_in_a_parallel_grid_keeps_every_run(tmp_path):
     out = tmp_path / "cmp"
     proc = subprocess.Popen([sys.executable, "-m", "trainer.cli", str(config), "--compare", "grpo,rlvp",
                              "--jobs", "2", "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_sigint_as_a_terminal_sends_it)
     err = []
     for line in proc.stderr:
         err.append(line)
