@@ -44,6 +44,7 @@ gradients 1.5e-6 (1.0e-4); the test that failed on the other machine had 2 value
 
 from __future__ import annotations
 
+import os
 from typing import Iterable, Sequence
 
 import torch
@@ -82,6 +83,13 @@ def terms(*lengths: int) -> int:
     summed over ``N`` tokens: add ``N``.
     """
     return sum(int(n) for n in lengths)
+
+
+def transformer_terms(model, seq_len: int, tokens: int = 0) -> int:
+    """`terms` of a log-prob from a Hugging Face decoder (``model.config``: hidden, MLP width, layers,
+    vocabulary) over ``seq_len`` positions; ``tokens`` > 0 adds a gradient's sum over that many tokens."""
+    c = model.config
+    return terms(*[c.hidden_size, c.intermediate_size, seq_len] * c.num_hidden_layers, c.vocab_size, tokens)
 
 
 def tolerance(n: int, dtype: torch.dtype = torch.float32) -> float:
@@ -127,6 +135,9 @@ def assert_close(actual, expected, *, n: int, dtype: torch.dtype | None = None, 
     scale = max(scale, torch.finfo(dtype).tiny)
     diff = float((a - e).abs().max()) if e.numel() else 0.0
     bound = tolerance(n, dtype)
+    if os.environ.get("RLVP_TOLERANCE_LOG"):  # the margins, for the table in the docstring above
+        with open(os.environ["RLVP_TOLERANCE_LOG"], "a", encoding="utf-8") as log:
+            log.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}\t{what}\t{diff / scale:.3g}\t{bound:.3g}\n")
     assert diff <= bound * scale, (f"{what or 'values'}: largest difference {diff:.3g} exceeds "
                                    f"2 gamma_{n} x {scale:.3g} = {bound * scale:.3g} ({dtype})")
     return diff / scale
