@@ -24,10 +24,13 @@ Aggregation (``loss_type``), and how each biases length (cf. TRL's docs, Dr. GRP
   advantages, long failures are penalised less per token (favours long wrong answers),
   and token-attached credit is diluted in long episodes.
 * ``constant`` -- sum over all action tokens / (B * L), L = the most action tokens
-  of any episode of the batch (Dr. GRPO's ``max_len``, counted in generated tokens).
-  No length bias; the gradient scale depends on L.  Tool-output, template and
-  padding tokens never count: a longer tool output changes neither the loss nor
-  its gradient (under every ``loss_type``).
+  of any episode of the batch (Dr. GRPO's ``max_len``, counted in generated tokens)
+  and B = the episodes with at least one action token.  No length bias; the gradient
+  scale depends on L.
+
+Only action tokens count, under every ``loss_type``: tool-output, template and padding
+tokens, and a rollout with no action token at all (every token masked), change neither
+the loss nor its gradient (`tests/unit/test_loss.py`).
 """
 
 from __future__ import annotations
@@ -69,21 +72,23 @@ def normaliser(mask: torch.Tensor, loss_type: str, max_len: int | None = None) -
     """The denominator of `aggregate` for ``mask`` (see the module docstring).
 
     ``token_mean``: the number of action tokens; ``seq_mean``: the number of episodes
-    with any; ``constant``: ``B * max_len``, where ``max_len`` is the most action
-    tokens of one episode (default: of ``mask``'s rows; the loop passes the whole
-    batch's, so every micro-batch divides by the same L).  Only action tokens count,
-    never tool output or padding.  Never below 1.  The loop splits a batch into
+    with any; ``constant``: ``B * max_len``, where B is the number of episodes with any
+    and ``max_len`` is the most action tokens of one episode (default: of ``mask``'s
+    rows; the loop passes the whole batch's, so every micro-batch divides by the same
+    L).  Only action tokens count, never tool output, padding or a fully masked row.
+    Never below 1.  The loop splits a batch into
     micro-batches and weighs each one's loss by its share of the batch's normaliser,
     so the summed loss is the batch's.
     """
     m = mask.float() if not mask.is_floating_point() else mask
     if loss_type == "token_mean":
         return m.sum().clamp(min=1.0)
+    episodes = (m.sum(dim=1) > 0).to(m.dtype).sum()  # rows with an action token
     if loss_type == "seq_mean":
-        return (m.sum(dim=1) > 0).to(m.dtype).sum().clamp(min=1.0)
+        return episodes.clamp(min=1.0)
     if loss_type == "constant":
         L = max_len if max_len is not None else action_len(m)
-        return torch.tensor(float(max(1, m.shape[0] * L)), dtype=m.dtype, device=m.device)
+        return (episodes * L).clamp(min=1.0)
     raise ValueError(f"'loss_type' must be token_mean, seq_mean or constant (got {loss_type!r})")
 
 

@@ -18,6 +18,8 @@ from trainer.model import TinyModelConfig, apply_lora, build_tiny_model
 from trainer.rollout import collect_group, collect_groups, prompt_words
 from trainer.tokenizer import build_tiny_tokenizer
 
+from tolerance import assert_close, tolerance, transformer_terms
+
 torch.set_num_threads(1)
 
 
@@ -100,7 +102,8 @@ def test_cache_with_holes_gives_a_row_its_unpadded_logits(tiny, kind):
         for r, s in enumerate(seqs):
             full = model(input_ids=torch.tensor([s])).logits[0].float()
             want = full[[c - 1 for k, c in enumerate(cuts[r]) if k == 0 or c > cuts[r][k - 1]]]
-            assert torch.allclose(torch.stack(got[r]), want, atol=1e-5, rtol=1e-5)
+            # a cache filled chunk by chunk (with holes) vs one pass: attention sums in other orders
+            assert_close(torch.stack(got[r]), want, n=transformer_terms(model, len(s)), what=f"row {r} logits")
 
 
 @pytest.mark.parametrize("cfg", [GenConfig(temperature=0.8), GenConfig(think_max_tokens=2)])
@@ -142,9 +145,10 @@ def test_sampled_logprobs_are_the_trainers(tiny, cfg):
         gen = torch.tensor(r.completion_mask, dtype=torch.bool)
         want = torch.tensor([x for s in samples for x in s.logprobs])
         called = torch.tensor([a is not None for a, m in zip(r.allowed_ids, r.completion_mask) if m])
-        assert torch.allclose(logp[0][gen][called], want[called], atol=1e-5)
+        n = transformer_terms(model, len(r.prompt_ids) + len(r.completion_ids))  # cached turns vs one pass
+        assert_close(logp[0][gen][called], want[called], n=n, what="log-probs under the call mask")
         assert bool(called.all()) != bool(cfg.think_max_tokens)
-        assert torch.all(logp[0][gen][~called] <= want[~called] + 1e-6)
+        assert torch.all(logp[0][gen][~called] <= want[~called] + tolerance(n) * want.abs().max())
 
 
 def test_forced_steps_run_no_forward_pass(tiny):

@@ -4,8 +4,12 @@ import math
 
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
+from trainer.config import LOSS_TYPES
 from trainer.loss import action_len, aggregate, kl_k3, normaliser, policy_loss
+
+from tolerance import assert_all_close, assert_close, terms
 
 torch.set_num_threads(1)
 
@@ -90,7 +94,8 @@ def test_micro_batch_shares_of_the_normaliser_sum_to_the_batch_loss(loss_type):
     total = normaliser(mask, loss_type, L)
     parts = sum(aggregate(per_token[idx], mask[idx], loss_type, L) * normaliser(mask[idx], loss_type, L) / total
                 for idx in ([0, 1], [2, 3], [4]))
-    assert torch.allclose(parts, whole)
+    # 35 terms in other groupings, then a product and a division per part
+    assert_close(parts, whole, n=terms(5 * 7, 3 * 2), scale=float(aggregate(per_token.abs(), mask, loss_type)))
 
 
 @pytest.mark.parametrize("loss_type", ["token_mean", "seq_mean", "constant"])
@@ -118,8 +123,70 @@ def test_a_longer_tool_output_changes_neither_loss_nor_gradient(loss_type):
         params = list(model.parameters())
         stats = _update(cfg, Backend(model, None, None, None), model, torch.optim.SGD(params, lr=0.0), params,
                         batch, adv.advantages, cmask, step=True)
-        results.append((stats["policy"], [p.grad.clone() for p in params]))
-    (loss_a, grad_a), (loss_b, grad_b) = results
-    assert loss_a != 0.0 and loss_a == pytest.approx(loss_b, rel=1e-6)
-    assert all(torch.allclose(a, b, rtol=1e-5, atol=1e-8) for a, b in zip(grad_a, grad_b, strict=True))
+        # ratio 1 (one pass): the per-token loss is -A, so sum|x_i| of the loss's sum is the aggregate of |A|
+        magnitude = float(aggregate(adv.advantages.abs(), cmask, loss_type))
+        results.append((stats["policy"], [p.grad.clone() for p in params], cmask.shape))
+    (loss_a, grad_a, shape_a), (loss_b, grad_b, shape_b) = results
+    # another padding width sums in another order: embedding, output layer, then the batch's positions
+    n = terms(model.emb.embedding_dim, model.out.out_features, shape_b[0] * shape_b[1])
+    assert loss_a != 0.0
+    assert_close(loss_a, loss_b, n=n, dtype=torch.float32, scale=magnitude, what="loss")  # logged as floats
+    assert_all_close(grad_a, grad_b, n=n, what="gradients")
     assert any(a.abs().sum() > 0 for a in grad_a)
+
+
+def _loss_and_grad(logp, old, adv, mask, ref, loss_type, beta):
+    """(loss, gradient w.r.t. logp, sum|terms| of the loss's sum: Higham's sum|x_i| for `assert_close`)."""
+    from unittest import mock
+
+    from trainer import loss as loss_mod
+
+    seen = []
+    real = loss_mod.aggregate
+
+    def spy(per_token, m, kind, max_len=None):
+        if kind == loss_type and per_token.requires_grad:
+            seen.append(float((per_token.detach() * m).abs().sum() / normaliser(m, kind, max_len)))
+        return real(per_token, m, kind, max_len)
+
+    logp = logp.clone().requires_grad_(True)
+    with mock.patch.object(loss_mod, "aggregate", spy):
+        out = policy_loss(logp, old, adv, mask, beta=beta, ref_logp=ref, loss_type=loss_type)
+    out.loss.backward()
+    (magnitude,) = seen
+    return out.loss.detach(), logp.grad, magnitude
+
+
+@settings(max_examples=40)
+@given(st.sampled_from(LOSS_TYPES), st.sampled_from([0.0, 0.1]), st.integers(1, 5), st.integers(1, 8),
+       st.integers(1, 4), st.integers(0, 2**31 - 1))
+def test_fully_masked_rows_and_padding_change_neither_loss_nor_gradient(loss_type, beta, B, T, extra, seed):
+    """Every aggregation: appending rollouts with no action token, or padding columns, with garbage
+    log-probs, advantages and reference values under their zero mask, leaves the loss and the gradient
+    of every action token as they were (the appended tokens get gradient exactly 0)."""
+    g = torch.Generator().manual_seed(seed)
+    rand = lambda *shape: torch.randn(*shape, generator=g, dtype=torch.float64).float()  # noqa: E731
+    logp, old, ref = -rand(B, T).abs(), -rand(B, T).abs(), -rand(B, T).abs()
+    adv = rand(B, T)
+    mask = (torch.rand(B, T, generator=g) > 0.3).float()
+    mask[0, 0] = 1.0  # at least one action token
+    want_loss, want_grad, magnitude = _loss_and_grad(logp, old, adv, mask, ref, loss_type, beta)
+    garbage = lambda *shape: 50.0 * rand(*shape)  # noqa: E731
+    rows = lambda x, y: torch.cat([x, y])  # noqa: E731
+    cols = lambda x, y: torch.cat([x, y], dim=1)  # noqa: E731
+    for grow, shape in ((rows, (extra, T)), (cols, (B, extra))):
+        loss, grad, _ = _loss_and_grad(grow(logp, garbage(*shape)), grow(old, garbage(*shape)),
+                                    grow(adv, garbage(*shape)), grow(mask, torch.zeros(shape)),
+                                    grow(ref, garbage(*shape)), loss_type, beta)
+        # the same terms, summed over a larger (zero-padded) tensor: the order may differ
+        # one sum of the B x T terms (seq_mean: of T, then of B), a division or two
+        assert_close(loss, want_loss, n=terms(B * T, 2), scale=magnitude, what=f"{loss_type} loss")
+        assert torch.equal(grad[:B, :T], want_grad)  # elementwise: the same operations
+        assert torch.equal(grad[B:], torch.zeros_like(grad[B:])) and torch.equal(grad[:, T:], torch.zeros_like(grad[:, T:]))
+
+
+def test_a_fully_masked_rollout_does_not_halve_the_constant_loss():
+    """Dr. GRPO's B counts the rollouts with an action token: one more rollout with none keeps the loss."""
+    per_tok, mask = torch.ones(1, 4), torch.ones(1, 4)
+    assert aggregate(per_tok, mask, "constant").item() == 1.0
+    assert aggregate(torch.ones(2, 4), torch.cat([mask, torch.zeros(1, 4)]), "constant").item() == 1.0
