@@ -31,10 +31,11 @@ from .tools import ToolSpec
 BUILTIN_TAGS = frozenset({"user_side"})
 
 #: Tags with a meaning of their own: the structural rules' defaults (read, write, destructive), the derived
-#: rules (verify, test, submit), the manifest formats (think, generic, idempotent, open_world), the readers
-#: (user_side) and the stock rules (search). A declared tag close to one of these is a likely typo (RV212).
+#: rules (verify, test, submit), the manifest formats (think, generic, idempotent, additive, open_world,
+#: closed_world), the readers (user_side) and the stock rules (search). A declared tag close to one of these
+#: is a likely typo (RV212).
 STANDARD_TAGS = frozenset({"read", "write", "destructive", "verify", "test", "submit", "search", "think",
-                           "generic", "idempotent", "open_world", "user_side"})
+                           "generic", "idempotent", "additive", "open_world", "closed_world", "user_side"})
 
 #: How close (difflib ratio) a declared tag must be to a standard one to be flagged: `raed`/`read` is 0.75,
 #: `agent_side`/`user_side` (a real tag) 0.63.
