@@ -34,8 +34,8 @@
      false (the spec: "the tool's domain of interaction is closed").
 
    ``additive`` and ``closed_world`` say what MCP states and a bare ``write`` / ``read``
-   does not: derivation leaves additive writes out of ``blind_destructive`` and penalises
-   repeating a closed-world read (`rlvp_dsl.manifests.derive`).
+   does not: ``blind_destructive`` (its default and the derived rule) leaves additive writes
+   out, and derivation penalises repeating a closed-world read (`rlvp_dsl.manifests.derive`).
 
    An optional, non-standard ``"tags": [...]`` array on a tool adds more tags (for
    example ``verify`` or ``submit``).

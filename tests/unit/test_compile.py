@@ -231,3 +231,13 @@ blind_destructive (-0.3)
     assert program.score(ok) == []
     assert [c.event_index for c in program.score(blind)] == [1]
     assert [c.event_index for c in program.score(failed_read)] == [1]
+
+
+def test_default_blind_destructive_spares_additive_writes():
+    """The default `on` of blind_destructive: a write tagged additive (MCP destructiveHint false) is never blind;
+    a destructive one is, even if also tagged additive; a bare write is."""
+    rules = ("tool add : write, additive target id\ntool wipe : write, additive, destructive target id\n"
+             "blind_destructive (-0.2)")
+    got = score(rules, C(0, "add", arguments={"id": "A"}), C(1, "wipe", arguments={"id": "B"}),
+                C(2, "put", arguments={"id": "C"}))
+    assert got == [(1, "blind_destructive", -0.2, "fire"), (2, "blind_destructive", -0.2, "fire")]
