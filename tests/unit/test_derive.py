@@ -215,6 +215,17 @@ def test_derived_chain_rules_never_penalise_a_perfect_episode():
         4 * DeriveWeights().progress)
 
 
+@pytest.mark.parametrize("env_name,stages_paid", [("chain4", 4), ("chain6", 4)])
+def test_stock_chain_progress_pays_its_max_once_per_episode(env_name, stages_paid):
+    """rules/chain.rlvp (the trainer's default) on perfect episodes of the real environments: +0.25 per stage
+    up to `max 1.0` for the episode, so chain-4's four stages earn it all and chain-6's last two earn nothing."""
+    from rlvp_dsl import load_program
+
+    episode = _chain_episode(env_name)
+    paid = [c.value for c in load_program("rules/chain.rlvp").score(episode) if c.rule == "chain_progress"]
+    assert paid == [0.25] * stages_paid
+
+
 def test_the_chain_manifest_declares_its_progress_signal():
     """Our manifest format carries signals; a bad direction names the record and field."""
     manifest = load_manifest("examples/manifests/chain4_tools.json")
