@@ -31,10 +31,11 @@ from .tools import ToolSpec
 BUILTIN_TAGS = frozenset({"user_side"})
 
 #: Tags with a meaning of their own: the structural rules' defaults (read, write, destructive), the derived
-#: rules (verify, test, submit), the manifest formats (think, generic, idempotent, open_world), the readers
-#: (user_side) and the stock rules (search). A declared tag close to one of these is a likely typo (RV212).
+#: rules (verify, test, submit), the manifest formats (think, generic, idempotent, additive, open_world,
+#: closed_world), the readers (user_side) and the stock rules (search). A declared tag close to one of these
+#: is a likely typo (RV212).
 STANDARD_TAGS = frozenset({"read", "write", "destructive", "verify", "test", "submit", "search", "think",
-                           "generic", "idempotent", "open_world", "user_side"})
+                           "generic", "idempotent", "additive", "open_world", "closed_world", "user_side"})
 
 #: How close (difflib ratio) a declared tag must be to a standard one to be flagged: `raed`/`read` is 0.75,
 #: `agent_side`/`user_side` (a real tag) 0.63.
@@ -43,7 +44,10 @@ TAG_TYPO_CUTOFF = 0.75
 # Defaults of the structural rules (docs/language.md, "repeat_error" and "blind_destructive").
 _WRITE_LIKE = ast.Or((ast.TagAtom(ast.Name("write")), ast.TagAtom(ast.Name("destructive"))))
 DEFAULT_RESET = ast.And((ast.CallAtom(), ast.StatusAtom("ok"), _WRITE_LIKE))
-DEFAULT_DESTRUCTIVE = ast.And((ast.CallAtom(), _WRITE_LIKE))
+#: `call (tag destructive or tag write and not tag additive)`: an additive write (MCP destructiveHint false) destroys nothing.
+DEFAULT_DESTRUCTIVE = ast.And((ast.CallAtom(), ast.Or((
+    ast.TagAtom(ast.Name("destructive")),
+    ast.And((ast.TagAtom(ast.Name("write")), ast.Not(ast.TagAtom(ast.Name("additive")))))))))
 DEFAULT_INSPECTED = ast.And((ast.CallAtom(), ast.TagAtom(ast.Name("read")), ast.StatusAtom("ok")))
 
 
@@ -359,7 +363,8 @@ class _Checker:
         matched = tools_of(self.universe.possible(on))
         destructive = [t for t in matched if self.tools[t].target]
         if self.tools and not matched and not self.rule_has_errors():
-            carries = "the tag 'write' or 'destructive'" if r.on is None else "a tool its `on` condition matches"
+            carries = ("the tag 'destructive', or 'write' without 'additive'" if r.on is None
+                       else "a tool its `on` condition matches")
             self.warn("RV210", f"rule {quoted(r.name.text)} can never fire: no declared tool carries {carries}",
                       r.name.span, "tag the state-changing tools: `tool NAME : write target ARG` (check the tags "
                       "for typos)" if r.on is None else "check the tool names and tags of its `on` condition")

@@ -4,7 +4,8 @@ One event in, credits out.  State is explicit (a list of slots, one per ``seen``
 condition and per obligation) and every step is amortised O(1) in the episode's
 length: ``seen`` keeps the last matching index (or a dict keyed by the binding
 value), an obligation keeps its open instances keyed by binding value plus a
-queue for ``within N calls`` deadlines, progress keeps the best value so far.
+queue for ``within N calls`` deadlines, progress keeps the best value so far and the
+credit it has paid (its ``max`` caps the episode's total).
 
 For each event *class* -- (kind, tool, tags) -- the program specialises every
 condition once (`predicates.specialise`) and keeps only the rules and ``seen``
@@ -33,7 +34,7 @@ from typing import Callable, Iterable
 
 from . import ast, explain
 from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, Credit, Episode, Event
-from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, rule_bound
+from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, capped_credit, rule_bound
 from .predicates import FALSE, binding_key, build, result_tokens, specialise
 
 
@@ -81,9 +82,10 @@ class Program:
         self.slots = {id(node): i for i, node in enumerate(self.seen)}
         self.obligation_slots = {i: len(self.seen) + k for k, i in enumerate(
             i for i, r in enumerate(self.rules) if isinstance(r, ObligationRule))}
-        self.progress_slots = {i: len(self.seen) + len(self.obligation_slots) + k for k, i in enumerate(
+        # two slots per progress rule: the best value so far, then the credit paid so far
+        self.progress_slots = {i: len(self.seen) + len(self.obligation_slots) + 2 * k for k, i in enumerate(
             i for i, r in enumerate(self.rules) if isinstance(r, ProgressRule))}
-        self.n_slots = len(self.seen) + len(self.obligation_slots) + len(self.progress_slots)
+        self.n_slots = len(self.seen) + len(self.obligation_slots) + 2 * len(self.progress_slots)
         self._plans: dict[tuple, _Plan] = {}
         self.locations = [r.span.location for r in self.rules]
 
@@ -224,12 +226,18 @@ class Program:
                 best = rule.start
             gain = sign * (value - best)
             if gain > 0:
-                credit = rule.weight * gain if rule.per_unit else rule.weight
-                if rule.max is not None:
-                    credit = min(credit, rule.max)
                 states[slot] = value
-                out.append(Credit(event.index, name, credit, location,
-                                  explain.new_best(signal, value, best), "progress"))
+                credit = rule.weight * gain if rule.per_unit else rule.weight
+                reason = explain.new_best(signal, value, best)
+                if rule.max is not None:  # the episode's cap: pay at most what is left of it
+                    paid = states[slot + 1] or 0.0
+                    credit, cut = capped_credit(credit, rule.max, paid)
+                    if credit == 0.0:
+                        return
+                    if cut:
+                        reason = explain.capped(reason, rule.max)
+                    states[slot + 1] = paid + credit
+                out.append(Credit(event.index, name, credit, location, reason, "progress"))
             elif states[slot] is None:
                 states[slot] = best
         return step

@@ -171,8 +171,8 @@ DOCS: Mapping[str, CodeDoc] = {
     "RV212": CodeDoc(
         "A warning: a tool declares a tag (`tool cancel : wirte`) that no rule tests by that spelling and "
         "that is close to a standard tag, one the language gives meaning (`read`, `write`, `destructive`, "
-        "`verify`, `test`, `submit`, `search`, `think`, `generic`, `idempotent`, `open_world`, "
-        "`user_side`). The default rules (`repeat_error`, `blind_destructive`) and derived rules see only "
+        "`verify`, `test`, `submit`, `search`, `think`, `generic`, `idempotent`, `additive`, `open_world`, "
+        "`closed_world`, `user_side`). The default rules (`repeat_error`, `blind_destructive`) and derived rules see only "
         "the standard spelling, so the tool is silently left out. When a rule tests the standard tag, "
         "RV202 points at the same declaration.",
         "Fix the declaration's spelling (`tool cancel : write`). If the tag is meant, test it in a rule "

@@ -53,6 +53,11 @@ def new_best(signal: str, value: float, best: float) -> str:
     return f"{signal} reached a new best {value:g} (previous best {best:g})"
 
 
+def capped(reason: str, cap: float) -> str:
+    """A progress credit cut to what is left of the rule's episode cap."""
+    return f"{reason}; capped: the rule pays at most {cap:g} per episode"
+
+
 def violation_reason(rule, program) -> Callable[[Event, list], str]:
     """A function (event, states) -> reason for a violation-like rule of `program`."""
     tools = program.tools

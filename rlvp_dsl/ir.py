@@ -55,7 +55,8 @@ class ObligationRule:
 @attrs.frozen
 class ProgressRule:
     """Credit when env signal `signal` reaches a new best value (``decreasing`` or
-    ``increasing``): `weight` per new best, or `weight` per unit of improvement capped at `max`."""
+    ``increasing``): `weight` per new best, or `weight` per unit of improvement; `max` caps
+    the rule's total over one episode (each credit is at most what is left of it)."""
 
     name: str
     weight: float
@@ -178,7 +179,9 @@ def rule_bound(rule: CheckedRule) -> float:
     """The most |credit| one event can receive from this rule (for the boundedness property).
 
     A violation fires at most once per event; an event discharges at most one instance of an
-    obligation and opens at most one (whose expiry penalty lands on it); progress is capped.
+    obligation and opens at most one (whose expiry penalty lands on it); progress pays one
+    credit per event, at most its weight (per unit: unbounded but for the cap) and at most its
+    ``max``, which is also the rule's bound over a whole episode (`episode_bound`).
     """
     if isinstance(rule, ViolationRule):
         return abs(rule.weight)
@@ -186,4 +189,31 @@ def rule_bound(rule: CheckedRule) -> float:
         return abs(rule.credit) + abs(rule.expire)
     if rule.per_unit:
         return abs(rule.max) if rule.max is not None else float("inf")
-    return abs(rule.weight)
+    return min(abs(rule.weight), abs(rule.max)) if rule.max is not None else abs(rule.weight)
+
+
+#: Slack of a progress rule's episode cap, relative to ``max``.  The credit paid so far is a float sum
+#: of at most one credit per event, each at most ``max``, so it is off by less than (number of events)
+#: x 2**-52 x ``max``: 1e-9 x ``max`` covers episodes of millions of events.  Within it, the rounding of
+#: ``max - paid`` neither pays a crumb (5e-17) nor cuts a credit that fits ("capped" where nothing was).
+CAP_SLACK = 1e-9
+
+
+def capped_credit(credit: float, cap: float, paid: float) -> tuple[float, bool]:
+    """A progress credit under the episode cap: (what to pay, whether the cap cut it).
+
+    `paid` is what the rule has paid this episode so far; 0.0 to pay means nothing is left."""
+    left, slack = cap - paid, CAP_SLACK * cap
+    if left <= slack:
+        return 0.0, True
+    if credit > left + slack:
+        return left, True
+    return credit, False
+
+
+def episode_bound(rule: CheckedRule) -> float | None:
+    """The most |credit| the rule can give one whole episode, when the language bounds it: a progress
+    rule's ``max``; None for the others (their total grows with the number of events)."""
+    if isinstance(rule, ProgressRule) and rule.max is not None:
+        return abs(rule.max)
+    return None

@@ -12,7 +12,7 @@ import math
 
 from . import ast, explain
 from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, Credit, Episode, Event
-from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
+from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, capped_credit
 from .predicates import arg_matches, binding_key, result_tokens, text_matches
 
 _STATUS = {"ok": {OK}, "error": {ERROR, MALFORMED}, "malformed": {MALFORMED}, "no_result": {NO_RESULT}}
@@ -163,7 +163,8 @@ def _signal_value(e: Event, signal: str) -> float | None:
 def _progress(rule: ProgressRule, ep: _Episode, i: int, out) -> None:
     """docs/language.md, "progress": the initial best is ``from START``, else the first value
     observed on any event; the best before a call is the better of the initial best and every
-    earlier call's value; a call whose value is strictly better earns the credit."""
+    earlier call's value; a call whose value is strictly better earns the credit, but never more
+    than what the rule's earlier credits of the episode left of its ``max``."""
     e = ep.events[i]
     value = _signal_value(e, rule.signal)
     if e.kind != CALL or value is None:
@@ -180,7 +181,12 @@ def _progress(rule: ProgressRule, ep: _Episode, i: int, out) -> None:
     if better(value, best) == value and value != best:
         gain = abs(value - best)
         credit = rule.weight * gain if rule.per_unit else rule.weight
+        reason = explain.new_best(rule.signal, value, best)
         if rule.max is not None:
-            credit = min(credit, rule.max)
-        out.append(Credit(i, rule.name, credit, rule.span.location, explain.new_best(rule.signal, value, best),
-                          "progress"))
+            paid = sum(c.value for c in out if c.rule == rule.name)  # rule names are unique
+            credit, cut = capped_credit(credit, rule.max, paid)
+            if credit == 0.0:
+                return
+            if cut:
+                reason = explain.capped(reason, rule.max)
+        out.append(Credit(i, rule.name, credit, rule.span.location, reason, "progress"))

@@ -11,11 +11,23 @@ from the tags alone (`rlvp_dsl.manifests.formats` explains where tags and target
    is the one verifiable process signal every manifest has.
 4. ``blind_destructive`` -- when some write/destructive tool has a target and some read
    tool has one too: such a write must follow a successful read-tagged call with the same
-   target value.  The rule lists exactly the write/destructive tools that have a target.
-5. ``progress`` -- for every progress signal the manifest declares (ours: top-level
+   target value.  The rule lists exactly the write/destructive tools that have a target,
+   except *additive* writes (tagged ``additive`` and not ``destructive``: MCP's
+   ``destructiveHint: false``, "performs only additive updates"), which destroy nothing
+   (the header names the writes left out).  A bare ``write`` (tau2, our format) may destroy.
+5. ``redundant_read`` -- when some read-only tool is *closed-world* (tagged ``closed_world``:
+   MCP's ``openWorldHint: false``): repeating a successful call of such a tool unchanged
+   (same tool, same normalised arguments), with no write/destructive call and no user
+   message in between, learns nothing new, and costs ``DeriveWeights.redundant_read``.
+   A user turn resets it: the user may have changed the state (edited a file), and on
+   the tau2 airline trajectories agents that re-read after a user turn succeed as often
+   as they fail (docs/results.md).  An open-world read (a
+   web fetch) may answer differently each time and is never listed; a call in the same
+   message as the first is not a repeat (docs/language.md, "Information order").
+6. ``progress`` -- for every progress signal the manifest declares (ours: top-level
    ``signals``, with a direction): a call that brings the signal to a new best earns
    ``DeriveWeights.progress`` (once per level: not farmable).
-6. An obligation to verify writes -- only when a ``verify`` or ``test`` tag exists (and a
+7. An obligation to verify writes -- only when a ``verify`` or ``test`` tag exists (and a
    write tool): opened by each write-tagged call, discharged by a successful verify/test
    call, due before the next ``submit``-tagged call (``verify_before_submit``) or, without
    a submit tag, at episode end (``verify_after_write``).  It is bound with ``same target``
@@ -71,6 +83,10 @@ class DeriveWeights:
     """Per write/destructive call whose target was not read successfully first: the
     largest penalty, as acting on an unseen object is the costliest process mistake."""
 
+    redundant_read: float = attrs.field(default=-0.05, validator=_negative)
+    """Per repeat of a successful closed-world read, unchanged, with no write since: half a
+    failed call, as the repeat wastes a step but breaks nothing."""
+
     verify_credit: float = attrs.field(default=0.1, validator=_positive)
     """Credit on the call that verifies (discharges) a write."""
 
@@ -121,6 +137,17 @@ def _is_write(spec: ToolSpec) -> bool:
     return any(t in spec.tags for t in _WRITE)
 
 
+def _is_additive(spec: ToolSpec) -> bool:
+    """A write the manifest says destroys nothing (MCP ``destructiveHint: false``)."""
+    return "additive" in spec.tags and "destructive" not in spec.tags
+
+
+def _is_closed_read(spec: ToolSpec) -> bool:
+    """A read-only tool whose answer changes only through the episode's own writes (MCP ``openWorldHint: false``)."""
+    return ("read" in spec.tags and not _is_write(spec)
+            and "closed_world" in spec.tags and "open_world" not in spec.tags)
+
+
 def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived], list[str]]:
     """The items (with comments) and the header notes about what was not derived."""
     tools = manifest.tools
@@ -145,8 +172,13 @@ def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived],
         ast.Violation(_n("errored_call"), _w(weights.errored_call), _and(ast.CallAtom(), ast.StatusAtom("error"), *not_side)),
         "the environment's error signal: every failed tool call costs a little"))
 
-    writes = [s for s in agent if _is_write(s) and s.target is not None]
+    targeted = [s for s in agent if _is_write(s) and s.target is not None]
+    writes = [s for s in targeted if not _is_additive(s)]
+    additive = [s.name for s in targeted if _is_additive(s)]
     reads = [s for s in agent if "read" in s.tags and not _is_write(s) and s.target is not None]
+    if additive and reads:
+        skipped.append("additive writes (MCP destructiveHint: false) left out of blind_destructive: "
+                       + ", ".join(additive))
     if writes and reads:
         items.append(_Derived(
             ast.BlindDestructive(
@@ -154,10 +186,21 @@ def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived],
                 ast.CallAtom(tuple(_n(s.name) for s in writes)),
                 _and(ast.CallAtom(), ast.TagAtom(_n("read")), ast.StatusAtom("ok"))),
             "changing an object the agent has not looked at: each write with a target needs a successful read of it first"))
-    elif writes:
+    elif writes or additive:
         skipped.append("no blind_destructive rule: no read tool has a target")
     else:
         skipped.append("no blind_destructive rule: no write/destructive tool has a target")
+
+    closed = [s for s in agent if _is_closed_read(s)]
+    if closed:
+        changing = [t for t in _WRITE if any(t in s.tags for s in tools)]
+        user = ast.KindAtom("user")  # the other actor: between turns the user may change the state (edit a file)
+        since = ast.Or((_and(ast.CallAtom(), _any_tag(changing)), user)) if changing else user
+        repeat = ast.Seen(_and(ast.CallAtom(), ast.StatusAtom("ok")), ast.Binding("call"), since)
+        items.append(_Derived(
+            ast.Violation(_n("redundant_read"), _w(weights.redundant_read),
+                          _and(ast.CallAtom(tuple(_n(s.name) for s in closed)), repeat)),
+            "asking a closed-world read-only tool the same question again, with nothing written since, learns nothing"))
 
     for signal in manifest.signals:
         items.append(_Derived(

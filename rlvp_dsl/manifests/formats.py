@@ -27,9 +27,15 @@
 
    * ``readOnlyHint`` (default false): true -> tag ``read``; otherwise ``write``.
    * ``destructiveHint`` (default true, meaningful only when not read-only): a tool that
-     is not read-only is tagged ``destructive`` unless ``destructiveHint`` is false.
+     is not read-only is tagged ``destructive``, or ``additive`` when ``destructiveHint``
+     is false (the spec: it "performs only additive updates").
    * ``idempotentHint`` (default false, only when not read-only): true -> ``idempotent``.
-   * ``openWorldHint`` (default true): tag ``open_world`` unless it is false.
+   * ``openWorldHint`` (default true): tag ``open_world``, or ``closed_world`` when it is
+     false (the spec: "the tool's domain of interaction is closed").
+
+   ``additive`` and ``closed_world`` say what MCP states and a bare ``write`` / ``read``
+   does not: ``blind_destructive`` (its default and the derived rule) leaves additive writes
+   out, and derivation penalises repeating a closed-world read (`rlvp_dsl.manifests.derive`).
 
    An optional, non-standard ``"tags": [...]`` array on a tool adds more tags (for
    example ``verify`` or ``submit``).
@@ -365,10 +371,14 @@ def _read_mcp(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
             tags.add("write")
             if hints["destructiveHint"]:
                 tags.add("destructive")
+            elif "destructive" not in tags:
+                tags.add("additive")  # the spec: "performs only additive updates"
             if hints["idempotentHint"]:
                 tags.add("idempotent")
         if hints["openWorldHint"]:
             tags.add("open_world")
+        elif "open_world" not in tags:
+            tags.add("closed_world")  # the spec: "the tool's domain of interaction is closed"
         description = rec.get("description") or ""
         _need(isinstance(description, str), path, record, "description", "a string", description)
         target, infer = _target(rec, params, path, record)

@@ -6,8 +6,8 @@ deadline, a fixed budget of examples; a counterexample is shrunk.  Exactly:
 
 1. **bounded** -- on every event, the sum of |credit| is at most `Program.event_bound()`;
    the episode's |total| is at most ``event_bound x number of calls and assistant turns``
-   (the language declares no per-episode cap, so that is the bound; the observed maxima are
-   reported so they can be compared with the outcome reward).
+   (only a progress rule's ``max`` caps a rule's episode total, `ir.episode_bound`, which is
+   checked too; the observed maxima are reported so they can be compared with the outcome reward).
 2. **not_farmable** -- (a) inserting a copy of an event that earned positive credit right
    after it never raises the episode's total; (b) inserting a *no-op read* -- a call of a
    tool tagged ``read`` (not write/destructive), status ok, empty result, its target set to
@@ -43,7 +43,7 @@ from .. import ast
 from ..analysis import walk
 from ..compile import Program
 from ..events import ASSISTANT, CALL, Credit, Episode, normalise_value
-from ..ir import ObligationRule, ViolationRule
+from ..ir import CAP_SLACK, ObligationRule, ViolationRule, episode_bound
 from .reachability import Reasons
 from .strategies import Vocabulary, episodes, noop_read, read_only_tools, reindexed, vocabulary
 
@@ -145,6 +145,13 @@ class _PropertySearch:
                     return f"event {i} receives |credit| {v:g}, above the event bound {self.bound:g}"
             if total > self.bound * creditable + TOLERANCE:
                 return f"|episode total| {total:g} is above {self.bound:g} x {creditable} creditable events"
+            per_rule = defaultdict(float)
+            for c in credits:
+                per_rule[c.rule] += c.value
+            for rule in self.program.rules:
+                cap = episode_bound(rule)
+                if cap is not None and abs(per_rule[rule.name]) > cap * (1 + 2 * CAP_SLACK):
+                    return f"rule '{rule.name}' gives the episode {per_rule[rule.name]:g}, above its max {cap:g}"
             return None
 
         case, n = _search(self.strategy, violated, self.examples)

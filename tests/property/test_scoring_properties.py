@@ -117,6 +117,23 @@ def test_credit_of_one_event_is_bounded(case):
     assert all(v <= bound + 1e-9 for v in per_event.values()), (per_event, bound)
 
 
+@given(S.programs_and_episodes(max_events=20))
+def test_progress_total_over_an_episode_is_at_most_its_max(case):
+    """A progress rule's credits over the whole episode sum to at most its `max` (ir.episode_bound),
+    within the cap's slack (ir.CAP_SLACK)."""
+    from rlvp_dsl.ir import CAP_SLACK, episode_bound
+
+    text, episode = case
+    program = loads(text)
+    totals = Counter()
+    for credit in program.score(episode):
+        totals[credit.rule] += credit.value
+    for rule in program.rules:
+        bound = episode_bound(rule)
+        if bound is not None:
+            assert totals[rule.name] <= bound * (1 + 2 * CAP_SLACK), (rule, totals[rule.name])
+
+
 @given(S.programs_and_episodes())
 def test_credit_lands_on_calls_and_assistant_turns(case):
     """No credit ever lands on a user turn, and every credit names a real event."""

@@ -135,5 +135,5 @@ def test_unknown_standard_tag_points_at_the_misspelt_declaration():
     by_code = {d.code: d for d in check_text(text, "t.rlvp").diagnostics}
     assert by_code["RV202"].help == "did you mean to declare 'write'? tool 'w' at t.rlvp:1:10 declares 'wirte'"
     assert "target" not in by_code["RV210"].message
-    assert "no declared tool carries the tag 'write' or 'destructive'" in by_code["RV210"].message
+    assert "no declared tool carries the tag 'destructive', or 'write' without 'additive'" in by_code["RV210"].message
     assert by_code["RV212"].severity == "warning"

@@ -106,6 +106,50 @@ def test_progress_increasing_from_start_and_ignores_non_numbers():
     assert [(i, v) for i, _, v, _ in got] == [(0, 1.0), (4, 1.0)]
 
 
+def _progress_credits(rules, values, start=None):
+    """(event, value) of the progress credits, compiled and reference (they must agree), for one call per value."""
+    from rlvp_dsl import check_text, reference
+
+    events = [C(i, "get", signals={"left": v}) for i, v in enumerate(values)]
+    if start is not None:
+        events.insert(0, Event(0, "user", text="go", signals={"left": start}))
+        events = [Event(i, e.kind, tool=e.tool, text=e.text, signals=e.signals) for i, e in enumerate(events)]
+    episode = Episode("e", tuple(events))
+    compiled = [(c.event_index, c.value) for c in loads(TOOLS + rules).score(episode)]
+    checked = check_text(TOOLS + rules)
+    assert checked.ok
+    assert sorted((c.event_index, c.value) for c in reference.score_reference(checked.ruleset, episode)) == sorted(compiled)
+    return compiled
+
+
+def test_progress_max_caps_the_episode_not_each_step():
+    """`max` is the most the rule pays in one episode: ten one-unit steps earn what one ten-unit step earns."""
+    rules = "progress p (+0.25 per unit, max 0.75) { signal left decreasing }"
+    small = _progress_credits(rules, list(range(9, -1, -1)), start=10)
+    bulk = _progress_credits(rules, [0], start=10)
+    assert small == [(1, 0.25), (2, 0.25), (3, 0.25)]  # nothing once the cap is reached
+    assert bulk == [(1, 0.75)]
+    assert sum(v for _, v in small) == sum(v for _, v in bulk) == 0.75
+    # the last payment is what is left under the cap
+    assert _progress_credits(rules, [8, 5], start=10) == [(1, 0.5), (2, 0.25)]
+
+
+def test_progress_max_without_per_unit_caps_the_number_of_levels_paid():
+    """Flat progress with `max`: at most max / weight new bests are paid; each payment is at most max."""
+    assert _progress_credits("progress p (+0.5, max 1) { signal left decreasing }", [3, 2, 1, 0], start=4) == [
+        (1, 0.5), (2, 0.5)]
+    assert _progress_credits("progress p (+2, max 0.5) { signal left decreasing }", [3, 2], start=4) == [(1, 0.5)]
+
+
+def test_progress_bound_is_the_largest_single_payment():
+    """rule_bound: a flat progress rule pays at most min(weight, max) on one event; per unit, max."""
+    from rlvp_dsl.ir import ProgressRule, rule_bound
+
+    assert rule_bound(ProgressRule("p", 2.0, "s", "decreasing", max=0.5)) == 0.5
+    assert rule_bound(ProgressRule("p", 0.25, "s", "decreasing", max=1.0)) == 0.25
+    assert rule_bound(ProgressRule("p", 0.25, "s", "decreasing", per_unit=True, max=1.0)) == 1.0
+
+
 def test_undeclared_tool_uses_event_tags():
     """A tool the rules do not declare is matched by the tags the source gave its event."""
     got = score("violation v (-1) { on call tag write }", Event(0, "call", tool="other", tags={"write"}))
@@ -187,3 +231,13 @@ blind_destructive (-0.3)
     assert program.score(ok) == []
     assert [c.event_index for c in program.score(blind)] == [1]
     assert [c.event_index for c in program.score(failed_read)] == [1]
+
+
+def test_default_blind_destructive_spares_additive_writes():
+    """The default `on` of blind_destructive: a write tagged additive (MCP destructiveHint false) is never blind;
+    a destructive one is, even if also tagged additive; a bare write is."""
+    rules = ("tool add : write, additive target id\ntool wipe : write, additive, destructive target id\n"
+             "blind_destructive (-0.2)")
+    got = score(rules, C(0, "add", arguments={"id": "A"}), C(1, "wipe", arguments={"id": "B"}),
+                C(2, "put", arguments={"id": "C"}))
+    assert got == [(1, "blind_destructive", -0.2, "fire"), (2, "blind_destructive", -0.2, "fire")]

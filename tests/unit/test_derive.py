@@ -215,6 +215,17 @@ def test_derived_chain_rules_never_penalise_a_perfect_episode():
         4 * DeriveWeights().progress)
 
 
+@pytest.mark.parametrize("env_name,stages_paid", [("chain4", 4), ("chain6", 4)])
+def test_stock_chain_progress_pays_its_max_once_per_episode(env_name, stages_paid):
+    """rules/chain.rlvp (the trainer's default) on perfect episodes of the real environments: +0.25 per stage
+    up to `max 1.0` for the episode, so chain-4's four stages earn it all and chain-6's last two earn nothing."""
+    from rlvp_dsl import load_program
+
+    episode = _chain_episode(env_name)
+    paid = [c.value for c in load_program("rules/chain.rlvp").score(episode) if c.rule == "chain_progress"]
+    assert paid == [0.25] * stages_paid
+
+
 def test_the_chain_manifest_declares_its_progress_signal():
     """Our manifest format carries signals; a bad direction names the record and field."""
     manifest = load_manifest("examples/manifests/chain4_tools.json")
@@ -252,3 +263,147 @@ def test_unannotated_mcp_tools_are_named_with_the_assumption(capsys):
     assert manifest.tool("ls").tags == {"read", "open_world"}  # readOnlyHint wins over destructiveHint
     assert manifest.tool("rm").tags == {"write", "destructive", "open_world"}
     assert any("1 tool(s) carry no annotations (rm)" in n and "destructive" in n for n in manifest.notes)
+
+
+# ---- MCP hints: additive writes, closed-world reads ------------------------------------
+
+SHOP = EXAMPLES / "mcp_shop_tools.json"
+GOLDEN_DERIVED = REPO / "tests" / "golden" / "derived"
+
+
+def test_mcp_shop_derived_text_is_the_golden_file():
+    """The rules derived from an MCP tools/list, by value: add_to_cart (destructiveHint false) is left out of
+    blind_destructive and said so; the closed-world reads get redundant_read; place_order (open world) is not a read.
+
+    RLVP_UPDATE_GOLDEN=1 rewrites the file (review the diff)."""
+    import os
+
+    text = derive_text(load_manifest("examples/manifests/mcp_shop_tools.json"))
+    golden = GOLDEN_DERIVED / "mcp_shop_tools.rlvp"
+    if os.environ.get("RLVP_UPDATE_GOLDEN") == "1":
+        golden.write_text(text, encoding="utf-8")
+    assert text == golden.read_text(encoding="utf-8")
+    rules = rules_by_name(derive_rules(load_manifest(str(SHOP))))
+    assert [n.text for n in rules["blind_destructive"].on.tools] == ["remove_from_cart"]
+    assert [n.text for n in rules["redundant_read"].on.items[0].tools] == ["search_products", "get_product", "view_cart"]
+
+
+def test_only_additive_writes_with_targets_give_no_blind_rule_and_say_why():
+    """Every targeted write additive: no blind_destructive, and the header names the writes left out."""
+    m = parse_manifest({"tools": [
+        {"name": "get_note", "inputSchema": {"properties": {"note_id": {}}}, "annotations": {"readOnlyHint": True}},
+        {"name": "append", "inputSchema": {"properties": {"note_id": {}, "text": {}}},
+         "annotations": {"destructiveHint": False}}]}, "notes.json")
+    text = derive_text(m)
+    assert "blind_destructive" not in rules_by_name(derive_rules(m))
+    assert "# additive writes (MCP destructiveHint: false) left out of blind_destructive: append" in text
+    assert "redundant_read" not in rules_by_name(derive_rules(m))  # get_note is open-world (the default)
+
+
+def _shop_episode(calls, reward=1.0):
+    """An OpenAI-chat record: one user turn, then one assistant message per call with its result."""
+    messages = [{"role": "user", "content": "Add P-100, P-200 and P-300 to my cart and order them."}]
+    for i, (tool, args, result) in enumerate(calls):
+        messages.append({"role": "assistant", "content": "", "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": tool, "arguments": args}}]})
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return {"id": f"shop{len(calls)}", "reward": reward, "messages": messages}
+
+
+SUCCESSFUL_SHOPPING = [("add_to_cart", {"product_id": p, "quantity": q}, "added")
+                       for p, q in [("P-100", 2), ("P-200", 1), ("P-300", 1), ("P-400", 1), ("P-500", 3)]] + [
+    ("view_cart", {}, "P-100 x2, P-200 x1, P-300 x1, P-400 x1, P-500 x3"),
+    ("place_order", {"payment_method": "card"}, "order 77 placed")]
+
+
+def _derive_and_score(tmp_path, records) -> list[dict]:
+    """rlvp-compile --auto-from-tags SHOP -o F, then rlvp-score F RUNS --csv -: one row per episode."""
+    import csv
+    import json
+    import subprocess
+    import sys
+
+    rules, runs = tmp_path / "shop.rlvp", tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps(r) + "\n" for r in records))
+    bin_dir = Path(sys.executable).parent
+    derived = subprocess.run([bin_dir / "rlvp-compile", "--auto-from-tags", str(SHOP), "-o", str(rules)],
+                             capture_output=True, text=True)
+    assert derived.returncode == 0, derived.stderr
+    scored = subprocess.run([bin_dir / "rlvp-score", str(rules), str(runs), "--csv", "-"], capture_output=True, text=True)
+    assert scored.returncode == 0, scored.stderr
+    return list(csv.DictReader(scored.stdout.splitlines()))
+
+
+def test_successful_shopping_episode_gets_nothing_from_blind_destructive(tmp_path):
+    """End to end (rlvp-compile --auto-from-tags -o, then rlvp-score): five adds of products the user named, never
+    read first, are not blind (add_to_cart is additive); the successful episode's derived total is 0 (it was -1.0).
+    Removing a product never looked at is still blind."""
+    remove = [("remove_from_cart", {"product_id": "P-900"}, "removed")]
+    shop, blind = _derive_and_score(tmp_path, [_shop_episode(SUCCESSFUL_SHOPPING), _shop_episode(remove, 0.0)])
+    assert (shop["outcome"], shop["rule:blind_destructive"], shop["total"]) == ("1", "0", "0")
+    assert float(blind["rule:blind_destructive"]) == DeriveWeights().blind_destructive
+
+
+def test_ten_identical_reads_rank_below_a_clean_tested_episode(tmp_path):
+    """An MCP catalogue with no test tag: ten identical closed-world reads and no test score below a clean episode
+    that reads, writes and re-reads once after its write (a check, not a repeat); a read again after a write is free."""
+    spam = [("get_product", {"product_id": "P-1"}, "P-1 mug, 4 in stock")] * 10
+    clean = [("get_product", {"product_id": "P-1"}, "P-1 mug, 4 in stock"),
+             ("add_to_cart", {"product_id": "P-1", "quantity": 1}, "added"),
+             ("view_cart", {}, "P-1 x1"),
+             ("get_product", {"product_id": "P-1"}, "P-1 mug, 3 in stock"),
+             ("place_order", {"payment_method": "card"}, "order 78 placed")]
+    spam_row, clean_row = _derive_and_score(tmp_path, [_shop_episode(spam, 0.0), _shop_episode(clean)])
+    assert float(spam_row["total"]) == pytest.approx(9 * DeriveWeights().redundant_read)
+    assert float(clean_row["total"]) == 0.0
+    assert float(spam_row["total"]) < float(clean_row["total"])
+
+
+def test_redundant_read_resets_on_a_write_and_on_a_user_turn():
+    """A repeat right after the same read costs redundant_read; after a write or a user message it is free;
+    an open-world read (fetch_url) and a repeat of a failed read (repeat_error's case) never cost it."""
+    from rlvp_dsl import loads
+    from rlvp_dsl.events import Episode, Event
+
+    program = loads(derive_text(load_manifest(str(EXAMPLES / "mcp_tools_list.json"))))
+    read = lambda i, status="ok": Event(i, "call", tool="read_file", arguments={"path": "a.py"}, status=status)  # noqa: E731
+    events = (read(0), read(1),                                               # 1: redundant
+              Event(2, "call", tool="append_note", arguments={"text": "x"}), read(3),   # after an (additive) write
+              Event(4, "user", text="I edited a.py"), read(5),                # after a user turn
+              Event(6, "call", tool="fetch_url", arguments={"url": "u"}),
+              Event(7, "call", tool="fetch_url", arguments={"url": "u"}),     # open world: never redundant
+              read(8, "error"), Event(9, "call", tool="read_file", arguments={"path": "b.py"}, status="error"),
+              Event(10, "call", tool="read_file", arguments={"path": "b.py"}, status="error"))
+    hits = [(c.event_index, c.value) for c in program.score(Episode("e", events)) if c.rule == "redundant_read"]
+    assert hits == [(1, DeriveWeights().redundant_read), (8, DeriveWeights().redundant_read)]
+
+
+def test_validate_on_made_episodes_sees_redundant_read_go_with_failure(tmp_path):
+    """--validate on episodes made for the test: the failures repeat a read, the successes do not."""
+    import json
+    import subprocess
+    import sys
+
+    clean = [("get_product", {"product_id": "P-1"}, "P-1 mug"), ("add_to_cart", {"product_id": "P-1"}, "added")]
+    spam = [("get_product", {"product_id": "P-1"}, "P-1 mug")] * 4
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps(_shop_episode(c, r)) + "\n" for c, r in [(clean, 1.0)] * 3 + [(spam, 0.0)] * 2))
+    done = subprocess.run([Path(sys.executable).parent / "rlvp-compile", "--auto-from-tags", str(SHOP),
+                           "--validate", str(runs), "-o", str(tmp_path / "shop.rlvp")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "| redundant_read | violation | 0/3 (0.0%) | 2/2 (100.0%) | +1.000 | ok |" in done.stdout
+
+
+def test_redundant_read_is_not_harmful_on_the_tau2_airline_trajectories(shared_data):
+    """Real evidence: the airline tools as an MCP catalogue, on the shared tau2 / tau-bench airline trajectories:
+    redundant_read penalises no successful episode (a re-read after a user turn is not counted: with it counted,
+    4 of 183 successes and 4 of 228 failures were penalised, flagged harmful)."""
+    from rlvp_dsl import loads
+    from rlvp_dsl.manifests.validate import validate
+    from rlvp_dsl.readers import read_paths
+
+    paths = sorted(shared_data.glob("tau2_simulations/**/*airline*")) + [shared_data / "tau_bench_v1"]
+    program = loads(derive_text(load_manifest(str(EXAMPLES / "airline_mcp_tools.json"))))
+    evidence, n = validate(program, read_paths([str(p) for p in paths]))
+    (rule,) = [e for e in evidence if e.name == "redundant_read"]
+    assert n > 400 and rule.penalised_successes == 0 and rule.penalised_failures >= 1 and not rule.harmful

@@ -114,11 +114,11 @@ def test_example_mcp():
     """MCP tools/list in a JSON-RPC envelope: hints become tags with the spec's defaults."""
     m = load_manifest(str(EXAMPLES / "mcp_tools_list.json"))
     assert m.format == "mcp"
-    assert m.tool("read_file").tags == {"read"}
-    assert m.tool("write_file").tags == {"write", "destructive", "idempotent"}
-    assert m.tool("append_note").tags == {"write"}
-    assert m.tool("delete_file").tags == {"write", "destructive"}
-    assert m.tool("run_tests").tags == {"read", "verify"}
+    assert m.tool("read_file").tags == {"read", "closed_world"}
+    assert m.tool("write_file").tags == {"write", "destructive", "idempotent", "closed_world"}
+    assert m.tool("append_note").tags == {"write", "additive", "closed_world"}  # destructiveHint: false
+    assert m.tool("delete_file").tags == {"write", "destructive", "closed_world"}
+    assert m.tool("run_tests").tags == {"read", "verify", "closed_world"}
     assert m.tool("fetch_url").tags == {"read", "open_world"}
     assert targets(m)["write_file"] == "path" and targets(m)["read_file"] == "path"
     assert targets(m)["fetch_url"] is None
@@ -151,6 +151,19 @@ def test_mcp_defaults_follow_the_spec():
     assert m.tool("x").tags == {"write", "destructive", "open_world"}
     m = parse_manifest({"tools": [mcp_tool("x", {"readOnlyHint": True, "destructiveHint": True})]}, "m.json")
     assert m.tool("x").tags == {"read", "open_world"}  # destructiveHint is meaningless when read-only
+
+
+def test_mcp_hints_that_say_false_are_tags_too():
+    """destructiveHint false on a write -> additive; openWorldHint false -> closed_world; read-only ignores the first."""
+    tool = lambda name, **ann: mcp_tool(name, ann)  # noqa: E731
+    m = parse_manifest({"tools": [tool("add", readOnlyHint=False, destructiveHint=False),
+                                  tool("look", readOnlyHint=True, destructiveHint=False, openWorldHint=False),
+                                  tool("put", destructiveHint=False, idempotentHint=True, openWorldHint=False),
+                                  mcp_tool("odd", {"destructiveHint": False}, tags=["destructive"])]}, "m.json")
+    assert m.tool("add").tags == {"write", "additive", "open_world"}
+    assert m.tool("look").tags == {"read", "closed_world"}
+    assert m.tool("put").tags == {"write", "additive", "idempotent", "closed_world"}
+    assert m.tool("odd").tags == {"write", "destructive", "open_world"}  # a declared tag is never contradicted
 
 
 def test_mcp_envelope_equals_bare():
