@@ -49,6 +49,7 @@ __all__ = [
     "CallCredits",
     "CreditCountError",
     "call_credits",
+    "overflowing_sums",
     "per_call_values",
     "token_credits",
     "score_calls",
@@ -169,7 +170,7 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
             violations[k] += 1
         if _is_discharge(credit):
             discharges[k] += 1
-    dropped = _overflowing_sums(values, unattached, f"{source}: episode {episode.id!r}", source, flagged)
+    dropped = overflowing_sums(values, unattached, f"{source}: episode {episode.id!r}", source, flagged)
     if dropped:
         for k in dropped - {None}:
             values[k], violations[k], discharges[k] = 0.0, 0, 0
@@ -179,10 +180,16 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
     return CallCredits(tuple(values), tuple(violations), tuple(discharges), unattached, tuple(kept), tuple(flagged))
 
 
-def _overflowing_sums(values: list[float], unattached: float, where: str, source: str,
-                      flagged: list[str]) -> set[int | None]:
+def overflowing_sums(values: Sequence[float], unattached: float, where: str, source: str,
+                     flagged: list[str]) -> set[int | None]:
     """The calls (their positions; None: the assistant turns) whose credit must be dropped so that
-    every per-call sum and the episode's total are finite; a sentence for each is added to `flagged`.
+    every per-call sum and the episode's total are finite; a sentence for each is added to `flagged`
+    (and logged once per source).
+
+    Args:
+        values: summed credit per call (may be infinite where finite credits overflowed).
+        unattached: summed credit on the other events.
+        where: names the episode in the sentences; source: the credit source.
 
     A call whose own sum is not finite goes first; then, while the total still overflows, the call
     (or the turns) of largest magnitude -- the fewest calls dropped, the same ones in every order.
@@ -241,7 +248,7 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
                                              f"is {v!r}, not a finite number"))
             f = 0.0
         out.append(f)
-    for k in _overflowing_sums(out, 0.0, f"credit source {source!r}: episode {episode.id!r}", source, flagged) - {None}:
+    for k in overflowing_sums(out, 0.0, f"credit source {source!r}: episode {episode.id!r}", source, flagged) - {None}:
         out[k] = 0.0
     return CallCredits(
         tuple(out),

@@ -123,7 +123,11 @@ def _as_program(rules: Program | str | os.PathLike) -> Program:
 def _checked_weight(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"'process_weight' must be a number (got {value!r})")
-    if not math.isfinite(value) or value < 0:
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int past a float
+        finite = False
+    if not finite or value < 0:
         raise ValueError(f"'process_weight' must be a finite, non-negative number (got {value!r})")
     return float(value)
 
@@ -272,12 +276,14 @@ class RlvpReward:
             return
         weighted = rewards.double().cpu() * trainer.reward_weights.double().cpu().unsqueeze(0)  # (B, n_funcs)
         others = [k for k in range(weighted.shape[1]) if k != index]
-        if trainer.multi_objective_aggregation == "normalize_then_sum":  # each function z-scored on its own
+        if trainer.multi_objective_aggregation == "normalize_then_sum":  # each function z-scored by its group std
             outcome, folded = torch.zeros(weighted.shape[0], dtype=torch.float64), weighted[:, index]
+            scale = "group"
         else:
             outcome = weighted[:, others].nansum(dim=1)
             folded = outcome + weighted[:, index].nan_to_num(0.0)
-        found = amplified_groups(outcome.view(-1, G), folded.view(-1, G), trainer.scale_rewards)
+            scale = trainer.scale_rewards
+        found = amplified_groups(outcome.view(-1, G), folded.view(-1, G), scale)
         n = int(found.sum())
         trainer._log_metric("rlvp/amplified_groups", float(n))
         if n and not self._warned_amplified:

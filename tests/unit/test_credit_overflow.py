@@ -116,3 +116,30 @@ def test_rv302_never_suggests_a_weight_rv104_rejects():
     # a weight that stays finite is still suggested
     ok = _rv302("tool a : write\nviolation v1 (-0.2) { on call a }\nviolation v2 (-0.3) { on call a }\n")
     assert "weight -0.5" in ok[0].help
+
+
+def test_scoring_totals_leave_overflowing_sums_out_and_say_so(monkeypatch):
+    """rlvp-score's summary on real tau-bench trajectories: before, -inf totals and a NaN correlation, unflagged."""
+    from rlvp_dsl.readers import read_episodes
+    from rlvp_dsl.report import render_summary, summarise
+
+    from conftest import data_path
+
+    monkeypatch.setattr(attach, "_warned", set())
+    program = loads(f"violation v1 ({HUGE}) {{ on call }}\nviolation v2 ({HUGE}) {{ on call }}\n"
+                    "violation v3 (-0.5) { on assistant }\n")
+    path = data_path("tau_bench_v1/gpt-4o-airline.sample.json")
+    episodes = list(read_episodes(str(path)))
+    summary = summarise(program, [(e, program.score(e)) for e in episodes])
+    calls = sum(len(e.calls) for e in episodes)
+    assert summary.flagged_credits == calls > 0  # every call's two -1e308 overflow; v3's turns are kept
+    assert math.isfinite(summary.mean_process_total) and summary.mean_process_total < 0
+    by_rule = {r.name: r for r in summary.rules}
+    assert by_rule["v1"].total == 0.0 and math.isfinite(by_rule["v3"].total)
+    assert summary.process_outcome_correlation is None or math.isfinite(summary.process_outcome_correlation)
+    assert f"flagged: {calls} credit sum(s) overflow a float" in render_summary(summary)
+    # one -1e308 rule: the episode totals overflow; each keeps one call, the mean stays finite
+    one = loads(f"violation v1 ({HUGE}) {{ on call }}\n")
+    summary = summarise(one, [(e, one.score(e)) for e in episodes])
+    assert summary.flagged_credits > 0 and math.isfinite(summary.rules[0].per_episode)
+    assert math.isfinite(summary.mean_process_total)

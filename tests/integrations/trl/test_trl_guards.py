@@ -29,6 +29,7 @@ LOGGER = "rlvp_dsl.integrations.trl"
     ({"process_weight": float("inf")}, ValueError, "finite"),
     ({"process_weight": -0.5}, ValueError, "non-negative"),
     ({"process_weight": True}, TypeError, "a number"),
+    ({"process_weight": 10 ** 400}, ValueError, "finite"),
     ({"error_signal": "nope"}, ValueError, "unknown error signal 'nope'"),
     ({"error_signal": 5}, ValueError, "error_signal"),
     ({"call_markers": ("", "")}, ValueError, "non-empty"),
