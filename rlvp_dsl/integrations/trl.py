@@ -311,7 +311,8 @@ class RlvpAdvantageMixin:
     ``sum_then_normalize``).
 
     Raises:
-        ValueError: no token-mode `RlvpReward` among the reward functions.
+        ValueError: no token-mode `RlvpReward` among the reward functions, or call markers
+            the tokenizer encodes as no tokens or as the same tokens.
     """
 
     def __init__(self, *args: Any, process_schedule: ProcessWeightSchedule | None = None, **kwargs: Any):
@@ -334,6 +335,10 @@ class RlvpAdvantageMixin:
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         self._rlvp_tokenizer = tokenizer
         self._rlvp_markers = tuple(_marker_ids(tokenizer, m) for m in self.rlvp_reward.call_markers)
+        if self._rlvp_markers[0] == self._rlvp_markers[1]:
+            raise ValueError(f"the tokenizer encodes both call markers {self.rlvp_reward.call_markers!r} as the same "
+                             f"tokens {self._rlvp_markers[0]}, so no call's end can be found; give "
+                             "RlvpReward(call_markers=...) markers in the tokenizer's vocabulary")
         self._rlvp_rewards_per_func: torch.Tensor | None = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):

@@ -97,6 +97,12 @@ def test_a_token_mode_reward_in_the_stock_trainer_fails_with_the_fix(tmp_path):
     _trainer(RlvpGRPOTrainer, tmp_path, [outcome_reward, reward], max_steps=1).train()
 
 
+def test_markers_the_tokenizer_cannot_tell_apart_are_refused(tmp_path):
+    """'<tc>' and '</tc>' are both the unknown token of the tiny tokenizer: no call's end could be found."""
+    with pytest.raises(ValueError, match="encodes both call markers"):
+        _trainer(RlvpGRPOTrainer, tmp_path, [outcome_reward, RlvpReward(loads(RULES), call_markers=("<tc>", "</tc>"))])
+
+
 def test_markers_that_never_occur_are_said_once_and_counted(tmp_path, caplog):
     """Before: rlvp/unmatched_spans read 0 while every call's credit was dropped, and nothing was said."""
     reward = RlvpReward(loads(RULES), call_markers=("yes", "A"), process_weight=0.5)  # words no completion generates
