@@ -28,7 +28,11 @@ Choices (documented in docs/trainer.md):
    is None, NaN or infinite (or names an event the episode does not have, or a user
    message) gives that call nothing; it is listed in `CallCredits.flagged` and
    logged once per source and rule (logger ``rlvp_dsl.attach``), and everything
-   else of the episode keeps its credit.  Nothing non-finite reaches a trainer.
+   else of the episode keeps its credit.  The same holds for sums: finite credits
+   whose sum on one call overflows (two weights of -1e308) give that call nothing,
+   and calls whose sum over the episode overflows are dropped, largest first, until
+   the episode's total is finite (each listed in ``flagged``).  Nothing non-finite
+   reaches a trainer: every value, `CallCredits.total` included, is finite.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ __all__ = [
     "CallCredits",
     "CreditCountError",
     "call_credits",
+    "overflowing_sums",
     "per_call_values",
     "token_credits",
     "score_calls",
@@ -128,7 +133,8 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
         `CallCredits` with one value per call (``episode.calls`` order); a credit that is
         not a finite number, names an index outside the episode, or lands on a user
         message is dropped and listed in ``flagged`` (never raised: one bad value must
-        not stop a training run).
+        not stop a training run); so are the credits of a call whose sum is not finite
+        (choice 5 of the module docstring).
     """
     position = {e.index: k for k, e in enumerate(episode.calls)}
     n_calls = len(position)
@@ -164,7 +170,48 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
             violations[k] += 1
         if _is_discharge(credit):
             discharges[k] += 1
+    dropped = overflowing_sums(values, unattached, f"{source}: episode {episode.id!r}", source, flagged)
+    if dropped:
+        for k in dropped - {None}:
+            values[k], violations[k], discharges[k] = 0.0, 0, 0
+        if None in dropped:
+            unattached = 0.0
+        kept = [c for c in kept if position.get(c.event_index) not in dropped]
     return CallCredits(tuple(values), tuple(violations), tuple(discharges), unattached, tuple(kept), tuple(flagged))
+
+
+def overflowing_sums(values: Sequence[float], unattached: float, where: str, source: str,
+                     flagged: list[str]) -> set[int | None]:
+    """The calls (their positions; None: the assistant turns) whose credit must be dropped so that
+    every per-call sum and the episode's total are finite; a sentence for each is added to `flagged`
+    (and logged once per source).
+
+    Args:
+        values: summed credit per call (may be infinite where finite credits overflowed).
+        unattached: summed credit on the other events.
+        where: names the episode in the sentences; source: the credit source.
+
+    A call whose own sum is not finite goes first; then, while the total still overflows, the call
+    (or the turns) of largest magnitude -- the fewest calls dropped, the same ones in every order.
+    """
+    parts: dict[int | None, float] = dict(enumerate(values))
+    parts[None] = unattached
+    dropped: set[int | None] = set()
+    for k, v in parts.items():
+        if not math.isfinite(v):
+            dropped.add(k)
+            flagged.append(_flag(source, "(sum)", f"{where}: the credits of {_part(k)} sum to {v} (they "
+                                                  "overflow a float)"))
+    while not math.isfinite(sum(v for k, v in parts.items() if k not in dropped)):
+        k = max((k for k in parts if k not in dropped), key=lambda j: abs(parts[j]))
+        dropped.add(k)
+        flagged.append(_flag(source, "(sum)", f"{where}: the credit of {_part(k)}, {parts[k]:g}, makes the "
+                                              "episode's total overflow a float"))
+    return dropped
+
+
+def _part(k: int | None) -> str:
+    return "the assistant turns" if k is None else f"call {k}"
 
 
 def _number(value: Any) -> float | None:
@@ -182,7 +229,8 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
     """Check and wrap a plain per-call credit list (the `fn(episode) -> list[float]` contract).
 
     A value that is None, NaN, infinite or not a number gives its call nothing and is
-    listed in ``flagged`` (logged once per source).
+    listed in ``flagged`` (logged once per source); so do the largest values whose sum
+    would overflow the episode's total.
 
     Raises:
         CreditCountError: ``len(values) != len(episode.calls)`` (nothing is broadcast).
@@ -200,6 +248,8 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
                                              f"is {v!r}, not a finite number"))
             f = 0.0
         out.append(f)
+    for k in overflowing_sums(out, 0.0, f"credit source {source!r}: episode {episode.id!r}", source, flagged) - {None}:
+        out[k] = 0.0
     return CallCredits(
         tuple(out),
         tuple(int(v < 0) for v in out),

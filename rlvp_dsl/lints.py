@@ -46,6 +46,8 @@ RV305  an unreachable deadline: ``deadline before C`` where no event can satisfy
 
 from __future__ import annotations
 
+import math
+
 import json
 from typing import Any
 
@@ -285,18 +287,21 @@ class _Linter:
         """The one RV302 of rules whose conditions are equal (in source order, two or more), on the second."""
         first, second = group[0], group[1]
         total = sum(r.weight for r in group)
+        # the summed weight, unless it overflows: RV104 rejects a weight past 1.8e308
+        weight = (f" with weight {total:g}" if math.isfinite(total) else
+                  " (their weights sum past what a number holds: give it one weight, well below 1e308)")
         if len(group) == 2:
             return _warn(
                 "RV302", f"rule '{second.name}' fires on exactly the events rule '{first.name}' fires on (their "
                 f"conditions are equal): each such event is penalised twice for one reason "
                 f"({first.span.location})", second.span,
-                f"merge them into one rule with weight {total:g}, or remove one")
+                f"merge them into one rule{weight}, or remove one")
         rest = len(group) - 2
         return _warn(
             "RV302", f"rule '{second.name}' and {rest} other rule{'s' if rest != 1 else ''} fire on exactly the "
             f"events rule '{first.name}' fires on (their conditions are equal): each such event is penalised "
             f"{len(group)} times for one reason ({first.span.location})", second.span,
-            f"merge the {len(group)} rules into one rule with weight {total:g}, or keep one")
+            f"merge the {len(group)} rules into one rule{weight}, or keep one")
 
     @staticmethod
     def _broader(keys: frozenset, scope: frozenset, by_keys: dict) -> list[frozenset]:

@@ -93,19 +93,63 @@ def process_scale(totals: torch.Tensor, norm: str) -> torch.Tensor:
 
     Args:
         totals: ``[n_groups, G]`` total process credit per episode.
-        norm: ``none`` (1) or ``group_rms`` (root-mean-square of the group's
-            totals; 1 when they are all 0).  No centring: a call that earned no
-            credit keeps none, and extra zero-credit calls stay neutral.
+        norm: ``none`` (1) or ``group_rms`` (``max(1, RMS of the group's totals)``).
+            No centring: a call that earned no credit keeps none, and extra
+            zero-credit calls stay neutral.  Never below 1: ``group_rms`` shrinks a
+            group whose credit is larger than the outcome's scale (1) and never
+            enlarges one, so a call's process advantage stays within ``w * |c|``, the
+            token mode's bound.  (Dividing by a small RMS -- an all-failed group whose
+            penalties differ by a few hundredths -- would make shaping noise a
+            full-size gradient: 53x ``w * |c|`` at an RMS of 0.019.)
 
     Returns:
-        ``[n_groups, 1]`` divisors (> 0).
+        ``[n_groups, 1]`` divisors (>= 1).
     """
     if norm == "none":
         return torch.ones(totals.shape[0], 1, dtype=torch.float64)
     if norm == "group_rms":
         rms = totals.double().pow(2).mean(dim=1, keepdim=True).sqrt()
-        return torch.where(rms > 0, rms, torch.ones_like(rms))
+        return torch.clamp(rms, min=1.0)
     raise ValueError(f"'process_norm' must be none or group_rms (got {norm!r})")
+
+
+def amplified_groups(outcomes: torch.Tensor, rewards: torch.Tensor, scale_rewards: str = "group",
+                     eps: float = 1e-4) -> torch.Tensor:
+    """Which groups scalar mode turns shaping noise into a full-size advantage.
+
+    A group is *amplified* when its outcomes are all equal (`constant_groups`: say all
+    failed), its folded rewards (outcome + w * process credit) are not, and the
+    divisor of the group advantage is below 1 (``std + eps`` of the group for
+    ``scale_rewards="group"``, of the batch for ``"batch"``; ``"none"`` never divides).
+    Its advantages are then the process credit's differences scaled *up* by
+    ``1 / (std + eps)``: unit-size (+-1 for two rollouts) whether the penalties differ
+    by 1 or by 0.01.  Token mode has no such step (its process part is ``w * C``).
+
+    Args:
+        outcomes: ``[n_groups, G]`` outcome rewards.
+        rewards: ``[n_groups, G]`` the rewards the group advantage is computed from.
+        scale_rewards, eps: as `outcome_advantages`.
+
+    Returns:
+        ``[n_groups]`` bool.
+    """
+    r = rewards.double()
+    if scale_rewards == "none" or r.numel() == 0:
+        return torch.zeros(r.shape[0], dtype=torch.bool)
+    if scale_rewards == "batch":
+        std = (r.std(unbiased=False) if r.numel() > 1 else torch.zeros((), dtype=r.dtype)).expand(r.shape[0])
+    else:
+        std = r.std(dim=1, unbiased=False) if r.shape[1] > 1 else torch.zeros(r.shape[0], dtype=r.dtype)
+    return constant_groups(outcomes) & ~constant_groups(rewards) & (std + eps < 1.0)
+
+
+#: The largest magnitude a float32 advantage can hold.
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
+def _representable(x: float) -> bool:
+    """`x` is finite and stays finite as a float32."""
+    return math.isfinite(x) and abs(x) <= FLOAT32_MAX
 
 
 def _check_credits(credits: Sequence[Sequence[CallCredits]]) -> None:
@@ -130,6 +174,11 @@ class Advantages:
         process: ``[B]`` w * (summed token-attached + unattached credit) per episode.
         dead_groups: ``[n_groups]`` bool, no non-zero advantage on any action token.
         rewards: ``[B]`` the reward that entered the group advantage (folded for scalar_fold).
+        amplified_groups: ``[n_groups]`` bool, scalar mode only: groups whose outcomes are
+            equal and whose process credit's differences the group std scaled up
+            (`amplified_groups`).
+        overflowed: ``[B]`` bool, episodes whose weighted process credit would not be a
+            finite float32 advantage; they get none (their outcome advantage stays).
     """
 
     advantages: torch.Tensor
@@ -137,6 +186,8 @@ class Advantages:
     process: torch.Tensor
     dead_groups: torch.Tensor
     rewards: torch.Tensor
+    amplified_groups: torch.Tensor = attrs.field(factory=lambda: torch.zeros(0, dtype=torch.bool))
+    overflowed: torch.Tensor = attrs.field(factory=lambda: torch.zeros(0, dtype=torch.bool))
 
     @property
     def dead_iteration(self) -> bool:
@@ -177,6 +228,12 @@ def compute_advantages(
     Returns:
         `Advantages`.
 
+    An episode whose weighted process credit would not be a finite float32 advantage
+    (a total past 3.4e38, or past a quarter of it in scalar mode, where centring and
+    the outcome add to it) gets no process credit, only its outcome advantage, and is
+    marked in `Advantages.overflowed`: isolated to its episode, never spread, never
+    fatal.  Scalar mode marks the groups it amplifies (`amplified_groups`).
+
     Raises:
         ValueError: ragged groups, shapes that do not match, or a value that is not
             finite (an outcome, the weight, a call credit of a hand-made `CallCredits`;
@@ -201,17 +258,28 @@ def compute_advantages(
         _check_credits(credits)
     use_process = credit_mode != "none" and credits is not None and w != 0.0
 
-    # --- process totals per episode ---
+    # --- process totals per episode; one whose weighted credit is no float32 is dropped ---
     totals = torch.zeros(n_groups, G, dtype=torch.float64)
+    overflowed = torch.zeros(n_groups, G, dtype=torch.bool)
     if credits is not None:
         for g in range(n_groups):
             for i in range(G):
-                totals[g, i] = credits[g][i].total
+                t = credits[g][i].total
+                if use_process and not _representable(w * t):
+                    overflowed[g, i] = True
+                else:
+                    totals[g, i] = t
     div = process_scale(totals, process_norm) if use_process else torch.ones(n_groups, 1, dtype=torch.float64)
 
     # --- outcome term ---
+    amplified = torch.zeros(n_groups, dtype=torch.bool)
     if credit_mode == "scalar" and use_process:
-        R_used = R + w * totals / div
+        folded = w * totals / div
+        # headroom for centring (at most doubles) and the outcome: every sum stays a float32
+        too_big = folded.abs() > FLOAT32_MAX / 4
+        overflowed |= too_big
+        R_used = R + folded.masked_fill(too_big, 0.0)
+        amplified = amplified_groups(R, R_used, scale_rewards, eps)
     else:
         R_used = R
     A_out = outcome_advantages(R_used, scale_rewards, eps).reshape(B)  # (B,)
@@ -220,21 +288,28 @@ def compute_advantages(
     # --- token-attached process term ---
     process = torch.zeros(B)
     if credit_mode == "token" and use_process:
-        rows = []
+        rows = torch.zeros(B, T, dtype=torch.float64)
         for g in range(n_groups):
             for i in range(G):
-                cc = credits[g][i]
+                b, cc = g * G + i, credits[g][i]
+                if overflowed[g, i]:
+                    continue
                 scale = w / float(div[g, 0])
-                row_mask = masks[g * G + i].tolist()
-                row = token_credits([scale * v for v in cc.values], spans[g][i], T, row_mask)
-                rows.append(row)
-                process[g * G + i] = scale * (sum(cc.values) + cc.unattached)
+                row_mask = masks[b].tolist()
+                row = torch.tensor(token_credits([scale * v for v in cc.values], spans[g][i], T, row_mask),
+                                   dtype=torch.float64)
                 if cc.unattached:
-                    u = scale * cc.unattached
-                    rows[-1] = [x + u * m for x, m in zip(rows[-1], row_mask, strict=True)]
-        adv = adv + torch.tensor(rows, dtype=torch.float32).reshape(B, T)
+                    row += scale * cc.unattached * masks[b].double()
+                total = scale * (sum(cc.values) + cc.unattached)
+                if not (_representable(total) and bool(((row + adv[b].double()).abs() <= FLOAT32_MAX).all())):
+                    overflowed[g, i] = True  # overlapping spans or w > 1 pushed a token past float32
+                    continue
+                rows[b] = row
+                process[b] = total
+        adv = (adv.double() + rows).float()
 
     # --- dead groups: no non-zero advantage on any action token ---
     live_tok = (adv != 0) & (mask > 0)  # (B, T)
     dead = ~live_tok.reshape(n_groups, G * T).any(dim=1) if B else torch.ones(0, dtype=torch.bool)
-    return Advantages(adv.float(), A_out.float(), process.float(), dead, R_used.reshape(B).float())
+    return Advantages(adv.float(), A_out.float(), process.float(), dead, R_used.reshape(B).float(), amplified,
+                      overflowed.reshape(B))

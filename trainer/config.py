@@ -123,7 +123,8 @@ class TrainConfig:
     process_weight: float = 1.0
     """Weight of the process credit before annealing (multiplies the token-attached or folded credit)."""
     process_norm: str = "none"
-    """Group normalisation of process credit: ``none`` or ``group_rms`` (divide by the group's RMS episode credit)."""
+    """Group normalisation of process credit: ``none`` or ``group_rms`` (divide by ``max(1, the group's RMS
+    episode credit)``: it shrinks large credit, never enlarges small credit past ``w * |c|``)."""
 
     # --- annealing ---
     anneal: bool = True

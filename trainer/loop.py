@@ -32,8 +32,10 @@ Where this departs from GRPO as published (Shao et al. 2024, DeepSeekMath):
 
 Bad values never stop a run and never spread: a credit source (compiled rules or
 ``fn(episode) -> list[float]``) that gives None, NaN or infinity for a call gives
-that call no credit (`rlvp_dsl.attach`, one warning per source and rule); the loop
-counts them in ``process/flagged_credits``.  Nothing else non-finite can come in
+that call no credit (`rlvp_dsl.attach`, one warning per source and rule), as does
+a call whose credits sum past a float, or an episode whose weighted credit is no
+float32 advantage (`trainer.advantages`); the loop counts them in
+``process/flagged_credits``.  Nothing else non-finite can come in
 silently: a non-finite outcome, a non-finite loss or gradient norm (from the model)
 raises a ValueError naming what and where, before any optimiser step.
 
@@ -176,6 +178,7 @@ def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bo
 
     run["saved"], run["dirty"] = snapshot(start_it), False
     rows: list[dict] = []
+    warned_amplified = False  # scalar_fold's amplified groups: said once per run
     B_groups = cfg.tasks_per_iteration
 
     for it in range(start_it, cfg.iterations):
@@ -220,7 +223,7 @@ def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bo
         batch = [r for g in groups for r in g]  # B = n_groups * G, group-major
         check_outcomes(batch)
         stats: dict[str, float] = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": None, "grad_norm": 0.0}
-        dead_iteration, frac_dead = True, 1.0
+        dead_iteration, frac_dead, amplified = True, 1.0, 0
         if batch:
             _, _, cmask = pad_batch(batch, be.pad_id)  # (B, T)
             adv = compute_advantages(
@@ -229,6 +232,13 @@ def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bo
                 process_norm=cfg.process_norm, eps=cfg.adv_eps,
             )
             dead_iteration, frac_dead = adv.dead_iteration, adv.frac_dead_groups
+            flagged += int(adv.overflowed.sum())  # process credit past float32: dropped per episode
+            amplified = int(adv.amplified_groups.sum())
+            if amplified and not warned_amplified:
+                warned_amplified = True
+                say(f"iteration {it}: {amplified} group(s) with equal outcomes got unit-size advantages from "
+                    "process credit alone (scalar_fold z-scores its differences, however small; counted in "
+                    "process/amplified_groups); the rlvp method (token credit) keeps them at w x credit")
             # the tokens coloured by the advantages and mask the update below receives (trainer/token_page.py)
             token_page.maybe_write(cfg, it, batch, credits, adv, cmask, weight, decode=be.decode, log=say)
             # --- update ---
@@ -258,6 +268,7 @@ def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bo
             "process/discharges_per_episode": disc,
             "process/credit_per_episode": credit_sum,
             "process/flagged_credits": flagged,
+            "process/amplified_groups": amplified,
             "process/weight": weight if method.credit_mode != "none" else 0.0,
             "process/anneal_started": int(schedule.started),
             "loss/policy": stats["policy"],

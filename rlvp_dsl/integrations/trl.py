@@ -12,7 +12,12 @@ Two ways in, one line each::
 
 **Scalar mode.**  `RlvpReward` returns ``process_weight * (total rule credit)`` per
 completion; TRL adds it to the other reward functions' outputs before its group
-advantage (the ``scalar_fold`` of docs/results.md).
+advantage (the ``scalar_fold`` of docs/results.md).  In a group whose outcomes are all
+equal (all failed) TRL's group std z-scores the rule credit's differences, however
+small, into unit-size advantages: penalties a few hundredths apart become +-1, shaping
+noise as a full-size gradient.  Such *amplified* groups are counted
+(``rlvp/amplified_groups``, `trainer.advantages.amplified_groups`) and logged once;
+token mode has no such step (its process part is ``w * C``, at most ``w * |c|`` a token).
 
 **Token mode.**  `RlvpReward` adds nothing to the scalar reward (it returns 0.0) and
 keeps each row's episode; `RlvpGRPOTrainer` (or `RlvpAdvantageMixin` on a trainer you
@@ -51,8 +56,9 @@ Metrics, next to TRL's (``frac_reward_zero_std`` reads 1.0 where every group's o
 are equal; ``rlvp/live_groups`` shows that token credit kept them live):
 ``rlvp/live_groups``, ``rlvp/dead_groups``, ``rlvp/violations_per_episode``,
 ``rlvp/credit_per_episode``, ``rlvp/process_weight``, ``rlvp/unmatched_spans``,
-``rlvp/unscorable_rows``, ``rlvp/flagged_credits`` (non-finite credits dropped,
-`rlvp_dsl.attach`).
+``rlvp/calls_without_span`` (calls whose tokens were not found: their credit reaches
+no token), ``rlvp/unscorable_rows``, ``rlvp/flagged_credits`` (non-finite credits and
+sums dropped, `rlvp_dsl.attach`); in scalar mode ``rlvp/amplified_groups``.
 
 Importing this module imports torch and trl.
 """
@@ -60,6 +66,7 @@ Importing this module imports torch and trl.
 from __future__ import annotations
 
 import logging
+import math
 import os
 from typing import Any, Sequence
 
@@ -73,8 +80,9 @@ from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
 from rlvp_dsl.readers import HERMES_MARKERS, ReaderError, episode_from_messages, episode_from_text, marked_calls
+from rlvp_dsl.readers import error_signal as resolve_error_signal
 from rlvp_dsl.spans import align_call_spans, find_call_spans
-from trainer.advantages import compute_advantages
+from trainer.advantages import amplified_groups, compute_advantages
 from trainer.annealing import ProcessWeightSchedule
 
 __all__ = ["RlvpAdvantageMixin", "RlvpGRPOTrainer", "RlvpReward", "ScoredRow", "TESTED_TRL"]
@@ -107,7 +115,37 @@ class ScoredRow:
 
 
 def _as_program(rules: Program | str | os.PathLike) -> Program:
+    if not isinstance(rules, (Program, str, os.PathLike)):
+        raise TypeError(f"'rules' must be a compiled Program or the path of a .rlvp file (got {rules!r})")
     return rules if isinstance(rules, Program) else load_program(os.fspath(rules))
+
+
+def _checked_weight(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"'process_weight' must be a number (got {value!r})")
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an int past a float
+        finite = False
+    if not finite or value < 0:
+        raise ValueError(f"'process_weight' must be a finite, non-negative number (got {value!r})")
+    return float(value)
+
+
+def _checked_markers(markers: Any) -> tuple[str, str]:
+    if (not isinstance(markers, (list, tuple)) or len(markers) != 2
+            or not all(isinstance(m, str) and m for m in markers)):
+        raise ValueError(f"'call_markers' must be two non-empty strings, the chat template's opening and closing "
+                         f"tool-call markers (got {markers!r}); Qwen/Hermes: {HERMES_MARKERS!r}")
+    if markers[0] == markers[1]:
+        raise ValueError(f"'call_markers' must be two different strings (got {markers[0]!r} twice): with one "
+                         "marker for both ends no call's end can be told from the next call's start")
+    return (markers[0], markers[1])
+
+
+def _calling_trainer(kwargs: dict[str, Any]) -> Any:
+    """The trainer whose ``_calculate_rewards`` made this call (TRL passes its bound ``log_metric``), or None."""
+    return getattr(kwargs.get("log_metric"), "__self__", None)
 
 
 class RlvpReward:
@@ -128,26 +166,42 @@ class RlvpReward:
     list[float]`` (TRL's reward-function contract); `last_rows` keeps the rows of the
     latest call, in batch order.
 
+    Scalar mode in all-failed groups: TRL z-scores each group's summed reward, so in a
+    group whose outcomes are all equal the rule credit's differences alone are divided
+    by their own std -- penalties 0.01 apart become advantages of about +-1.  Such groups
+    are counted in ``rlvp/amplified_groups`` (from the second generation batch on: the
+    reward meets its trainer in its first call) and logged once.  Token mode keeps each
+    call's process advantage at ``w * |c|``.
+
     Raises:
-        ValueError: an unknown mode or a negative process weight.
+        ValueError: an unknown mode or error signal, a process weight that is negative,
+            NaN or infinite, call markers that are empty or identical; at the first call,
+            a token-mode reward called by a trainer that is not an `RlvpAdvantageMixin`
+            (the stock `GRPOTrainer` would train on 0 for every completion).
+        TypeError: a process weight or rules of the wrong type.
     """
 
     def __init__(self, rules: Program | str | os.PathLike, *, mode: str = "token", process_weight: float = 1.0,
                  error_signal: Any = "trl", call_markers: tuple[str, str] = HERMES_MARKERS, name: str = "rlvp"):
-        if mode not in ("token", "scalar"):
+        if not isinstance(mode, str) or mode not in ("token", "scalar"):
             raise ValueError(f"'mode' must be token or scalar (got {mode!r})")
-        if isinstance(process_weight, bool) or not isinstance(process_weight, (int, float)):
-            raise TypeError(f"'process_weight' must be a number (got {process_weight!r})")
-        if process_weight < 0:
-            raise ValueError(f"'process_weight' must be non-negative (got {process_weight})")
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"'name' must be a non-empty string, the name TRL logs the reward under (got {name!r})")
+        self.process_weight = _checked_weight(process_weight)
+        try:
+            resolve_error_signal(error_signal, default="trl")
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"'error_signal': {exc}") from None
+        self.call_markers = _checked_markers(call_markers)
         self.program = _as_program(rules)
         self.mode = mode
-        self.process_weight = float(process_weight)
         self.error_signal = error_signal
-        self.call_markers = call_markers
         self.__name__ = name
         self.last_rows: list[ScoredRow] = []
         self.unscorable_rows = 0
+        self.owned_by_mixin = False  # set by RlvpAdvantageMixin, which reads token-mode rows
+        self._watched: Any = None  # the trainer whose amplified groups scalar mode counts
+        self._warned_amplified = False
 
     # ---- reading one completion ------------------------------------------------------
     def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
@@ -179,12 +233,65 @@ class RlvpReward:
     # ---- TRL's reward-function contract ------------------------------------------------
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
                  **kwargs: Any) -> list[float]:
+        trainer = _calling_trainer(kwargs)
+        by_trainer = trainer is not None or "trainer_state" in kwargs  # TRL passes both; a hand call neither
+        owned = isinstance(trainer, RlvpAdvantageMixin) if trainer is not None else self.owned_by_mixin
+        if self.mode == "token" and by_trainer and not owned:
+            raise ValueError(
+                f"RlvpReward(mode='token') was called by {type(trainer).__name__ if trainer else 'a trainer'}, which "
+                "is not an RlvpAdvantageMixin: token-mode credit reaches only that mixin's per-token advantages, so "
+                "this trainer would train on 0 for every completion. Use RlvpGRPOTrainer (or add "
+                "RlvpAdvantageMixin in front of your GRPOTrainer subclass), or RlvpReward(..., mode='scalar') "
+                "with the stock GRPOTrainer")
+        if self.mode == "scalar" and trainer is not None:
+            self._watch(trainer)
         messages = kwargs.get("rlvp_messages")
         self.last_rows = [self.read(p, c, messages[k] if messages is not None else None)
                           for k, (p, c) in enumerate(zip(prompts, completions, strict=True))]
         if self.mode == "token":
             return [0.0] * len(self.last_rows)
         return [self.process_weight * self.credits(row).total for row in self.last_rows]
+
+    # ---- scalar mode: the groups TRL's z-score amplifies ----------------------------------
+    def _watch(self, trainer: Any) -> None:
+        """Count amplified groups after each of `trainer`'s reward computations (its
+        ``_calculate_rewards`` returns every reward function's values, gathered: whole groups)."""
+        if self._watched is trainer:
+            return
+        self._watched = trainer
+        compute = trainer._calculate_rewards
+
+        def calculate_rewards(*args: Any, **kwargs: Any) -> torch.Tensor:
+            rewards = compute(*args, **kwargs)
+            self._count_amplified(trainer, rewards)
+            return rewards
+
+        trainer._calculate_rewards = calculate_rewards
+
+    def _count_amplified(self, trainer: Any, rewards: torch.Tensor) -> None:
+        """Log ``rlvp/amplified_groups`` for one batch; `rewards` is ``[B_global, n_funcs]``."""
+        index = next((k for k, f in enumerate(trainer.reward_funcs) if f is self), None)
+        G = trainer.num_generations if trainer.model.training else trainer.num_generations_eval
+        if index is None or G < 2 or rewards.shape[0] % G:
+            return
+        weighted = rewards.double().cpu() * trainer.reward_weights.double().cpu().unsqueeze(0)  # (B, n_funcs)
+        others = [k for k in range(weighted.shape[1]) if k != index]
+        if trainer.multi_objective_aggregation == "normalize_then_sum":  # each function z-scored by its group std
+            outcome, folded = torch.zeros(weighted.shape[0], dtype=torch.float64), weighted[:, index]
+            scale = "group"
+        else:
+            outcome = weighted[:, others].nansum(dim=1)
+            folded = outcome + weighted[:, index].nan_to_num(0.0)
+            scale = trainer.scale_rewards
+        found = amplified_groups(outcome.view(-1, G), folded.view(-1, G), scale)
+        n = int(found.sum())
+        trainer._log_metric("rlvp/amplified_groups", float(n))
+        if n and not self._warned_amplified:
+            self._warned_amplified = True
+            log.warning("rlvp scalar mode: %d of %d groups have equal outcomes and rule credit that differs; "
+                        "TRL's group std scales those differences up to unit-size advantages (shaping noise as a "
+                        "full-size gradient; counted in rlvp/amplified_groups). RlvpGRPOTrainer with "
+                        "mode='token' keeps each call's credit at w x |c|", n, found.numel())
 
 
 def _marker_ids(tokenizer: Any, marker: str) -> list[int]:
@@ -204,7 +311,8 @@ class RlvpAdvantageMixin:
     ``sum_then_normalize``).
 
     Raises:
-        ValueError: no token-mode `RlvpReward` among the reward functions.
+        ValueError: no token-mode `RlvpReward` among the reward functions, or call markers
+            the tokenizer encodes as no tokens or as the same tokens.
     """
 
     def __init__(self, *args: Any, process_schedule: ProcessWeightSchedule | None = None, **kwargs: Any):
@@ -216,10 +324,21 @@ class RlvpAdvantageMixin:
                              "with RlvpReward(rules, mode='scalar')")
         self.rlvp_index = found[0]
         self.rlvp_reward: RlvpReward = self.reward_funcs[self.rlvp_index]
+        self.rlvp_reward.owned_by_mixin = True
+        weights = self.reward_weights.tolist()
+        if not any(w != 0 for k, w in enumerate(weights) if k != self.rlvp_index):
+            log.warning("%s has no outcome reward: reward_funcs holds only the RlvpReward (or the others weigh 0), "
+                        "so every group's outcome advantage is 0 and the policy learns the rules alone; add the "
+                        "task's reward function to reward_funcs", type(self).__name__)
+        self._rlvp_warned_markers = False
         self.rlvp_schedule = process_schedule or ProcessWeightSchedule(self.rlvp_reward.process_weight, enabled=False)
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         self._rlvp_tokenizer = tokenizer
         self._rlvp_markers = tuple(_marker_ids(tokenizer, m) for m in self.rlvp_reward.call_markers)
+        if self._rlvp_markers[0] == self._rlvp_markers[1]:
+            raise ValueError(f"the tokenizer encodes both call markers {self.rlvp_reward.call_markers!r} as the same "
+                             f"tokens {self._rlvp_markers[0]}, so no call's end can be found; give "
+                             "RlvpReward(call_markers=...) markers in the tokenizer's vocabulary")
         self._rlvp_rewards_per_func: torch.Tensor | None = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -273,13 +392,15 @@ class RlvpAdvantageMixin:
         ids, masks = out["completion_ids"].tolist(), mask.tolist()
         credits: list[CallCredits] = []
         spans: list[tuple[tuple[int, int], ...]] = []
-        unmatched = 0
+        unmatched = without_span = markerless = 0
         for row, row_ids, row_mask in zip(rows, ids, masks, strict=True):
             found = find_call_spans(row_ids, *self._rlvp_markers, row_mask)
             agree = len(found) == len(row.episode.calls) - row.first_call  # then names are not needed
             names = None if agree else self._span_tools(row_ids, found)
             aligned = align_call_spans(row.episode, found, names, first_call=row.first_call)
             unmatched += aligned.inserted
+            without_span += aligned.without_span
+            markerless += bool(aligned.without_span and not found)
             credits.append(self.rlvp_reward.credits(row, aligned.episode))
             spans.append(aligned.spans)
         step = self.state.global_step
@@ -300,9 +421,23 @@ class RlvpAdvantageMixin:
         metrics["rlvp/credit_per_episode"].append(sum(cc.total for cc in credits) / B)
         metrics["rlvp/process_weight"].append(w)
         metrics["rlvp/unmatched_spans"].append(float(unmatched))
+        metrics["rlvp/calls_without_span"].append(float(without_span))
         metrics["rlvp/unscorable_rows"].append(float(sum(1 for r in rows if r.problem)))
-        metrics["rlvp/flagged_credits"].append(float(sum(len(cc.flagged) for cc in credits)))
+        metrics["rlvp/flagged_credits"].append(float(sum(len(cc.flagged) for cc in credits)
+                                                     + int(result.overflowed.sum())))
+        if markerless:
+            self._rlvp_warn_markers(markerless)
         return result.advantages.to(completion_mask.device)
+
+    def _rlvp_warn_markers(self, rows: int) -> None:
+        """Say once that the call markers never occur in completions that have calls."""
+        if self._rlvp_warned_markers:
+            return
+        self._rlvp_warned_markers = True
+        log.warning("rlvp: the call markers %r never occur among the generated tokens of %d completion(s) whose "
+                    "episodes have calls, so those calls' credit reaches no token (counted in "
+                    "rlvp/calls_without_span); pass your chat template's markers as RlvpReward(call_markers=...)",
+                    self.rlvp_reward.call_markers, rows)
 
 
 class RlvpGRPOTrainer(RlvpAdvantageMixin, GRPOTrainer):

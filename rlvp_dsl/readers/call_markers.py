@@ -43,8 +43,13 @@ def marked_calls(text: str, markers: tuple[str, str] = HERMES_MARKERS) -> tuple[
     A block opened but never closed (generation cut off) runs to the end of the text.
     A block is a valid call when its inner text is a JSON object with a string ``name``
     and an object ``arguments`` (or ``parameters``); linear in the text's length.
+
+    Raises:
+        ValueError: an empty marker.
     """
     opener, closer = markers
+    if not opener or not closer:  # an empty marker is found everywhere: the scan would never advance
+        raise ValueError(f"the call markers must be non-empty strings (got {markers!r})")
     outside: list[str] = []
     blocks: list[MarkedCall] = []
     pos = 0

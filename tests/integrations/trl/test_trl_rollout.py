@@ -78,8 +78,9 @@ def test_each_calls_credit_lands_on_exactly_its_tokens(tmp_path):
 
 
 def test_the_stock_trainer_has_no_gradient_from_a_failed_group(tmp_path):
-    """Under the stock GRPOTrainer the same group (all outcomes 0, token-mode reward adds 0) is dead."""
-    _, trainer, before = _run(RecordingStock, tmp_path, RlvpReward(loads(RULES), process_weight=W))
+    """Under the stock GRPOTrainer the same group (all outcomes 0, no rule credit) is dead.  (A token-mode
+    reward there is refused at its first call: test_trl_guards.py.)"""
+    _, trainer, before = _run(RecordingStock, tmp_path, RlvpReward(loads(RULES), mode="scalar", process_weight=0.0))
     assert all(torch.count_nonzero(b["advantages"]) == 0 for b in trainer.seen)
     assert not changed(before, trainer.model)
 
