@@ -52,7 +52,8 @@ are equal; ``rlvp/live_groups`` shows that token credit kept them live):
 ``rlvp/live_groups``, ``rlvp/dead_groups``, ``rlvp/violations_per_episode``,
 ``rlvp/credit_per_episode``, ``rlvp/process_weight``, ``rlvp/unmatched_spans``,
 ``rlvp/unscorable_rows``, ``rlvp/flagged_credits`` (non-finite credits dropped,
-`rlvp_dsl.attach`).
+`rlvp_dsl.attach`), ``rlvp/ambiguous_results`` (calls whose result, paired by tool name,
+could be a same-name call's: docs/readers.md).
 
 Importing this module imports torch and trl.
 """
@@ -72,7 +73,8 @@ from rlvp_dsl.attach import CallCredits, call_credits
 from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
-from rlvp_dsl.readers import HERMES_MARKERS, ReaderError, episode_from_messages, episode_from_text, marked_calls
+from rlvp_dsl.readers import (HERMES_MARKERS, THINK_MARKERS, ReaderError, episode_from_messages, episode_from_text,
+                              marked_calls)
 from rlvp_dsl.spans import align_call_spans, find_call_spans
 from trainer.advantages import compute_advantages
 from trainer.annealing import ProcessWeightSchedule
@@ -128,9 +130,16 @@ class RlvpReward:
     list[float]`` (TRL's reward-function contract); `last_rows` keeps the rows of the
     latest call, in batch order.
 
+    Reasoning: a call the model only wrote inside its thought (`reasoning_markers`, the
+    class attribute: ``<think>``/``</think>``; None for none) is no call, in the text and in
+    the token spans, so thought tokens carry no call credit.
+
     Raises:
         ValueError: an unknown mode or a negative process weight.
     """
+
+    #: The markers of the model's thought (set to None on an instance for a template without them).
+    reasoning_markers: tuple[str, str] | None = THINK_MARKERS
 
     def __init__(self, rules: Program | str | os.PathLike, *, mode: str = "token", process_weight: float = 1.0,
                  error_signal: Any = "trl", call_markers: tuple[str, str] = HERMES_MARKERS, name: str = "rlvp"):
@@ -157,13 +166,16 @@ class RlvpReward:
                 [{"role": "user", "content": prompt}] if isinstance(prompt, str) and prompt else [])
             if messages is None and isinstance(completion, str):
                 head = episode_from_messages(prompt_part, error_signal=self.error_signal)
-                tail = episode_from_text(completion, call_markers=self.call_markers)
+                tail = episode_from_text(completion, call_markers=self.call_markers,
+                                         reasoning_markers=self.reasoning_markers)
                 events = head.events + tuple(attrs.evolve(e, index=len(head.events) + e.index) for e in tail.events)
                 return ScoredRow(Episode("completion", events), len(head.events), len(head.calls))
             completion_part = messages if messages is not None else completion
-            head = episode_from_messages(prompt_part, error_signal=self.error_signal, call_markers=self.call_markers)
+            head = episode_from_messages(prompt_part, error_signal=self.error_signal, call_markers=self.call_markers,
+                                         reasoning_markers=self.reasoning_markers)
             whole = episode_from_messages(list(prompt_part) + list(completion_part), error_signal=self.error_signal,
-                                          call_markers=self.call_markers, id="completion")
+                                          call_markers=self.call_markers, reasoning_markers=self.reasoning_markers,
+                                          id="completion")
             return ScoredRow(whole, len(head.events), len(head.calls))
         except (ReaderError, TypeError, ValueError) as exc:
             self.unscorable_rows += 1
@@ -192,6 +204,21 @@ def _marker_ids(tokenizer: Any, marker: str) -> list[int]:
     if not ids:
         raise ValueError(f"the tokenizer encodes the call marker {marker!r} as no tokens")
     return list(ids)
+
+
+def _reasoning_ids(tokenizer: Any, markers: tuple[str, str] | None) -> tuple[list[int], list[int]] | None:
+    """The token ids of the reasoning markers, or None where the tokenizer cannot write them
+    (a marker that encodes to nothing, to the unknown token, or does not decode back to itself)."""
+    if markers is None:
+        return None
+    out = []
+    for marker in markers:
+        ids = list(tokenizer.encode(marker, add_special_tokens=False))
+        unk = getattr(tokenizer, "unk_token_id", None)
+        if not ids or (unk is not None and unk in ids) or tokenizer.decode(ids).strip() != marker:
+            return None
+        out.append(ids)
+    return out[0], out[1]
 
 
 class RlvpAdvantageMixin:
@@ -248,6 +275,14 @@ class RlvpAdvantageMixin:
         fill = torch.nanmean(groups, dim=1, keepdim=True).nan_to_num(0.0).expand_as(groups)
         return torch.where(torch.isnan(groups), fill, groups).reshape(-1).tolist()  # unscorable: the group mean
 
+    def _rlvp_reasoning(self) -> tuple[list[int], list[int]] | None:
+        """The reasoning markers' token ids (None: no reasoning to skip), found once."""
+        key = self.rlvp_reward.reasoning_markers
+        cached = getattr(self, "_rlvp_reasoning_cache", None)
+        if cached is None or cached[0] != key:
+            cached = self._rlvp_reasoning_cache = (key, _reasoning_ids(self._rlvp_tokenizer, key))
+        return cached[1]
+
     def _span_tools(self, ids: list[int], spans: list[tuple[int, int]]) -> list[str | None]:
         names = []
         for start, end in spans:
@@ -274,8 +309,9 @@ class RlvpAdvantageMixin:
         credits: list[CallCredits] = []
         spans: list[tuple[tuple[int, int], ...]] = []
         unmatched = 0
+        reasoning = self._rlvp_reasoning()
         for row, row_ids, row_mask in zip(rows, ids, masks, strict=True):
-            found = find_call_spans(row_ids, *self._rlvp_markers, row_mask)
+            found = find_call_spans(row_ids, *self._rlvp_markers, row_mask, reasoning=reasoning)
             agree = len(found) == len(row.episode.calls) - row.first_call  # then names are not needed
             names = None if agree else self._span_tools(row_ids, found)
             aligned = align_call_spans(row.episode, found, names, first_call=row.first_call)
@@ -302,6 +338,8 @@ class RlvpAdvantageMixin:
         metrics["rlvp/unmatched_spans"].append(float(unmatched))
         metrics["rlvp/unscorable_rows"].append(float(sum(1 for r in rows if r.problem)))
         metrics["rlvp/flagged_credits"].append(float(sum(len(cc.flagged) for cc in credits)))
+        metrics["rlvp/ambiguous_results"].append(float(sum(
+            sum(1 for call in r.episode.calls[r.first_call:] if call.ambiguous) for r in rows)))
         return result.advantages.to(completion_mask.device)
 
 
