@@ -98,7 +98,7 @@ class ScriptedTools(RlvpGRPOTrainer):
 
     def _compute_loss(self, model, inputs):
         self.seen.append({k: inputs[k].detach().clone() for k in ("advantages", "completion_ids", "completion_mask",
-                                                                   "tool_mask")})
+                                                                   "tool_mask") if k in inputs})
         return super()._compute_loss(model, inputs)
 
 
