@@ -32,7 +32,10 @@ advantages as they are, for every ``loss_type``.
 message lists: tool errors are TRL's ``{'error': ...}`` text (error signal ``trl``), and
 a call whose arguments were not valid JSON stays text in the message -- with the
 template's markers it becomes a malformed call.  Plain-text completions are read for
-marked calls.  In ``rollout_func`` mode a rollout may return the messages under the key
+marked calls.  TRL's tool messages carry no ids (and TRL writes sync tools' results before
+async ones'): each answers the oldest unanswered call of its ``name``.  A call written
+inside ``<think>...</think>`` is no call, in the text and in the spans.  In
+``rollout_func`` mode a rollout may return the messages under the key
 ``rlvp_messages`` (one message list per completion), which takes precedence.  The
 prompt's messages are part of the episode (a rule may look at what the user said), but
 credit never lands on them.
