@@ -468,7 +468,10 @@ class EpisodeBuilder:
         else:
             slot = None
             if isinstance(name, str) and name:
-                slot = next((s for s in self._pending if s.tool == name), None)
+                if self._pending and self._pending[0].tool == name:  # results in call order: no scan
+                    slot = self._pending[0]
+                else:
+                    slot = next((s for s in self._pending if s.tool == name), None)
                 by_name = slot is not None
             if slot is None:
                 slot = self._pending[0] if self._pending else None
@@ -560,9 +563,10 @@ class EpisodeBuilder:
         full_meta = dict(meta)
         if self.orphan_results:
             full_meta["orphan_results"] = self.orphan_results
-        ambiguous = len(self._ambiguous()[0])
+        events = self.events()
+        ambiguous = sum(1 for e in events if e.ambiguous)
         if ambiguous:
             full_meta["ambiguous_results"] = ambiguous
         if self.bad_names:
             full_meta["bad_tool_names"] = list(self.bad_names)
-        return Episode(id=id, events=self.events(), outcome=None if outcome is None else float(outcome), source=source, meta=full_meta)
+        return Episode(id=id, events=events, outcome=None if outcome is None else float(outcome), source=source, meta=full_meta)
