@@ -72,3 +72,4 @@ def test_an_unknown_name_is_a_value_error_with_did_you_mean(tmp_path, api):
         call("nothing-like-it")
     with pytest.raises(TypeError, match="error_signal must be an ErrorSignal or one of"):
         call(5)
+
