@@ -80,6 +80,11 @@ class Event:
             message -- its text and its calls -- share it: they were issued together,
             before any of their results came back); None: a message of its own.  It
             defines what a call had *seen* (docs/language.md, "Information order").
+        ambiguous: the result was paired with this call by tool name, but it could be a
+            same-name sibling's: results without ids came back out of call order, and the
+            siblings' results differ (docs/readers.md, "Pairing results with calls").  When
+            their statuses differ the call's status is ``no_result`` (rules on errors skip
+            it rather than guess).
     """
 
     index: int
@@ -96,6 +101,7 @@ class Event:
     call_id: str | None = None
     requestor: str = "assistant"
     message: int | None = None
+    ambiguous: bool = False
 
     @property
     def is_call(self) -> bool:
@@ -130,6 +136,8 @@ class Event:
                 out["signals"] = dict(self.signals)
             if self.requestor != "assistant":
                 out["requestor"] = self.requestor
+            if self.ambiguous:
+                out["ambiguous"] = True
         else:
             out["text"] = self.text
         if self.message is not None:

@@ -31,7 +31,8 @@ Span = tuple[int, int]
 
 
 def find_call_spans(ids: Sequence[int], open_ids: Sequence[int], close_ids: Sequence[int],
-                    mask: Sequence[int] | None = None) -> list[Span]:
+                    mask: Sequence[int] | None = None, *,
+                    reasoning: tuple[Sequence[int], Sequence[int]] | None = None) -> list[Span]:
     """The token spans of the marked calls among the generated tokens of one completion.
 
     Args:
@@ -41,6 +42,12 @@ def find_call_spans(ids: Sequence[int], open_ids: Sequence[int], close_ids: Sequ
         mask: ``[T]``, 1 where the model generated the token (completion mask times tool
             mask); markers inside tool output or padding (mask 0) are not calls.  None:
             every token is generated.
+        reasoning: the token ids of the reasoning markers (``<think>``, ``</think>``), or
+            None.  A marked block inside the model's thought is not a call: the thought's
+            tokens are found per generated run (one model turn) as
+            `rlvp_dsl.readers.call_markers.reasoning_spans` finds them in text -- opener
+            through closer; an unclosed opener to the end of its run; a closer before any
+            opener (the thought opened in the prompt) from the run's start.
 
     Returns:
         ``[(start, end), ...]`` in order, end exclusive.  Linear in ``T`` (markers are short).
@@ -48,20 +55,22 @@ def find_call_spans(ids: Sequence[int], open_ids: Sequence[int], close_ids: Sequ
     Raises:
         ValueError: an empty marker, or a mask of another length.
     """
-    if not open_ids or not close_ids:
+    if not open_ids or not close_ids or (reasoning is not None and not all(reasoning)):
         raise ValueError("the call markers must be non-empty token sequences")
     n = len(ids)
     if mask is not None and len(mask) != n:
         raise ValueError(f"mask has {len(mask)} entries for {n} token ids")
     generated = [True] * n if mask is None else [bool(m) for m in mask]
+    ids = list(ids)
+    if reasoning is not None:
+        for start, end in thought_spans(ids, generated, *reasoning):
+            generated[start:end] = [False] * (end - start)  # a thought's markers are no calls
     opener, closer = list(open_ids), list(close_ids)
 
     def at(t: int, marker: list[int]) -> bool:
-        k = len(marker)
-        return t + k <= n and all(generated[t + j] and ids[t + j] == marker[j] for j in range(k))
+        return _at(ids, generated, t, marker)
 
     spans: list[Span] = []
-    ids = list(ids)
     first = opener[0]
     t = 0
     while t < n:
@@ -79,6 +88,55 @@ def find_call_spans(ids: Sequence[int], open_ids: Sequence[int], close_ids: Sequ
                 break
             t += 1
         spans.append((start, t))
+    return spans
+
+
+def _at(ids: list[int], generated: list[bool], t: int, marker: Sequence[int]) -> bool:
+    """`marker` starts at token t, every token of it generated."""
+    k = len(marker)
+    return t + k <= len(ids) and all(generated[t + j] and ids[t + j] == marker[j] for j in range(k))
+
+
+def thought_spans(ids: Sequence[int], generated: Sequence[bool], open_ids: Sequence[int],
+                  close_ids: Sequence[int]) -> list[Span]:
+    """The token spans of the model's reasoning, ``[(start, end), ...]``, per generated run
+    (see `find_call_spans`'s ``reasoning``).  Linear in ``len(ids)``."""
+    ids, generated = list(ids), list(generated)
+    n = len(ids)
+    spans: list[Span] = []
+    if open_ids[0] not in ids and close_ids[0] not in ids:
+        return spans
+    t = 0
+    while t < n:
+        if not generated[t]:
+            t += 1
+            continue
+        run_end = t
+        while run_end < n and generated[run_end]:
+            run_end += 1
+        spans.extend(_run_thoughts(ids, generated, t, run_end, list(open_ids), list(close_ids)))
+        t = run_end
+    return spans
+
+
+def _run_thoughts(ids: list[int], generated: list[bool], start: int, end: int, opener: list[int],
+                  closer: list[int]) -> list[Span]:
+    """The thoughts of one generated run ``ids[start:end]``."""
+    spans: list[Span] = []
+    t, inside, began = start, False, start
+    seen_marker = False  # a closer before any marker closes a thought the prompt opened
+    while t < end:
+        if not inside and _at(ids, generated, t, opener):
+            inside, began, seen_marker = True, t, True
+            t += len(opener)
+        elif (inside or not seen_marker) and _at(ids, generated, t, closer):
+            t += len(closer)
+            spans.append((began, t))
+            inside, seen_marker = False, True
+        else:
+            t += 1
+    if inside:
+        spans.append((began, end))
     return spans
 
 

@@ -37,7 +37,10 @@ advantages as they are, for every ``loss_type``.
 message lists: tool errors are TRL's ``{'error': ...}`` text (error signal ``trl``), and
 a call whose arguments were not valid JSON stays text in the message -- with the
 template's markers it becomes a malformed call.  Plain-text completions are read for
-marked calls.  In ``rollout_func`` mode a rollout may return the messages under the key
+marked calls.  TRL's tool messages carry no ids (and TRL writes sync tools' results before
+async ones'): each answers the oldest unanswered call of its ``name``.  A call written
+inside ``<think>...</think>`` is no call, in the text and in the spans.  In
+``rollout_func`` mode a rollout may return the messages under the key
 ``rlvp_messages`` (one message list per completion), which takes precedence.  The
 prompt's messages are part of the episode (a rule may look at what the user said), but
 credit never lands on them.
@@ -58,7 +61,9 @@ are equal; ``rlvp/live_groups`` shows that token credit kept them live):
 ``rlvp/credit_per_episode``, ``rlvp/process_weight``, ``rlvp/unmatched_spans``,
 ``rlvp/calls_without_span`` (calls whose tokens were not found: their credit reaches
 no token), ``rlvp/unscorable_rows``, ``rlvp/flagged_credits`` (non-finite credits and
-sums dropped, `rlvp_dsl.attach`); in scalar mode ``rlvp/amplified_groups``.
+sums dropped, `rlvp_dsl.attach`), ``rlvp/ambiguous_results`` (calls whose result, paired
+by tool name, could be a same-name call's: docs/readers.md); in scalar mode
+``rlvp/amplified_groups``.
 
 Importing this module imports torch and trl.
 """
@@ -79,7 +84,8 @@ from rlvp_dsl.attach import CallCredits, call_credits
 from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
-from rlvp_dsl.readers import HERMES_MARKERS, ReaderError, episode_from_messages, episode_from_text, marked_calls
+from rlvp_dsl.readers import (HERMES_MARKERS, THINK_MARKERS, ReaderError, episode_from_messages, episode_from_text,
+                              marked_calls)
 from rlvp_dsl.readers import error_signal as resolve_error_signal
 from rlvp_dsl.spans import align_call_spans, find_call_spans
 from trainer.advantages import amplified_groups, compute_advantages
@@ -173,6 +179,10 @@ class RlvpReward:
     reward meets its trainer in its first call) and logged once.  Token mode keeps each
     call's process advantage at ``w * |c|``.
 
+    Reasoning: a call the model only wrote inside its thought (`reasoning_markers`, the
+    class attribute: ``<think>``/``</think>``; None for none) is no call, in the text and in
+    the token spans, so thought tokens carry no call credit.
+
     Raises:
         ValueError: an unknown mode or error signal, a process weight that is negative,
             NaN or infinite, call markers that are empty or identical; at the first call,
@@ -180,6 +190,9 @@ class RlvpReward:
             (the stock `GRPOTrainer` would train on 0 for every completion).
         TypeError: a process weight or rules of the wrong type.
     """
+
+    #: The markers of the model's thought (set to None on an instance for a template without them).
+    reasoning_markers: tuple[str, str] | None = THINK_MARKERS
 
     def __init__(self, rules: Program | str | os.PathLike, *, mode: str = "token", process_weight: float = 1.0,
                  error_signal: Any = "trl", call_markers: tuple[str, str] = HERMES_MARKERS, name: str = "rlvp"):
@@ -211,13 +224,16 @@ class RlvpReward:
                 [{"role": "user", "content": prompt}] if isinstance(prompt, str) and prompt else [])
             if messages is None and isinstance(completion, str):
                 head = episode_from_messages(prompt_part, error_signal=self.error_signal)
-                tail = episode_from_text(completion, call_markers=self.call_markers)
+                tail = episode_from_text(completion, call_markers=self.call_markers,
+                                         reasoning_markers=self.reasoning_markers)
                 events = head.events + tuple(attrs.evolve(e, index=len(head.events) + e.index) for e in tail.events)
                 return ScoredRow(Episode("completion", events), len(head.events), len(head.calls))
             completion_part = messages if messages is not None else completion
-            head = episode_from_messages(prompt_part, error_signal=self.error_signal, call_markers=self.call_markers)
+            head = episode_from_messages(prompt_part, error_signal=self.error_signal, call_markers=self.call_markers,
+                                         reasoning_markers=self.reasoning_markers)
             whole = episode_from_messages(list(prompt_part) + list(completion_part), error_signal=self.error_signal,
-                                          call_markers=self.call_markers, id="completion")
+                                          call_markers=self.call_markers, reasoning_markers=self.reasoning_markers,
+                                          id="completion")
             return ScoredRow(whole, len(head.events), len(head.calls))
         except (ReaderError, TypeError, ValueError) as exc:
             self.unscorable_rows += 1
@@ -301,6 +317,21 @@ def _marker_ids(tokenizer: Any, marker: str) -> list[int]:
     return list(ids)
 
 
+def _reasoning_ids(tokenizer: Any, markers: tuple[str, str] | None) -> tuple[list[int], list[int]] | None:
+    """The token ids of the reasoning markers, or None where the tokenizer cannot write them
+    (a marker that encodes to nothing, to the unknown token, or does not decode back to itself)."""
+    if markers is None:
+        return None
+    out = []
+    for marker in markers:
+        ids = list(tokenizer.encode(marker, add_special_tokens=False))
+        unk = getattr(tokenizer, "unk_token_id", None)
+        if not ids or (unk is not None and unk in ids) or tokenizer.decode(ids).strip() != marker:
+            return None
+        out.append(ids)
+    return out[0], out[1]
+
+
 class RlvpAdvantageMixin:
     """Per-token rlvp advantages for a `trl.GRPOTrainer` (subclass: ``class T(RlvpAdvantageMixin,
     GRPOTrainer)``).  The constructor is GRPOTrainer's, plus ``process_schedule`` (a
@@ -367,6 +398,14 @@ class RlvpAdvantageMixin:
         fill = torch.nanmean(groups, dim=1, keepdim=True).nan_to_num(0.0).expand_as(groups)
         return torch.where(torch.isnan(groups), fill, groups).reshape(-1).tolist()  # unscorable: the group mean
 
+    def _rlvp_reasoning(self) -> tuple[list[int], list[int]] | None:
+        """The reasoning markers' token ids (None: no reasoning to skip), found once."""
+        key = self.rlvp_reward.reasoning_markers
+        cached = getattr(self, "_rlvp_reasoning_cache", None)
+        if cached is None or cached[0] != key:
+            cached = self._rlvp_reasoning_cache = (key, _reasoning_ids(self._rlvp_tokenizer, key))
+        return cached[1]
+
     def _span_tools(self, ids: list[int], spans: list[tuple[int, int]]) -> list[str | None]:
         names = []
         for start, end in spans:
@@ -393,8 +432,9 @@ class RlvpAdvantageMixin:
         credits: list[CallCredits] = []
         spans: list[tuple[tuple[int, int], ...]] = []
         unmatched = without_span = markerless = 0
+        reasoning = self._rlvp_reasoning()
         for row, row_ids, row_mask in zip(rows, ids, masks, strict=True):
-            found = find_call_spans(row_ids, *self._rlvp_markers, row_mask)
+            found = find_call_spans(row_ids, *self._rlvp_markers, row_mask, reasoning=reasoning)
             agree = len(found) == len(row.episode.calls) - row.first_call  # then names are not needed
             names = None if agree else self._span_tools(row_ids, found)
             aligned = align_call_spans(row.episode, found, names, first_call=row.first_call)
@@ -425,6 +465,8 @@ class RlvpAdvantageMixin:
         metrics["rlvp/unscorable_rows"].append(float(sum(1 for r in rows if r.problem)))
         metrics["rlvp/flagged_credits"].append(float(sum(len(cc.flagged) for cc in credits)
                                                      + int(result.overflowed.sum())))
+        metrics["rlvp/ambiguous_results"].append(float(sum(
+            sum(1 for call in r.episode.calls[r.first_call:] if call.ambiguous) for r in rows)))
         if markerless:
             self._rlvp_warn_markers(markerless)
         return result.advantages.to(completion_mask.device)

@@ -9,6 +9,7 @@ marks calls that never got a result as ``no_result``.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from typing import Any, Iterable, Mapping
@@ -211,57 +212,83 @@ SWE_AGENT_MARKERS = (
     "Usage: ",
 )
 
-#: The error signal each format uses unless the caller passes its own.
-DEFAULT_ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
-    "tau2": ErrorSignal(flags=("error",)),
-    "tau_bench_v1": ErrorSignal(prefixes=("Error",)),
-    "openai": ErrorSignal(flags=("error", "isError", "is_error"), prefixes=("Error",)),
-    "swe_agent": ErrorSignal(markers=SWE_AGENT_MARKERS),
-}
-
-#: The tool-error formats the trainers write into chat messages, by name:
+#: Every error signal, by name (docs/readers.md lists them): one per trajectory format
+#: (each format's default) and one per trainer loop:
 #:
+#: * ``tau2`` -- an ``error: true`` flag on the tool message;
+#: * ``tau_bench_v1`` -- an ``Error`` prefix;
+#: * ``openai`` -- the chat default: an ``error``/``isError`` flag or an ``Error`` prefix;
+#: * ``swe_agent`` -- the markers of a failed command (`SWE_AGENT_MARKERS`);
 #: * ``trl`` -- TRL's GRPOTrainer (1.x) writes a failed tool as the Python repr of a dict,
 #:   ``{'error': "multiply() got an unexpected keyword argument 'x'"}`` or
 #:   ``{'error': 'Tool divide not found.'}`` (and JSON ``{"error": ...}`` from user tools);
 #: * ``verl`` -- verl's tool agent loop (0.9): ``Unknown function 'NAME'. Available tools: [...]``,
 #:   ``Invalid JSON in arguments for 'NAME': ...``, ``Error executing tool 'NAME': ...``, and the
 #:   ``Error...`` texts tools return themselves;
-#: * ``mcp`` -- an MCP ``tools/call`` result with ``isError`` (or ``is_error``) true;
-#: * ``openai`` -- the chat default: an ``error``/``isError`` flag or an ``Error`` prefix.
+#: * ``mcp`` -- an MCP ``tools/call`` result with ``isError`` (or ``is_error``) true.
 ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
+    "tau2": ErrorSignal(flags=("error",)),
+    "tau_bench_v1": ErrorSignal(prefixes=("Error",)),
+    "openai": ErrorSignal(flags=("error", "isError", "is_error"), prefixes=("Error",)),
+    "swe_agent": ErrorSignal(markers=SWE_AGENT_MARKERS),
     "trl": ErrorSignal(flags=("error", "isError", "is_error"), prefixes=("{'error':", '{"error":', "Error")),
     "verl": ErrorSignal(flags=("isError", "is_error"),
                         prefixes=("Unknown function '", "Invalid JSON in arguments for '", "Error")),
     "mcp": ErrorSignal(flags=("isError", "is_error")),
-    "openai": DEFAULT_ERROR_SIGNALS["openai"],
 }
+
+#: The error signal each trajectory format uses unless the caller passes its own (entries of `ERROR_SIGNALS`).
+DEFAULT_ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
+    fmt: ERROR_SIGNALS[fmt] for fmt in ("tau2", "tau_bench_v1", "openai", "swe_agent")}
 
 
 def error_signal(signal: "ErrorSignal | str | None", default: str = "openai") -> ErrorSignal:
     """An `ErrorSignal`, or one of `ERROR_SIGNALS` by name; None gives `default`'s.
 
+    The one resolver of error-signal names: every API that takes ``error_signal=`` (the file
+    readers, `episode_from_messages`, TRL's `RlvpReward`, verl's settings) goes through it.
+
     Raises:
-        ValueError: an unknown name (the message lists the known ones).
+        ValueError: an unknown name (the message lists the known ones and, for a near miss,
+            says which was meant).
+        TypeError: neither an `ErrorSignal`, a name nor None.
     """
     if isinstance(signal, ErrorSignal):
         return signal
     name = default if signal is None else signal
+    if not isinstance(name, str):
+        raise TypeError(f"error_signal must be an ErrorSignal or one of {', '.join(ERROR_SIGNALS)} "
+                        f"(got {type(name).__name__} {name!r})")
     if name not in ERROR_SIGNALS:
-        raise ValueError(f"unknown error signal {name!r}: expected an ErrorSignal or one of "
-                         f"{', '.join(sorted(ERROR_SIGNALS))}")
+        close = difflib.get_close_matches(name, list(ERROR_SIGNALS), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown error signal {name!r}{hint}: expected an ErrorSignal or one of "
+                         f"{', '.join(ERROR_SIGNALS)}")
     return ERROR_SIGNALS[name]
 
 
-def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
-    """Parse a call's arguments.
+#: How many times a call's arguments text is decoded, at most, to reach a JSON object: twice
+#: reads arguments that are a JSON string of a JSON object (``"{\\"id\\": 1}"``), which some
+#: tool-call parsers and chat templates produce, as that object.
+ARGUMENT_DECODES = 2
+
+
+def parse_arguments(raw: Any, decodes: int = ARGUMENT_DECODES) -> tuple[dict[str, Any], str | None, str]:
+    """Parse a call's arguments: the one place every reader decodes them.
 
     Args:
-        raw: a JSON object already parsed (dict), a JSON string, ``None`` or ``""``.
+        raw: a JSON object already parsed (dict), JSON text, ``None`` or ``""``.  Text is
+            decoded at most `ARGUMENT_DECODES` times until it is an object: arguments
+            encoded twice (a JSON string whose text is the JSON object) read as that object.
+            Idempotent: the object it returns parses to itself.
+        decodes: how many decodes text gets at most (1 for a value already decoded once: the
+            ``arguments`` string inside a marked ``<tool_call>`` block).
 
     Returns:
         ``(arguments, raw_text, problem)``: ``problem`` is ``""`` when the arguments
-        are a JSON object, else why not (then ``arguments`` is ``{}``).
+        are a JSON object, else why not (then ``arguments`` is ``{}``; a value that is still
+        not an object after the decodes -- a number, a list, text three times encoded -- is
+        such a problem).
     """
     if raw is None:
         return {}, None, ""
@@ -275,6 +302,14 @@ def parse_arguments(raw: Any) -> tuple[dict[str, Any], str | None, str]:
         value = loads(raw)
     except json.JSONDecodeError as exc:
         return {}, raw, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
+    for _ in range(decodes - 1):  # a JSON string: decode its text too
+        if not isinstance(value, str):
+            break
+        try:
+            inner = loads(value)
+        except json.JSONDecodeError:
+            break  # plain text in a JSON string: not an object
+        value = inner
     if not isinstance(value, dict):
         return {}, raw, f"arguments must be a JSON object, got JSON {type(value).__name__}"
     return value, raw, ""
@@ -296,14 +331,31 @@ class _Slot:
     error_text: str = ""
     message: int | None = None
     signals: dict = attrs.field(factory=dict)
+    run: int = 0  # the run of consecutive results that answered it (0: none)
+    answered_at: int = 0  # how many results came before its own
+    by_name: bool = False  # answered by tool name and per-name order (the result had no id)
+
+
+#: The error text of a call whose status is unknown (`EpisodeBuilder`, ambiguous results).
+AMBIGUOUS_TEXT = ("its result could be another {tool!r} call's: results without ids came back out of call "
+                  "order, and these calls' results differ in status")
 
 
 class EpisodeBuilder:
     """Collects events of one episode in order and freezes them into an :class:`Episode`.
 
-    Calls are matched to results by call id, else to the oldest unanswered call
-    (order fallback).  Calls never answered end as ``no_result``; malformed calls
+    A result is matched to its call by call id; a result without one (TRL's tool messages
+    carry only ``name``) to the oldest unanswered call of that tool name, else to the oldest
+    unanswered call (position).  Calls never answered end as ``no_result``; malformed calls
     keep status ``malformed`` even when a result comes back.
+
+    Ambiguity: when a run of results (the tool messages between two assistant turns) came
+    back out of call order -- TRL 1.16 appends sync tools' results before async ones' -- two
+    calls of one tool answered in that run by name could have had their results swapped.
+    Where their results differ, those calls are ``ambiguous`` (`Event.ambiguous`, counted in
+    ``meta["ambiguous_results"]``); where their statuses differ, each one's status is
+    unknown and becomes ``no_result`` (its result text dropped, `AMBIGUOUS_TEXT`), so rules on
+    errors skip it rather than guess.
     """
 
     def __init__(self, error_signal: ErrorSignal):
@@ -312,6 +364,9 @@ class EpisodeBuilder:
         self._message: int | None = None  # the source message being read (None: none declared)
         self._pending: list[_Slot] = []
         self.orphan_results = 0
+        self._run = 0  # the current run of consecutive results (0: none yet)
+        self._in_run = False
+        self._answers = 0  # results attached so far
         #: the problems of calls whose name is not text (``"name": 5``), kept in meta["bad_tool_names"]
         self.bad_names: list[str] = []
 
@@ -328,6 +383,7 @@ class EpisodeBuilder:
         if kind not in (USER, ASSISTANT):
             raise ValueError(f"message kind must be user or assistant, got {kind!r}")
         if (text and text.strip()) or signals:
+            self._in_run = False
             self._items.append((kind, text, self._message, dict(signals) if signals else {}))
 
     def call(
@@ -380,16 +436,19 @@ class EpisodeBuilder:
             problem="; ".join(problems),
             message=self._message,
         )
+        self._in_run = False
         self._items.append(slot)
         self._pending.append(slot)
 
-    def result(self, text: str, *, call_id: Any = None, records: Iterable[Any] = (),
+    def result(self, text: str, *, call_id: Any = None, name: Any = None, records: Iterable[Any] = (),
                signals: Mapping[str, Any] | None = None) -> bool:
         """Attach a tool result to its call.
 
         Args:
             text: the result text.
-            call_id: the id of the call it answers; ``None`` matches by order.
+            call_id: the id of the call it answers; ``None``: matched by `name`, else by order.
+            name: the tool name the result reports (a TRL / OpenAI tool message's ``name``);
+                used only without `call_id`: the oldest unanswered call of that tool.
             records: raw records whose flag fields signal an error (the tool message, an MCP result).
             signals: environment readings reported with the result (``stages_remaining``).
 
@@ -398,6 +457,7 @@ class EpisodeBuilder:
             unanswered call was left, or its id matches no unanswered call and every
             unanswered call has an id of its own (it is never handed to another call).
         """
+        by_name = False
         if isinstance(call_id, str) and call_id:
             # by id; else the oldest call that has no id -- never a call with another id
             if self._pending and self._pending[0].call_id == call_id:  # results in call order: no scan
@@ -406,12 +466,25 @@ class EpisodeBuilder:
                 slot = next((s for s in self._pending if s.call_id == call_id), None) or next(
                     (s for s in self._pending if s.call_id is None), None)
         else:
-            slot = self._pending[0] if self._pending else None
+            slot = None
+            if isinstance(name, str) and name:
+                if self._pending and self._pending[0].tool == name:  # results in call order: no scan
+                    slot = self._pending[0]
+                else:
+                    slot = next((s for s in self._pending if s.tool == name), None)
+                by_name = slot is not None
+            if slot is None:
+                slot = self._pending[0] if self._pending else None
         if slot is None:
             self.orphan_results += 1
             return False
+        if not self._in_run:
+            self._run += 1
+            self._in_run = True
         self._pending.remove(slot)
         slot.answered = True
+        slot.run, slot.by_name, slot.answered_at = self._run, by_name, self._answers
+        self._answers += 1
         slot.result = text
         slot.signals = dict(signals or {})
         if self.error_signal.is_error(text, *records):
@@ -419,22 +492,48 @@ class EpisodeBuilder:
             slot.error_text = text.strip()[:ERROR_TEXT_LIMIT]
         return True
 
+    def _ambiguous(self) -> tuple[set[int], set[int]]:
+        """``(ambiguous, unknown status)``: ids of the slots whose result could be a same-name
+        sibling's (see the class docstring), and of those whose status is therefore unknown."""
+        ambiguous: set[int] = set()
+        unknown: set[int] = set()
+        runs: dict[int, list[_Slot]] = {}  # run -> the calls it answered, in call order
+        for item in self._items:
+            if isinstance(item, _Slot) and item.answered:
+                runs.setdefault(item.run, []).append(item)
+        groups: dict[tuple[int, str | None], list[_Slot]] = {}
+        for run, slots in runs.items():
+            if all(a.answered_at < b.answered_at for a, b in zip(slots, slots[1:])):
+                continue  # results in call order: position agrees with the names
+            for item in slots:
+                if item.by_name and not item.problem:
+                    groups.setdefault((run, item.tool), []).append(item)
+        for group in groups.values():
+            if len({(s.status, s.result, tuple(sorted(s.signals.items()))) for s in group}) > 1:
+                ambiguous.update(id(s) for s in group)
+                if len({s.status for s in group}) > 1:
+                    unknown.update(id(s) for s in group)
+        return ambiguous, unknown
+
     def has_pending(self) -> bool:
         return bool(self._pending)
 
     def events(self) -> list[Event]:
         """The events in order, indexed from 0."""
+        ambiguous, unknown = self._ambiguous()
         out: list[Event] = []
         for item in self._items:
             index = len(out)
             if isinstance(item, tuple):
                 out.append(Event(index=index, kind=item[0], text=item[1], message=item[2], signals=item[3]))
                 continue
-            status, error_text = item.status, item.error_text
+            status, error_text, result = item.status, item.error_text, item.result
             if item.problem:
                 status, error_text = MALFORMED, item.problem
             elif not item.answered:
                 status = NO_RESULT
+            elif id(item) in unknown:
+                status, error_text, result = NO_RESULT, AMBIGUOUS_TEXT.format(tool=item.tool), ""
             out.append(
                 Event(
                     index=index,
@@ -444,7 +543,7 @@ class EpisodeBuilder:
                     raw_arguments=item.raw_arguments,
                     status=status,
                     error_text=error_text,
-                    result=item.result,
+                    result=result,
                     call_id=item.call_id,
                     requestor=item.requestor,
                     # calls the user (simulator) makes -- tau2 telecom's phone tools -- carry the
@@ -452,6 +551,7 @@ class EpisodeBuilder:
                     tags=_USER_SIDE_TAGS if item.requestor == "user" else _NO_TAGS,
                     message=item.message,
                     signals=item.signals,
+                    ambiguous=id(item) in ambiguous,
                 )
             )
         return out
@@ -463,6 +563,10 @@ class EpisodeBuilder:
         full_meta = dict(meta)
         if self.orphan_results:
             full_meta["orphan_results"] = self.orphan_results
+        events = self.events()
+        ambiguous = sum(1 for e in events if e.ambiguous)
+        if ambiguous:
+            full_meta["ambiguous_results"] = ambiguous
         if self.bad_names:
             full_meta["bad_tool_names"] = list(self.bad_names)
-        return Episode(id=id, events=self.events(), outcome=None if outcome is None else float(outcome), source=source, meta=full_meta)
+        return Episode(id=id, events=events, outcome=None if outcome is None else float(outcome), source=source, meta=full_meta)

@@ -4,6 +4,11 @@ Chat templates mark each tool call with marker strings (Qwen 2.5 / Hermes:
 ``<tool_call>`` and ``</tool_call>``).  `marked_calls` splits a text into the text
 outside the blocks and the blocks, each parsed as a call or given the reason it is not
 one (broken JSON, no name, cut off before the closing marker).
+
+Reasoning is not acting: a block the model only wrote inside its thought
+(``<think>...</think>``, `THINK_MARKERS`) is thought text, never a call, whatever form it
+has (Hermes JSON, Qwen3's ``<tool_call><function=NAME><parameter=x>...`` XML).  See
+`reasoning_spans` for where a thought starts and ends.
 """
 
 from __future__ import annotations
@@ -14,10 +19,50 @@ from typing import Any, Mapping
 
 import attrs
 
+from ._base import ARGUMENT_DECODES, parse_arguments
+
 #: The tool-call markers of the Qwen 2.5 / Hermes chat templates (also TRL's and verl's default parser).
 HERMES_MARKERS = ("<tool_call>", "</tool_call>")
 
+#: The reasoning markers of Qwen3 / DeepSeek-R1 style templates: the text between them is the model's thought.
+THINK_MARKERS = ("<think>", "</think>")
+
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
+
+
+def reasoning_spans(text: str, markers: tuple[str, str] | None = THINK_MARKERS) -> list[tuple[int, int]]:
+    """The character ranges of `text` that are reasoning, ``[(start, end), ...]`` in order, end exclusive.
+
+    * ``<think> ... </think>``: the opener through the closer;
+    * a ``<think>`` never closed (the generation stopped thinking-aloud mid-way or was cut off):
+      it runs to the end -- nothing after it is a call;
+    * a ``</think>`` before any ``<think>`` (the template opened the thought in the prompt, as
+      DeepSeek-R1's and Nemotron's do): the text before it, through it.
+
+    `markers` None: no reasoning.  Linear in the text's length.
+    """
+    if markers is None:
+        return []
+    opener, closer = markers
+    first_close = text.find(closer)
+    if first_close < 0 and opener not in text:
+        return []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    first_open = text.find(opener)
+    if first_close >= 0 and (first_open < 0 or first_close < first_open):
+        pos = first_close + len(closer)
+        spans.append((0, pos))
+    while True:
+        start = text.find(opener, pos)
+        if start < 0:
+            return spans
+        end = text.find(closer, start + len(opener))
+        if end < 0:
+            spans.append((start, len(text)))
+            return spans
+        pos = end + len(closer)
+        spans.append((start, pos))
 
 
 @attrs.frozen
@@ -37,12 +82,16 @@ class MarkedCall:
     problem: str
 
 
-def marked_calls(text: str, markers: tuple[str, str] = HERMES_MARKERS) -> tuple[str, list[MarkedCall]]:
+def marked_calls(text: str, markers: tuple[str, str] = HERMES_MARKERS,
+                 reasoning: tuple[str, str] | None = THINK_MARKERS) -> tuple[str, list[MarkedCall]]:
     """Split `text` into its text outside marked blocks and the blocks, in order.
 
     A block opened but never closed (generation cut off) runs to the end of the text.
     A block is a valid call when its inner text is a JSON object with a string ``name``
-    and an object ``arguments`` (or ``parameters``); linear in the text's length.
+    and an object ``arguments`` (or ``parameters``; arguments decoded as
+    `rlvp_dsl.readers._base.parse_arguments` does).  Blocks inside the model's reasoning
+    (`reasoning_spans` of `reasoning`; None: none) are not calls: they stay in the outside
+    text, as the thought they are.  Linear in the text's length.
 
     Raises:
         ValueError: an empty marker.
@@ -50,11 +99,16 @@ def marked_calls(text: str, markers: tuple[str, str] = HERMES_MARKERS) -> tuple[
     opener, closer = markers
     if not opener or not closer:  # an empty marker is found everywhere: the scan would never advance
         raise ValueError(f"the call markers must be non-empty strings (got {markers!r})")
+    thoughts = reasoning_spans(text, reasoning) if opener in text else []
     outside: list[str] = []
     blocks: list[MarkedCall] = []
     pos = 0
     while True:
         start = text.find(opener, pos)
+        while thoughts and start >= 0 and thoughts[0][0] <= start:
+            if start < thoughts[0][1]:  # an opener inside a thought: skip the thought
+                start = text.find(opener, thoughts[0][1])
+            thoughts.pop(0)
         if start < 0:
             outside.append(text[pos:])
             break
@@ -81,11 +135,11 @@ def _parse_block(inner: str, closed: bool) -> MarkedCall:
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):
         return MarkedCall(name, inner, None, "tool call must be a JSON object with a string 'name'")
     arguments = value.get("arguments", value.get("parameters", {}))
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError:
-            return MarkedCall(value["name"], inner, None, "tool call arguments are not valid JSON")
-    if not isinstance(arguments, dict):
-        return MarkedCall(value["name"], inner, None, "tool call 'arguments' must be a JSON object")
-    return MarkedCall(value["name"], inner, arguments, "")
+    if isinstance(arguments, dict):
+        return MarkedCall(value["name"], inner, arguments, "")
+    # the block's JSON was the first decode: a string value gets one more (`ARGUMENT_DECODES` in all)
+    parsed, _, problem = parse_arguments(arguments, decodes=ARGUMENT_DECODES - 1) if isinstance(arguments, str) else (
+        {}, None, f"arguments must be a JSON object, got JSON {type(arguments).__name__}")
+    if problem:
+        return MarkedCall(value["name"], inner, None, f"tool call {problem}")
+    return MarkedCall(value["name"], inner, parsed, "")

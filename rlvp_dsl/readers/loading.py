@@ -33,7 +33,7 @@ import attrs
 from rlvp_dsl.events import Episode
 from rlvp_dsl.gcpause import collector_paused
 
-from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, load_json_text
+from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, error_signal as resolve_signal, load_json_text
 from .json_text import NOT_PARSED, fast_loads_bytes, loads
 from .openai_chat import read_openai_json, read_openai_jsonl
 from .swe_agent import read_swe_agent
@@ -214,14 +214,21 @@ def _check_format(format: str | None) -> None:
         raise ValueError(f"format must be one of {', '.join(FORMATS)} or None (got {format!r})")
 
 
-def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, error_signal: ErrorSignal | None = None) -> list[Episode]:
+def _signal(signal: ErrorSignal | str | None) -> ErrorSignal | None:
+    """The caller's error signal resolved before any file is read (None: each format's default)."""
+    return None if signal is None else resolve_signal(signal)
+
+
+def read_episodes(path: str | os.PathLike[str], *, format: str | None = None,
+                  error_signal: ErrorSignal | str | None = None) -> list[Episode]:
     """Read the episodes of one trajectory file.
 
     Args:
         path: a ``.json``, ``.jsonl`` or ``.traj`` file.
         format: ``tau2``, ``tau_bench_v1``, ``openai``, ``swe_agent``, or ``None`` to detect it.
-        error_signal: how tool errors are recognised; ``None`` uses the format's
-            entry of :data:`DEFAULT_ERROR_SIGNALS` (a given signal replaces it).
+        error_signal: how tool errors are recognised: an `ErrorSignal` or a name of
+            :data:`~rlvp_dsl.readers.ERROR_SIGNALS` (``trl``, ``mcp`` ...); ``None`` uses the
+            format's entry of :data:`DEFAULT_ERROR_SIGNALS` (a given signal replaces it).
 
     Returns:
         The episodes in file order.
@@ -229,9 +236,10 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None, er
     Raises:
         ReaderError: the file cannot be read, is not valid JSON (``file:line:col``), is
             not a trajectory, or has a malformed record (names record and field).
-        ValueError: ``format`` is not one of :data:`FORMATS`.
+        ValueError: ``format`` is not one of :data:`FORMATS`, or an unknown error-signal name.
     """
     _check_format(format)
+    error_signal = _signal(error_signal)
     file = os.fspath(path)
     real = Path(file)
     with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
@@ -271,7 +279,8 @@ def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return unique
 
 
-def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None, error_signal: ErrorSignal | None = None, keep_going: bool = False) -> ReadReport:
+def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None,
+                error_signal: ErrorSignal | str | None = None, keep_going: bool = False) -> ReadReport:
     """Read files and folders (folders recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``, ``*.traj``;
     ``-`` is standard input); a file named twice, directly or inside a named folder, is read once.
 
@@ -285,9 +294,11 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     Raises:
         ReaderError: a path does not exist, or (without ``keep_going``) a file is unreadable,
             invalid JSON, or a trajectory with a malformed record.
-        ValueError: ``format`` is not one of :data:`FORMATS`.
+        ValueError: ``format`` is not one of :data:`FORMATS`, or an unknown error-signal name
+            (`error_signal` as in :func:`read_episodes`).
     """
     _check_format(format)
+    error_signal = _signal(error_signal)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     episodes: list[Episode] = []

@@ -6,15 +6,20 @@
 `messages` is an OpenAI-style list: ``user`` / ``system`` / ``assistant`` / ``tool``
 messages; an assistant message may carry ``tool_calls`` (``{"function": {"name",
 "arguments"}}`` or flat ``{"name", "arguments"}``, arguments a dict or JSON text); a
-``tool`` message answers the call with its ``tool_call_id``, or else the oldest
-unanswered call (TRL's messages carry no ids).  No file is written.
+``tool`` message answers the call with its ``tool_call_id``, or else (TRL's messages carry
+no ids) the oldest unanswered call of its ``name``, or else the oldest unanswered call.  No file is written.
 
 Calls left as text.  With ``call_markers`` (the chat template's tool-call markers,
 ``("<tool_call>", "</tool_call>")`` for Qwen/Hermes templates), a marked block inside an
 assistant's text is a call the trainer did not execute -- TRL keeps a message whose call
 arguments are not valid JSON as plain text, but the model did emit the call's tokens.
 Each such block becomes a ``malformed`` call (scored as failed, never a discharge).
-`marked_calls` parses plain text the same way, for completions that are text.
+`marked_calls` parses plain text the same way, for completions that are text.  A block the
+model only wrote inside its reasoning (``<think>...</think>``) is never a call.
+
+Results without ids.  A ``tool`` message without ``tool_call_id`` answers the oldest
+unanswered call of its ``name`` (TRL 1.16 appends sync tools' results before async ones'),
+else the oldest unanswered call; see docs/readers.md for the ambiguous case.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from rlvp_dsl.events import ASSISTANT, CALL, Episode
 from rlvp_dsl.tools import ToolSpec
 
 from ._base import EpisodeBuilder, ErrorSignal, error_signal as resolve_signal
-from .call_markers import HERMES_MARKERS, marked_calls
+from .call_markers import HERMES_MARKERS, THINK_MARKERS, marked_calls
 from .openai_chat import read_messages
 
 def _tool_table(tools: Any) -> Mapping[str, ToolSpec]:
@@ -55,6 +60,7 @@ def episode_from_messages(
     tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | None = None,
     error_signal: ErrorSignal | str | None = None,
     call_markers: tuple[str, str] | None = None,
+    reasoning_markers: tuple[str, str] | None = THINK_MARKERS,
     outcome: float | None = None,
     id: str = "episode",
 ) -> Episode:
@@ -67,9 +73,12 @@ def episode_from_messages(
             a `Manifest`, or a `Program`); the program's own tool table applies anyway.
         error_signal: how a tool message is recognised as an error: an `ErrorSignal` or
             a name of `rlvp_dsl.readers.ERROR_SIGNALS` (``trl``, ``verl``, ``mcp``,
-            ``openai``); default ``openai``.
+            ``openai``, ``tau2``, ``tau_bench_v1``, ``swe_agent``); default ``openai``.
         call_markers: the tool-call markers of the chat template; blocks left in
             assistant text become malformed calls.
+        reasoning_markers: the markers of the model's thought: a block inside a thought
+            (``<think>...</think>``, or everything after a ``<think>`` never closed) is thought
+            text, not a call (`rlvp_dsl.readers.call_markers.reasoning_spans`); None: no thoughts.
         outcome: the outcome reward, if known.
         id: the episode id.
 
@@ -79,17 +88,20 @@ def episode_from_messages(
         ValueError: an unknown error-signal name.
     """
     builder = EpisodeBuilder(resolve_signal(error_signal))
-    meta = read_messages(messages, builder, "<messages>", "", call_markers=call_markers)
+    meta = read_messages(messages, builder, "<messages>", "", call_markers=call_markers,
+                         reasoning_markers=reasoning_markers)
     return _with_tags(builder.episode(id, outcome=outcome, source="", meta=meta), tools)
 
 
 def episode_from_text(text: str, *, call_markers: tuple[str, str] = HERMES_MARKERS,
+                      reasoning_markers: tuple[str, str] | None = THINK_MARKERS,
                       tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | None = None, id: str = "episode") -> Episode:
     """An `Episode` from a completion that is plain text: the text outside marked blocks is
     one assistant turn; each block is a call (``no_result``: text carries no tool output),
-    or a malformed call when it does not parse."""
+    or a malformed call when it does not parse.  A block inside the model's reasoning
+    (`reasoning_markers`, as in `episode_from_messages`) is thought text, never a call."""
     builder = EpisodeBuilder(resolve_signal(None))
-    rest, blocks = marked_calls(text, call_markers)
+    rest, blocks = marked_calls(text, call_markers, reasoning_markers)
     builder.message(ASSISTANT, rest)
     for block in blocks:
         builder.call(block.tool, dict(block.arguments) if block.arguments is not None else block.raw,

@@ -9,8 +9,8 @@ Messages follow the chat-completions shape:
   ``tool_calls[]`` entry (``{id, type, function: {name, arguments: <JSON text>}}``; the flat
   ``{id, name, arguments}`` form is accepted too) or for a legacy ``function_call``.  A message
   with ``finish_reason == "length"`` was cut off, so its last call is malformed;
-* ``tool`` / ``function``: the result of the call with that ``tool_call_id`` (else the oldest
-  unanswered call).  ``content`` is text, content parts, or an MCP ``tools/call`` result
+* ``tool`` / ``function``: the result of the call with that ``tool_call_id``; without one, of
+  the oldest unanswered call of its ``name``, else of the oldest unanswered call.  ``content`` is text, content parts, or an MCP ``tools/call`` result
   ``{"content": [...], "isError": bool}`` (as an object or as its JSON text).
 
 The same message reader serves tau-bench v1 (`tau_bench_v1.py`).
@@ -23,7 +23,7 @@ from typing import Any
 
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
-from .call_markers import marked_calls
+from .call_markers import THINK_MARKERS, marked_calls
 from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, load_json_text, message_text
 from .json_text import loads
 
@@ -64,7 +64,8 @@ def _call_parts(entry: Any) -> tuple[Any, Any, Any, str, str]:
 
 
 def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str, field: str = "messages",
-                  *, call_markers: tuple[str, str] | None = None) -> dict[str, Any]:
+                  *, call_markers: tuple[str, str] | None = None,
+                  reasoning_markers: tuple[str, str] | None = THINK_MARKERS) -> dict[str, Any]:
     """Feed a chat message list into ``builder``.
 
     Args:
@@ -76,6 +77,9 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
             a marked block left in an assistant's text is a call the trainer could not parse
             (TRL keeps a call whose arguments are not valid JSON as plain text): it becomes a
             malformed call (`rlvp_dsl.readers.messages.marked_calls`).
+        reasoning_markers: the markers of the model's thought (``<think>``, ``</think>``): a
+            marked block inside a thought is thought text, not a call (None: no thoughts).
+            A message's ``reasoning_content`` is never read for calls.
 
     Returns:
         meta gathered on the way (``policy`` from the first system message).
@@ -107,10 +111,11 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
         elif role == "user":
             builder.message(USER, message_text(content), signals)
         elif role == "assistant":
-            _assistant(message, content, builder, file, where, call_markers)
+            _assistant(message, content, builder, file, where, call_markers, reasoning_markers)
         else:
             text, records = tool_result(content)
-            builder.result(text, call_id=message.get("tool_call_id"), records=[message, *records], signals=signals)
+            builder.result(text, call_id=message.get("tool_call_id"), name=message.get("name"),
+                           records=[message, *records], signals=signals)
     return meta
 
 
@@ -122,10 +127,11 @@ def _sep(record: str) -> str:
 
 
 def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, file: str, where: str,
-               call_markers: tuple[str, str] | None = None) -> None:
+               call_markers: tuple[str, str] | None = None,
+               reasoning_markers: tuple[str, str] | None = THINK_MARKERS) -> None:
     text = message_text(content)
     if call_markers is not None and call_markers[0] in text:
-        text, blocks = marked_calls(text, call_markers)
+        text, blocks = marked_calls(text, call_markers, reasoning_markers)
         builder.message(ASSISTANT, text)
         for block in blocks:
             builder.call(block.tool, block.raw, problem=block.problem or "the trainer did not run this call "

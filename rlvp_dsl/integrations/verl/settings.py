@@ -37,7 +37,7 @@ import attrs
 
 from rlvp_dsl.compile import Program
 from rlvp_dsl.pipeline import load_program
-from rlvp_dsl.readers import ERROR_SIGNALS, HERMES_MARKERS
+from rlvp_dsl.readers import HERMES_MARKERS, error_signal as resolve_signal
 
 SCALE_REWARDS = ("group", "batch", "none")
 ESTIMATOR_KEY = "algorithm.rlvp"
@@ -171,8 +171,12 @@ def rule_settings(config: Any) -> RuleSettings:
         raise SettingsError(f"'{REWARD_KEY}.rules' names {rules!r}, which is not a file "
                             f"(resolved to {path} in {os.getcwd()}); give an absolute path")
     signal = values.get("error_signal", "verl")
-    if signal not in ERROR_SIGNALS:
-        raise SettingsError(f"'{REWARD_KEY}.error_signal' must be one of {', '.join(ERROR_SIGNALS)} (got {signal!r})")
+    try:
+        if not isinstance(signal, str):  # a config holds names, never an ErrorSignal
+            raise ValueError(f"expected a name, got {signal!r}")
+        resolve_signal(signal)
+    except ValueError as exc:
+        raise SettingsError(f"'{REWARD_KEY}.error_signal': {exc}") from None
     markers = values.get("call_markers", HERMES_MARKERS)
     if (not isinstance(markers, (list, tuple)) or len(markers) != 2
             or not all(isinstance(m, str) and m for m in markers)):

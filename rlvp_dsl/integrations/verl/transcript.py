@@ -60,7 +60,7 @@ def verl_call(inner: str) -> tuple[str, Any] | None:
 
 def _name_in(inner: str, markers: tuple[str, str]) -> str | None:
     """The tool a broken block names, if any (for the malformed call's tool)."""
-    _, blocks = marked_calls(markers[0] + inner + markers[1], markers)
+    _, blocks = marked_calls(markers[0] + inner + markers[1], markers, reasoning=None)
     return blocks[0].tool if blocks else None
 
 
@@ -231,7 +231,8 @@ def episode_from_response_text(
     while pos <= len(text):
         start = text.find(opener, pos)
         chunk = text[pos:] if start < 0 else text[pos:start]
-        rest, blocks = marked_calls(chunk, call_markers)
+        # verl's hermes parser runs a block written inside <think> too: read it as verl did
+        rest, blocks = marked_calls(chunk, call_markers, reasoning=None)
         said = _strip_role_lines(rest)
         if blocks or said:  # else template glue between tool responses: the same turn goes on
             builder.begin_message()

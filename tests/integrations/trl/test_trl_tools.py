@@ -51,10 +51,10 @@ def get_reservation(reservation_id: str) -> str:
     return f"reservation {reservation_id}: 1 passenger"
 
 
-def _tokenizer():
+def _tokenizer(extra_corpus=(), extra_tokens=()):
     template = (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text()
     corpus = [template, *FIRST_TURN, "Cancel reservation A please. You are a helpful assistant.",
-              "reservation_id cancel_reservation get_reservation error cannot be cancelled passenger"]
+              "reservation_id cancel_reservation get_reservation error cannot be cancelled passenger", *extra_corpus]
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
@@ -63,7 +63,7 @@ def _tokenizer():
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
     tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                   padding_side="left")
-    tok.add_tokens(["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"])
+    tok.add_tokens(["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", *extra_tokens])
     tok.chat_template = template
     return tok
 
@@ -80,23 +80,25 @@ def _model(tok):
 
 
 class ScriptedTools(RlvpGRPOTrainer):
-    """TRL's tool loop with the model's sampling replaced by `FIRST_TURN` / `LATER_TURN`."""
+    """TRL's tool loop with the model's sampling replaced by `first_turn` / `LATER_TURN`."""
 
     seen: list
+    first_turn = FIRST_TURN
 
     def _generate(self, prompts):
         self._first_turn = True
         return super()._generate(prompts)
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-        texts = [FIRST_TURN[i % len(FIRST_TURN)] for i in range(len(prompt_ids))] if self._first_turn else (
+        turns = self.first_turn
+        texts = [turns[i % len(turns)] for i in range(len(prompt_ids))] if self._first_turn else (
             [LATER_TURN] * len(prompt_ids))
         self._first_turn = False
         return [self.processing_class(t, add_special_tokens=False)["input_ids"] for t in texts], None
 
     def _compute_loss(self, model, inputs):
         self.seen.append({k: inputs[k].detach().clone() for k in ("advantages", "completion_ids", "completion_mask",
-                                                                   "tool_mask")})
+                                                                   "tool_mask") if k in inputs})
         return super()._compute_loss(model, inputs)
 
 

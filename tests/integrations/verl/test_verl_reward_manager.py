@@ -154,3 +154,21 @@ def test_settings_from_a_composed_verl_config(tmp_path):
                                                 "+reward.reward_kwargs.rlvp.process_weight=0.5"])
     settings = rule_settings(cfg)
     assert (settings.rules, settings.process_weight, settings.error_signal) == (rules, 0.5, "verl")
+
+
+def test_verl_settings_take_every_documented_name_and_refuse_others(tmp_path):
+    """reward_kwargs.rlvp.error_signal goes through the readers' resolver: the names docs/readers.md lists."""
+    from rlvp_dsl.readers import ERROR_SIGNALS
+
+    rules = tmp_path / "r.rlvp"
+    rules.write_text("violation errored_call (-0.1) { on call error }\n", encoding="utf-8")
+
+    def settings(signal):
+        return rule_settings({"reward": {"reward_kwargs": {"rlvp": {"rules": str(rules), "error_signal": signal}}}})
+
+    for name in ERROR_SIGNALS:
+        assert settings(name).error_signal == name
+    with pytest.raises(SettingsError, match=r"error_signal': unknown error signal 'verll' \(did you mean 'verl'\?\)"):
+        settings("verll")
+    with pytest.raises(SettingsError, match=r"error_signal': expected a name, got 5"):
+        settings(5)
