@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvp_dsl.input_files import read_input_bytes
+
 try:  # Python 3.11+
     import tomllib
 except ModuleNotFoundError:  # pragma: no cover
@@ -367,7 +369,7 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_bytes(path, stdin=False).decode("utf-8")  # a device or FIFO is refused, not read forever
         data = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigReadError(f"{path}: config file not found") from None

@@ -18,6 +18,7 @@ from collections import Counter
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
 from ..diagnostics import MAX_PER_FILE, Diagnostic, counted, has_errors, render_json, render_text, sort_and_cap
+from ..input_files import NotARegularFile, check_regular
 from ..loader import read_source
 from ..pipeline import check_file, check_text
 
@@ -116,6 +117,7 @@ def _derive(args) -> int:
         return EXIT_USAGE
 
     try:
+        check_regular(args.auto_from_tags)
         manifest = load_manifest(args.auto_from_tags)
     except FileNotFoundError:
         print(f"rlvp-compile: error: manifest not found: {args.auto_from_tags}", file=sys.stderr)
@@ -311,9 +313,13 @@ def main(argv: list[str] | None = None) -> int:
         from ..manifests import ManifestError, load_manifest
 
         try:
+            check_regular(args.manifest)
             args.loaded_manifest = load_manifest(args.manifest)
         except FileNotFoundError:
             print(f"rlvp-compile: error: manifest not found: {args.manifest}", file=sys.stderr)
+            return EXIT_USAGE
+        except NotARegularFile as exc:
+            print(f"rlvp-compile: error: cannot read {args.manifest}: {exc.strerror}", file=sys.stderr)
             return EXIT_USAGE
         except (ManifestError, OSError, ValueError) as exc:
             print(f"rlvp-compile: error: {exc}", file=sys.stderr)

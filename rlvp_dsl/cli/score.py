@@ -24,6 +24,7 @@ from collections import Counter
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
 from ..diagnostics import counted, quoted, render_json, render_text, sort_and_cap
+from ..input_files import NotARegularFile, check_regular
 from ..pipeline import check_file
 from ..compile import compile_ruleset
 from ..report import fixed, render_summary, summarise
@@ -330,6 +331,11 @@ def main(argv: list[str] | None = None) -> int:
     problem = _usage_problem(args)
     if problem:
         print(f"rlvp-score: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        check_regular(args.rules)
+    except NotARegularFile as exc:
+        print(f"rlvp-score: error: cannot read {args.rules}: {exc.strerror}", file=sys.stderr)
         return EXIT_USAGE
     if not os.path.isfile(args.rules):
         what = "is a directory, not a rule file" if os.path.isdir(args.rules) else "rule file not found"

@@ -32,6 +32,7 @@ import attrs
 
 from rlvp_dsl.events import Episode
 from rlvp_dsl.gcpause import collector_paused
+from rlvp_dsl.input_files import read_input_bytes
 
 from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, load_json_text
 from .json_text import NOT_PARSED, fast_loads_bytes, loads
@@ -123,7 +124,7 @@ def _read_bytes(path: Path, file: str) -> bytes:
     try:
         if file == STDIN:
             return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
-        return path.read_bytes()
+        return read_input_bytes(path)
     except OSError as exc:
         raise ReaderError(_shown(file), detail=f"cannot read: {exc.strerror or exc}") from None
 
