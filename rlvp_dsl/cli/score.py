@@ -462,8 +462,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console-script entry point."""
-    console(main)
+    """Run as a console script (``python -m``; the installed ``rlvp-score`` is `rlvp_dsl.cli.score_command`)."""
+    console(main, "rlvp-score")
 
 
 if __name__ == "__main__":
