@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -34,6 +35,21 @@ LOSS_TYPES = ("token_mean", "seq_mean", "constant")
 SCALE_REWARDS = ("group", "batch", "none")
 PROCESS_NORMS = ("none", "group_rms")
 DTYPES = ("float32", "bfloat16")
+
+
+#: The seeds a run takes (config ``seed``, ``--seed``, each of ``--seeds``): whole numbers that torch,
+#: Python's ``random`` and NumPy all accept.
+SEED_MIN, SEED_MAX = 0, 2**32 - 1
+
+
+def seed_problem(value: int) -> str | None:
+    """What is wrong with a seed, or None: the one check behind the config's ``seed``,
+    ``--seed`` and ``--seeds`` (``must be at least 0 (got -1)``)."""
+    if value < SEED_MIN:
+        return f"must be at least {SEED_MIN} (got {value})"
+    if value > SEED_MAX:
+        return f"must be at most {SEED_MAX} (got {value})"
+    return None
 
 
 class ConfigError(ValueError):
@@ -204,6 +220,13 @@ class TrainConfig:
             detail = type_error(f.name, getattr(self, f.name), str(f.type))
             if detail:
                 raise ConfigError(f"{where}: {detail}", key=f.name, detail=detail)
+        for f in dataclasses.fields(self):  # inf passes `> 0` and NaN passes `< 0`: neither is a setting
+            value = getattr(self, f.name)
+            if str(f.type).startswith("float") and value is not None and not math.isfinite(value):
+                bad(f.name, "a finite number")
+        if (problem := seed_problem(self.seed)) is not None:
+            detail = f"'seed' {problem}"
+            raise ConfigError(f"{where}: {detail}", key="seed", detail=detail)
         if not self.out_dir.strip():
             bad("out_dir", "a folder name, not empty")
         for name, choices in (("method", tuple(METHODS)), ("loss_type", LOSS_TYPES), ("scale_rewards", SCALE_REWARDS),

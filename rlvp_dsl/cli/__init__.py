@@ -32,9 +32,9 @@ def version_text(prog: str) -> str:
     return f"{prog} {package_version()} (Python {platform.python_version()})"
 
 
-def whole_number(minimum: int | None = None):
-    """An argparse ``type=`` for whole numbers of at least `minimum`: a bad value is a usage
-    error naming the flag (``--steps: must be at least 1 (got 0)``), never a traceback."""
+def whole_number(minimum: int | None = None, maximum: int | None = None):
+    """An argparse ``type=`` for whole numbers of at least `minimum` (and at most `maximum`): a bad
+    value is a usage error naming the flag (``--steps: must be at least 1 (got 0)``), never a traceback."""
     import argparse
 
     def parse(text: str) -> int:
@@ -44,6 +44,8 @@ def whole_number(minimum: int | None = None):
             raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum} (got {value})")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum} (got {value})")
         return value
 
     return parse
