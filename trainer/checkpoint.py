@@ -142,7 +142,7 @@ def write(out_dir: str | os.PathLike, payload: dict[str, Any]) -> Path:
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
-        kept = (f"the previous checkpoint ({_iterations_in(path)} iterations) is kept" if path.is_file()
+        kept = (f"the previous checkpoint, of iteration {_iterations_in(path)}, is kept" if path.is_file()
                 else "no checkpoint was written")
         raise CheckpointWriteError(exc.errno, f"cannot write the checkpoint {path}: {exc.strerror or exc}; {kept}",
                                    str(path)) from None

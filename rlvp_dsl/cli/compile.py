@@ -139,11 +139,11 @@ def _derive(args) -> int:
         if "no annotations" in note:  # an assumption the user should see, not only a comment
             print(f"rlvp-compile: warning: {args.auto_from_tags}: {note}", file=sys.stderr)
     drop: dict[str, str] = {}
-    evidence = ""
+    evidence, status = "", EXIT_OK
     if args.validate:
-        code, drop, evidence = _validate(manifest, args)
-        if code != EXIT_OK:
-            return code
+        status, drop, evidence = _validate(manifest, args)
+        if not evidence:  # nothing to go on: the error is said
+            return status
     text = derive_text(manifest, drop=drop)
     # The file first, then the evidence table: a reader that stops early (`| head`) loses no file.
     if args.output:
@@ -156,13 +156,14 @@ def _derive(args) -> int:
         if evidence:
             print(evidence, file=sys.stderr)
         sys.stdout.write(text)
-    return EXIT_OK
+    return status
 
 
 def _validate(manifest, args) -> tuple[int, dict[str, str], str]:
-    """Score the derived rules on --validate trajectories: the exit status so far, the harmful rules
-    to drop with --drop-harmful, and the evidence table (printed once the rules are written:
-    stdout when they go to -o, else stderr)."""
+    """Score the derived rules on --validate trajectories: the exit status so far (1 when a file
+    could not be read: the others are still used), the harmful rules to drop with --drop-harmful,
+    and the evidence table ("" when there is none; printed once the rules are written: stdout
+    when they go to -o, else stderr)."""
     from ..manifests.derive import derive_text
     from ..manifests.validate import render, validate
     from ..pipeline import loads
@@ -189,7 +190,8 @@ def _validate(manifest, args) -> tuple[int, dict[str, str], str]:
     if harmful and not args.drop_harmful:
         print(f"rlvp-compile: warning: {counted(len(harmful), 'derived rule penalises', 'derived rules penalise')} success more often than failure: "
               f"{', '.join(harmful)} (--drop-harmful leaves them out)", file=sys.stderr)
-    return EXIT_OK, harmful if args.drop_harmful else {}, render(evidence, used)
+    status = EXIT_INPUT_ERRORS if report.errors else EXIT_OK
+    return status, harmful if args.drop_harmful else {}, render(evidence, used)
 
 
 def _describe(ruleset) -> str:
