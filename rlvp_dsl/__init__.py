@@ -15,10 +15,27 @@ Typical use::
 
 from __future__ import annotations
 
-from .compile import Program, Scorer, compile_ruleset
-from .diagnostics import Diagnostic, RuleError, has_errors
-from .events import Credit, Episode, Event
-from .pipeline import check_file, check_text, load_program, loads
+import importlib
+
+#: Where each public name lives: imported on first use (PEP 562), so that ``import rlvp_dsl`` (which
+#: every console script does first) loads nothing heavy, and Ctrl-C during a command's imports
+#: reaches the command's own handler (`rlvp_dsl.cli.launch`).
+_LAZY = {
+    "Program": ".compile", "Scorer": ".compile", "compile_ruleset": ".compile",
+    "Diagnostic": ".diagnostics", "RuleError": ".diagnostics", "has_errors": ".diagnostics",
+    "Credit": ".events", "Episode": ".events", "Event": ".events",
+    "check_file": ".pipeline", "check_text": ".pipeline", "load_program": ".pipeline", "loads": ".pipeline",
+    "ReaderError": ".readers._base",  # a malformed trajectory file: names record and field
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "Credit",
@@ -38,9 +55,6 @@ __all__ = [
     "read_paths",
     "ReaderError",
 ]
-
-
-from .readers._base import ReaderError  # noqa: E402  (a malformed trajectory file: names record and field)
 
 
 def read_paths(paths, **kwargs):

@@ -20,6 +20,7 @@ import attrs
 
 from . import ast
 from .diagnostics import Diagnostic
+from .input_files import check_regular, read_input_bytes
 from .manifests import Manifest, ManifestError, load_manifest
 from .parser import parse
 from .source import NO_SPAN, SourceFile, Span
@@ -36,8 +37,7 @@ MAX_ITEMS = 50_000
 def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Read one file as UTF-8 (BOM tolerated).  Errors become RV001 diagnostics at `at`."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        data = read_input_bytes(path)
     except FileNotFoundError:
         return None, [Diagnostic("RV001", f"file not found: {path}", at, help="check the path (relative paths start at the including file)")]
     except IsADirectoryError:
@@ -197,11 +197,15 @@ def load_manifests(files: list[ast.RuleFile]) -> tuple[dict[tuple[str, str], Man
             if isinstance(item, ast.ToolsFrom) and (f.path, item.path) not in manifests:
                 path = os.path.join(base, item.path)
                 try:
+                    check_regular(path)
                     manifests[(f.path, item.path)] = load_manifest(path)
                 except FileNotFoundError:
                     diagnostics.append(Diagnostic("RV001", f"manifest not found: {path}", item.span,
                                                   "paths are relative to the rule file that names them"))
-                except (ManifestError, OSError, ValueError) as exc:
+                except OSError as exc:
+                    diagnostics.append(Diagnostic("RV002", f"cannot read the tool manifest {path}: "
+                                                  f"{exc.strerror or exc}", item.span))
+                except (ManifestError, ValueError) as exc:
                     diagnostics.append(Diagnostic("RV002", f"cannot read the tool manifest: {exc}", item.span))
             elif isinstance(item, ast.InlineTest) and item.episode_file is not None:
                 path = os.path.join(base, item.episode_file)

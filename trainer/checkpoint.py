@@ -23,6 +23,7 @@ What else a run folder holds, and ``--overwrite``: `trainer.run_folder`.
 from __future__ import annotations
 
 import copy
+import io
 import os
 import random
 from pathlib import Path
@@ -97,14 +98,66 @@ def save_checkpoint(out_dir: str | os.PathLike, *, model: torch.nn.Module, optim
                                   counters=counters, config=config))
 
 
+class CheckpointWriteError(OSError):
+    """The checkpoint could not be written (a full disk, a folder gone): the previous
+    ``checkpoint.pt``, if any, is kept as it was.  ``filename`` is the checkpoint's path;
+    ``str()`` is one line that says what happened and what is kept."""
+
+    def __str__(self) -> str:
+        return self.strerror or super().__str__()
+
+
+class CheckpointReadError(ValueError):
+    """``checkpoint.pt`` cannot be read back (cut short, overwritten, not a checkpoint): the
+    message names the file and how to recover (``--overwrite`` starts over)."""
+
+
+def _write_file(path: Path, data: bytes | memoryview) -> None:
+    """Write `data` to a new file `path` and flush it to the disk (what `write` renames into place)."""
+    with open(path, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
 def write(out_dir: str | os.PathLike, payload: dict[str, Any]) -> Path:
-    """Write a `capture` to ``out_dir/checkpoint.pt`` atomically (temp file + rename); returns its path."""
+    """Write a `capture` to ``out_dir/checkpoint.pt`` atomically: serialised in memory, written to
+    ``checkpoint.pt.tmp`` in the same folder, flushed, then renamed over the old one
+    (`os.replace`), so a crash or a full disk never leaves a half-written checkpoint; returns its path.
+
+    Raises:
+        CheckpointWriteError: (an OSError) the file could not be written; the temporary file is
+            removed and the previous checkpoint is untouched.
+    """
     path = Path(out_dir) / FILENAME
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".pt.tmp")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    buffer = io.BytesIO()
+    torch.save(payload, buffer)
+    try:
+        _write_file(tmp, buffer.getbuffer())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        kept = (f"the previous checkpoint, of iteration {_iterations_in(path)}, is kept" if path.is_file()
+                else "no checkpoint was written")
+        raise CheckpointWriteError(exc.errno, f"cannot write the checkpoint {path}: {exc.strerror or exc}; {kept}",
+                                   str(path)) from None
     return path
+
+
+def _iterations_in(path: Path) -> str:
+    try:
+        return str(int(load_checkpoint(path)["counters"]["iteration"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return "?"
+
+
+#: What a checkpoint dict holds (`capture`); a file without these keys is not one.
+KEYS = ("trainable", "optimizer", "rng", "schedule", "counters", "config")
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
@@ -112,13 +165,28 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
 
     Raises:
         FileNotFoundError: no checkpoint there (names the path).
+        CheckpointReadError: (a ValueError) the file is cut short, corrupt or not a checkpoint;
+            the message names it and says how to recover.
     """
     path = Path(path)
     if path.is_dir():
         path = path / FILENAME
     if not path.exists():
         raise FileNotFoundError(f"{path}: no checkpoint to resume from")
-    return torch.load(path, map_location="cpu", weights_only=False)
+    recover = "restore a copy of it, or give --overwrite to start the run over"
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except OSError as exc:
+        raise CheckpointReadError(f"{path}: cannot read the checkpoint: {exc.strerror or exc}") from None
+    except Exception as exc:  # noqa: BLE001 - torch/pickle/zipfile raise many kinds for a damaged file
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise CheckpointReadError(f"{path}: not a readable checkpoint (corrupt or cut short: {reason}); "
+                                  f"{recover}") from None
+    missing = [k for k in KEYS if not isinstance(state, dict) or k not in state]
+    if missing or not isinstance(state.get("counters"), dict) or "iteration" not in state["counters"]:
+        raise CheckpointReadError(f"{path}: not an rlvp-train checkpoint (missing {', '.join(missing) or 'counters'}); "
+                                  f"{recover}")
+    return state
 
 
 def restore_model(model: torch.nn.Module, trainable: dict[str, torch.Tensor]) -> None:
@@ -174,8 +242,12 @@ def check_resume(out_dir: str | os.PathLike, now: dict[str, Any]) -> int:
 
 
 def iterations_done(out_dir: str | os.PathLike) -> int:
-    """Iterations a run folder's checkpoint holds (0 when it has none)."""
+    """Iterations a run folder's checkpoint holds (0 when it has none).
+
+    Raises:
+        CheckpointReadError: the checkpoint cannot be read back (see `load_checkpoint`).
+    """
     path = Path(out_dir) / FILENAME
     if not path.is_file():
         return 0
-    return int(torch.load(path, map_location="cpu", weights_only=False)["counters"]["iteration"])
+    return int(load_checkpoint(path)["counters"]["iteration"])

@@ -27,7 +27,7 @@ import click
 
 from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
-from trainer.cli_support import PROG, CommaList, Command, Failure, WholeNumber, check_writable, error
+from trainer.cli_support import PROG, CommaList, Command, Failure, Seed, WholeNumber, check_writable, error
 from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
 
@@ -278,7 +278,7 @@ Exit codes: 0 ok, 1 errors in the config or a rule file, 2 usage or I/O error, 1
 @click.argument("config", type=click.Path(dir_okay=False, exists=True))
 @click.option("--method", type=click.Choice(METHODS), help="training method (overrides the config)")
 @click.option("--iterations", type=WholeNumber(1), help="number of iterations (overrides the config)")
-@click.option("--seed", type=WholeNumber(0), help="seed (overrides the config)")
+@click.option("--seed", type=Seed(), help="seed (overrides the config)")
 @click.option("--out", "out_dir", help="output folder (overrides out_dir; --compare: default <out_dir>_compare)")
 @click.option("--resume", is_flag=True, help="continue the run in the output folder from its checkpoint "
                                              "(--compare: every run of the grid), up to --iterations")
@@ -339,8 +339,12 @@ def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_m
     except ValueError as exc:  # bad rule file (RuleError), bad knob, bad manifest, checkpoint mismatch: the input
         error(str(exc))
         code = EXIT_INPUT_ERRORS
-    except OSError as exc:  # an output folder that cannot be created or written
-        error(f"cannot write {exc.filename or ''}: {exc.strerror or exc}")
+    except OSError as exc:  # an output folder that cannot be created or written, a full disk
+        checkpoint = sys.modules.get("trainer.checkpoint")  # loaded (with torch) before any checkpoint is written
+        if checkpoint is not None and isinstance(exc, checkpoint.CheckpointWriteError):
+            error(str(exc))  # one line: what failed, and that the previous checkpoint is kept
+        else:
+            error(f"cannot write {exc.filename or 'the output'}: {exc.strerror or exc}")
         code = EXIT_USAGE
     except KeyboardInterrupt:  # before training started (setting up): nothing to resume
         error("interrupted")

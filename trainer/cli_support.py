@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from rlvp_dsl.cli import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, whole_number
+from trainer.config import SEED_MAX, SEED_MIN, seed_problem
 from trainer.methods import METHODS
 
 PROG = "rlvp-train"
@@ -37,16 +38,23 @@ class WholeNumber(click.ParamType):
 
     name = "integer"
 
-    def __init__(self, minimum: int):
-        self.minimum = minimum
+    def __init__(self, minimum: int, maximum: int | None = None):
+        self.minimum, self.maximum = minimum, maximum
 
     def convert(self, value, param, ctx):
         import argparse
 
         try:
-            return whole_number(self.minimum)(str(value).strip())
+            return whole_number(self.minimum, self.maximum)(str(value).strip())
         except argparse.ArgumentTypeError as exc:
             self.fail(str(exc), param, ctx)
+
+
+class Seed(WholeNumber):
+    """A seed: the range `trainer.config.seed_problem` checks (as the config's ``seed`` is)."""
+
+    def __init__(self):
+        super().__init__(SEED_MIN, SEED_MAX)
 
 
 class CommaList(click.ParamType):
@@ -73,8 +81,8 @@ class CommaList(click.ParamType):
         for x in items:
             if not x.lstrip("-").isdigit():
                 self.fail(f"seed {x!r} is not a whole number (got {value!r})", param, ctx)
-            if int(x) < 0:
-                self.fail(f"seeds are at least 0 (got {value!r})", param, ctx)
+            if (problem := seed_problem(int(x))) is not None:
+                self.fail(f"seed {x} {problem.replace(f' (got {int(x)})', '')} (got {value!r})", param, ctx)
             seeds.append(int(x))
         if len(set(seeds)) < len(seeds):
             self.fail(f"names a seed twice (got {value!r})", param, ctx)

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rlvp_dsl.input_files import read_input_bytes
 
 try:  # Python 3.11+
     import tomllib
@@ -32,6 +35,21 @@ LOSS_TYPES = ("token_mean", "seq_mean", "constant")
 SCALE_REWARDS = ("group", "batch", "none")
 PROCESS_NORMS = ("none", "group_rms")
 DTYPES = ("float32", "bfloat16")
+
+
+#: The seeds a run takes (config ``seed``, ``--seed``, each of ``--seeds``): whole numbers that torch,
+#: Python's ``random`` and NumPy all accept.
+SEED_MIN, SEED_MAX = 0, 2**32 - 1
+
+
+def seed_problem(value: int) -> str | None:
+    """What is wrong with a seed, or None: the one check behind the config's ``seed``,
+    ``--seed`` and ``--seeds`` (``must be at least 0 (got -1)``)."""
+    if value < SEED_MIN:
+        return f"must be at least {SEED_MIN} (got {value})"
+    if value > SEED_MAX:
+        return f"must be at most {SEED_MAX} (got {value})"
+    return None
 
 
 class ConfigError(ValueError):
@@ -203,6 +221,13 @@ class TrainConfig:
             detail = type_error(f.name, getattr(self, f.name), str(f.type))
             if detail:
                 raise ConfigError(f"{where}: {detail}", key=f.name, detail=detail)
+        for f in dataclasses.fields(self):  # inf passes `> 0` and NaN passes `< 0`: neither is a setting
+            value = getattr(self, f.name)
+            if str(f.type).startswith("float") and value is not None and not math.isfinite(value):
+                bad(f.name, "a finite number")
+        if (problem := seed_problem(self.seed)) is not None:
+            detail = f"'seed' {problem}"
+            raise ConfigError(f"{where}: {detail}", key="seed", detail=detail)
         if not self.out_dir.strip():
             bad("out_dir", "a folder name, not empty")
         for name, choices in (("method", tuple(METHODS)), ("loss_type", LOSS_TYPES), ("scale_rewards", SCALE_REWARDS),
@@ -368,7 +393,7 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_input_bytes(path, stdin=False).decode("utf-8")  # a device or FIFO is refused, not read forever
         data = tomllib.loads(text)
     except FileNotFoundError:
         raise ConfigReadError(f"{path}: config file not found") from None

@@ -1,12 +1,18 @@
 """The ``rlvp-train`` console script: the trainer's CLI, or one line naming the install
-command when the ``train`` extra is missing (a core-only install has no click or torch)."""
+command when the ``train`` extra is missing (a core-only install has no click or torch).
+
+Only the standard library and `rlvp_dsl.cli` (which loads nothing) are imported before `run`
+starts, so Ctrl-C while torch loads exits 130 quietly, and the command's standard streams are
+guarded as the other two CLIs' are (`rlvp_dsl.cli.console`: a full disk is an error, not exit 0).
+"""
 
 from __future__ import annotations
 
 import sys
 
-from rlvp_dsl.cli import EXIT_USAGE
+from rlvp_dsl.cli import EXIT_INTERRUPTED, EXIT_USAGE, console
 
+PROG = "rlvp-train"
 INSTALL = "pip install torch==2.13.0 && pip install -e '.[train]'   (torch first: see the README)"
 
 
@@ -15,7 +21,9 @@ def run() -> None:
     try:
         from trainer.cli import main
     except ModuleNotFoundError as exc:
-        print(f"rlvp-train: error: the trainer needs the train extra ({exc.name} is not installed): {INSTALL}",
+        print(f"{PROG}: error: the trainer needs the train extra ({exc.name} is not installed): {INSTALL}",
               file=sys.stderr)
         sys.exit(EXIT_USAGE)
-    main()
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+    console(lambda: main.main(standalone_mode=False), PROG)

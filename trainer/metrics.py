@@ -50,14 +50,16 @@ class MetricsLogger:
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / FILENAME
+        self.note = ""
         if append and keep_below is not None and self.path.exists():
-            kept = [r for r in read_metrics(self.path) if int(r["iteration"]) < keep_below]
+            notes: list[str] = []
+            kept = [r for r in read_metrics(self.path, notes=notes) if int(r["iteration"]) < keep_below]
+            self.note = "; ".join(notes)
             tmp = self.path.with_suffix(".jsonl.tmp")
             tmp.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in kept), encoding="utf-8")
             os.replace(tmp, self.path)
         self._fh = open(self.path, "a" if append else "w", encoding="utf-8")
         self.tb = None
-        self.note = ""
         if tensorboard:
             try:
                 from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
@@ -67,8 +69,16 @@ class MetricsLogger:
                 self.note = f"tensorboard not available ({exc.__class__.__name__}); JSONL only"
 
     def log(self, row: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(row, sort_keys=True) + "\n")
-        self._fh.flush()
+        """Append `row` as one line (flushed).
+
+        Raises:
+            OSError: the line cannot be written (a full disk); ``filename`` is the metrics file.
+        """
+        try:
+            self._fh.write(json.dumps(row, sort_keys=True) + "\n")
+            self._fh.flush()
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror or str(exc), str(self.path)) from None
         if self.tb is not None:
             step = int(row.get("iteration", 0))
             for key, value in row.items():
@@ -85,12 +95,17 @@ class MetricsFileError(ValueError):
     """A metrics.jsonl line is not a JSON object with an ``iteration``; names the file and line."""
 
 
-def read_metrics(path: str | os.PathLike) -> list[dict]:
+def read_metrics(path: str | os.PathLike, *, notes: list[str] | None = None) -> list[dict]:
     """The rows of a ``metrics.jsonl`` (a run folder means its metrics.jsonl), in file order.
+
+    A last line cut off mid-write (no newline, not JSON: the run was killed while logging) is
+    dropped when `notes` is given, with a warning appended to it (``--resume`` then logs that
+    iteration again); without `notes` it is an error that says so.
 
     Raises:
         FileNotFoundError: no such file (the message names it).
-        MetricsFileError: a line that is not a JSON object with an ``iteration`` (``file:line``).
+        MetricsFileError: a line that is not a JSON object with an ``iteration`` (``file:line``,
+            and how to recover).
     """
     path = Path(path)
     if path.is_dir():
@@ -99,17 +114,27 @@ def read_metrics(path: str | os.PathLike) -> list[dict]:
         raise FileNotFoundError(f"{path}: no metrics file (a run folder holds {FILENAME})")
     rows = []
     with open(path, encoding="utf-8", errors="replace") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise MetricsFileError(f"{path}:{n}: not a JSON line ({exc.msg}); is this a metrics.jsonl "
-                                       f"written by rlvp-train?") from None
-            if not isinstance(row, dict) or "iteration" not in row:
-                raise MetricsFileError(f"{path}:{n}: not a metrics row (a JSON object with 'iteration')")
-            rows.append(row)
+        lines = fh.readlines()
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if n == len(lines) and not line.endswith("\n"):  # cut off mid-write
+                if notes is not None:
+                    notes.append(f"warning: {path}:{n}: dropped the last line, cut off mid-write "
+                                 f"({len(line)} characters)")
+                    break
+                raise MetricsFileError(f"{path}:{n}: the last line is cut off mid-write (the run was stopped "
+                                       f"while logging): delete that line, or continue the run with --resume, "
+                                       f"which drops it") from None
+            raise MetricsFileError(f"{path}:{n}: not a JSON line ({exc.msg}); is this a metrics.jsonl "
+                                   f"written by rlvp-train? Delete or repair that line, or give --overwrite "
+                                   f"to start the run over") from None
+        if not isinstance(row, dict) or "iteration" not in row:
+            raise MetricsFileError(f"{path}:{n}: not a metrics row (a JSON object with 'iteration')")
+        rows.append(row)
     return rows
 
 

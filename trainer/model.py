@@ -61,6 +61,8 @@ class TinyModelConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"'{name}' must be a positive integer (got {value!r})")
+        if not isinstance(self.init_std, (int, float)) or not 0 <= self.init_std < float("inf"):
+            raise ValueError(f"'init_std' must be a finite number >= 0 (got {self.init_std!r})")
         if self.hidden_size % self.num_heads:
             raise ValueError(
                 f"'hidden_size' must be divisible by 'num_heads' (got {self.hidden_size} and {self.num_heads})"

@@ -4,6 +4,10 @@ The exit codes of all three CLIs (`rlvp-train` too), as ruff and ty use them: 0 
 1 the input has errors, 2 usage or I/O error; 130 interrupted (Ctrl-C), as shells do.
 """
 
+import importlib
+import os
+import sys
+
 EXIT_OK = 0
 EXIT_INPUT_ERRORS = 1
 EXIT_USAGE = 2
@@ -28,9 +32,9 @@ def version_text(prog: str) -> str:
     return f"{prog} {package_version()} (Python {platform.python_version()})"
 
 
-def whole_number(minimum: int | None = None):
-    """An argparse ``type=`` for whole numbers of at least `minimum`: a bad value is a usage
-    error naming the flag (``--steps: must be at least 1 (got 0)``), never a traceback."""
+def whole_number(minimum: int | None = None, maximum: int | None = None):
+    """An argparse ``type=`` for whole numbers of at least `minimum` (and at most `maximum`): a bad
+    value is a usage error naming the flag (``--steps: must be at least 1 (got 0)``), never a traceback."""
     import argparse
 
     def parse(text: str) -> int:
@@ -40,6 +44,8 @@ def whole_number(minimum: int | None = None):
             raise argparse.ArgumentTypeError(f"must be a whole number (got {text!r})") from None
         if minimum is not None and value < minimum:
             raise argparse.ArgumentTypeError(f"must be at least {minimum} (got {value})")
+        if maximum is not None and value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum} (got {value})")
         return value
 
     return parse
@@ -119,8 +125,7 @@ def write_output(prog: str, path: str, text: str) -> bool:
     return True
 
 
-#: The worst exit status a command has decided so far; `console` uses it when a closed
-#: pipe interrupts the output, so `rlvp-compile bad.rlvp | head` still exits 1.
+#: The worst exit status a command has decided so far (kept for the commands that record it).
 _decided = [EXIT_OK]
 
 
@@ -130,19 +135,86 @@ def decided(code: int) -> int:
     return code
 
 
-def console(main) -> None:
-    """Run a CLI `main() -> exit code` as a console script: a closed pipe (`| head`) ends
-    quietly, Ctrl-C exits 130, and the exit code is the process's."""
-    import os
-    import sys
+class GuardedStream:
+    """Standard output or error, as a command writes it, such that a closed pipe (``| head``) or a full
+    device (``> /dev/full``) ends no command half-way: the first failed write is remembered (`lost`:
+    the error), the stream's descriptor then points to /dev/null, and the command goes on, so the
+    files it writes (``-o``, ``--csv``, ``--html``) are still written.  Everything else is the
+    wrapped stream's."""
 
+    def __init__(self, stream):
+        self._stream = stream
+        self.lost: OSError | None = None
+
+    def _guard(self, action, *args):
+        if self.lost is not None:
+            return None
+        try:
+            return action(*args)
+        except OSError as exc:  # BrokenPipeError, ENOSPC, EIO
+            self.lost = exc
+            try:
+                fd = self._stream.fileno()
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, fd)  # what is still buffered goes nowhere, and exit flushes quietly
+                os.close(devnull)
+            except (OSError, ValueError, AttributeError):
+                pass
+            return None
+
+    def write(self, text: str) -> int:
+        self._guard(self._stream.write, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._guard(self._stream.flush)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+def console(main, prog: str = "rlvp") -> None:
+    """Run a CLI `main() -> exit code` as a console script, with its standard streams guarded
+    (`GuardedStream`): output is flushed and checked before exit; a closed pipe (`| head`) ends
+    quietly with the command's own status; a write error on standard output (a full disk) is one
+    line on standard error and exit 2, never exit 0 with the output cut short; Ctrl-C exits 130
+    quietly."""
+    out, err = GuardedStream(sys.stdout), GuardedStream(sys.stderr)
+    sys.stdout, sys.stderr = out, err
     try:
         code = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stderr.fileno())
-        code = _decided[0]
+    except SystemExit as exc:  # argparse's --help, --version and usage errors
+        code = exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_USAGE)
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
     except KeyboardInterrupt:
         code = EXIT_INTERRUPTED
+    code = EXIT_OK if code is None else code
+    out.flush()
+    err.flush()
+    if out.lost is not None and not isinstance(out.lost, BrokenPipeError):
+        print(f"{prog}: error: cannot write to standard output: {out.lost.strerror or out.lost}", file=sys.stderr)
+        err.flush()
+        code = max(code, EXIT_USAGE)
     sys.exit(code)
+
+
+def launch(module: str, prog: str) -> None:
+    """A console script: import the command's `module` (``rlvp_dsl.cli.compile``) and run its
+    ``main`` under `console`.  The import happens here, so Ctrl-C while the command's libraries
+    load (lark, torch: seconds on a busy machine) exits 130 quietly, as it does later."""
+    try:
+        main = importlib.import_module(module).main
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+    console(main, prog)
+
+
+def compile_command() -> None:
+    """The ``rlvp-compile`` console script."""
+    launch("rlvp_dsl.cli.compile", "rlvp-compile")
+
+
+def score_command() -> None:
+    """The ``rlvp-score`` console script."""
+    launch("rlvp_dsl.cli.score", "rlvp-score")

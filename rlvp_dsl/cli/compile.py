@@ -18,6 +18,7 @@ from collections import Counter
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
 from ..diagnostics import MAX_PER_FILE, Diagnostic, counted, has_errors, render_json, render_text, sort_and_cap
+from ..input_files import NotARegularFile, check_regular
 from ..loader import read_source
 from ..pipeline import check_file, check_text
 
@@ -116,6 +117,7 @@ def _derive(args) -> int:
         return EXIT_USAGE
 
     try:
+        check_regular(args.auto_from_tags)
         manifest = load_manifest(args.auto_from_tags)
     except FileNotFoundError:
         print(f"rlvp-compile: error: manifest not found: {args.auto_from_tags}", file=sys.stderr)
@@ -137,23 +139,31 @@ def _derive(args) -> int:
         if "no annotations" in note:  # an assumption the user should see, not only a comment
             print(f"rlvp-compile: warning: {args.auto_from_tags}: {note}", file=sys.stderr)
     drop: dict[str, str] = {}
+    evidence, status = "", EXIT_OK
     if args.validate:
-        code, drop = _validate(manifest, args)
-        if code != EXIT_OK:
-            return code
+        status, drop, evidence = _validate(manifest, args)
+        if not evidence:  # nothing to go on: the error is said
+            return status
     text = derive_text(manifest, drop=drop)
+    # The file first, then the evidence table: a reader that stops early (`| head`) loses no file.
     if args.output:
         if not _write(args.output, text):
             return EXIT_USAGE
+        if evidence:
+            print(evidence)
         print(f"{args.output}: derived {counted(len(manifest.tools), 'tool')} from {args.auto_from_tags}", file=sys.stderr)
     else:
+        if evidence:
+            print(evidence, file=sys.stderr)
         sys.stdout.write(text)
-    return EXIT_OK
+    return status
 
 
-def _validate(manifest, args) -> tuple[int, dict[str, str]]:
-    """Score the derived rules on --validate trajectories; print the evidence (stdout when the
-    rules go to -o, else stderr); the harmful rules to drop with --drop-harmful."""
+def _validate(manifest, args) -> tuple[int, dict[str, str], str]:
+    """Score the derived rules on --validate trajectories: the exit status so far (1 when a file
+    could not be read: the others are still used), the harmful rules to drop with --drop-harmful,
+    and the evidence table ("" when there is none; printed once the rules are written: stdout
+    when they go to -o, else stderr)."""
     from ..manifests.derive import derive_text
     from ..manifests.validate import render, validate
     from ..pipeline import loads
@@ -162,27 +172,26 @@ def _validate(manifest, args) -> tuple[int, dict[str, str]]:
     missing = [p for p in args.validate if not os.path.exists(p)]
     if missing:
         print(f"rlvp-compile: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
-        return EXIT_USAGE, {}
+        return EXIT_USAGE, {}, ""
     try:
         report = read_report(args.validate, keep_going=True)
     except ReaderError as exc:
         print(f"rlvp-compile: error: {exc}", file=sys.stderr)
-        return EXIT_INPUT_ERRORS, {}
+        return EXIT_INPUT_ERRORS, {}, ""
     for error in report.errors:
         print(f"rlvp-compile: error: {error}", file=sys.stderr)
     evidence, used = validate(loads(derive_text(manifest), manifest.path), report.episodes)
     if not used:
         print("rlvp-compile: error: --validate found no episodes with an outcome in " + ", ".join(args.validate),
               file=sys.stderr)
-        return EXIT_INPUT_ERRORS, {}
-    out = sys.stdout if args.output else sys.stderr
-    print(render(evidence, used), file=out)
+        return EXIT_INPUT_ERRORS, {}, ""
     harmful = {e.name: (f"penalised {e.success_rate:.1%} of successful and {e.failure_rate:.1%} of failed "
                         f"episodes in --validate") for e in evidence if e.harmful}
     if harmful and not args.drop_harmful:
         print(f"rlvp-compile: warning: {counted(len(harmful), 'derived rule penalises', 'derived rules penalise')} success more often than failure: "
               f"{', '.join(harmful)} (--drop-harmful leaves them out)", file=sys.stderr)
-    return EXIT_OK, harmful if args.drop_harmful else {}
+    status = EXIT_INPUT_ERRORS if report.errors else EXIT_OK
+    return status, harmful if args.drop_harmful else {}, render(evidence, used)
 
 
 def _describe(ruleset) -> str:
@@ -311,9 +320,13 @@ def main(argv: list[str] | None = None) -> int:
         from ..manifests import ManifestError, load_manifest
 
         try:
+            check_regular(args.manifest)
             args.loaded_manifest = load_manifest(args.manifest)
         except FileNotFoundError:
             print(f"rlvp-compile: error: manifest not found: {args.manifest}", file=sys.stderr)
+            return EXIT_USAGE
+        except NotARegularFile as exc:
+            print(f"rlvp-compile: error: cannot read {args.manifest}: {exc.strerror}", file=sys.stderr)
             return EXIT_USAGE
         except (ManifestError, OSError, ValueError) as exc:
             print(f"rlvp-compile: error: {exc}", file=sys.stderr)
@@ -454,8 +467,8 @@ def _run_check(path: str, ruleset, args) -> int:
 
 
 def run() -> None:
-    """Console-script entry point."""
-    console(main)
+    """Run as a console script (``python -m``; the installed ``rlvp-compile`` is `rlvp_dsl.cli.compile_command`)."""
+    console(main, "rlvp-compile")
 
 
 if __name__ == "__main__":

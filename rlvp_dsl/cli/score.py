@@ -24,6 +24,7 @@ from collections import Counter
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
 from ..diagnostics import counted, quoted, render_json, render_text, sort_and_cap
+from ..input_files import NotARegularFile, check_regular
 from ..pipeline import check_file
 from ..compile import compile_ruleset
 from ..report import fixed, render_summary, summarise
@@ -331,6 +332,11 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"rlvp-score: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        check_regular(args.rules)
+    except NotARegularFile as exc:
+        print(f"rlvp-score: error: cannot read {args.rules}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
     if not os.path.isfile(args.rules):
         what = "is a directory, not a rule file" if os.path.isdir(args.rules) else "rule file not found"
         print(f"rlvp-score: error: {what}: {args.rules}", file=sys.stderr)
@@ -456,8 +462,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run() -> None:
-    """Console-script entry point."""
-    console(main)
+    """Run as a console script (``python -m``; the installed ``rlvp-score`` is `rlvp_dsl.cli.score_command`)."""
+    console(main, "rlvp-score")
 
 
 if __name__ == "__main__":

@@ -148,6 +148,18 @@ def linked_event(credit: Credit, n_events: int) -> tuple[int, str] | None:
     return None
 
 
+#: Decimal places to which a credit total is compared with zero (as rlvp-score's CSV rounds it):
+#: a sum like -4e-17 is zero, not a penalty.
+SIGN_DECIMALS = 9
+
+
+def sign_of(x: float) -> str:
+    """``pos``, ``neg`` or ``zero``: the class that colours a credit or a total (green, red, grey),
+    by its sign after rounding to `SIGN_DECIMALS` places."""
+    rounded = round(x, SIGN_DECIMALS)
+    return "pos" if rounded > 0 else ("neg" if rounded < 0 else "zero")
+
+
 def _number_text(x: float) -> str:
     return f"{x:+.3g}" if x else "0"
 
@@ -205,9 +217,12 @@ def episode_record(number: int, episode: Episode, credits: Sequence[Credit], rul
 
     Keys: ``n`` (its position), ``id``, ``source``, ``domain``, ``outcome``, ``total`` (process
     credit), ``calls``, ``rule_totals`` (rule -> summed credit, rules that gave any), ``hit``
-    (rule indices that gave credit), ``unplaced`` (credits naming an event the episode does not
-    have), and ``events``: per event ``index``, ``kind``, text or call fields (``tool``,
-    ``args``, ``status``, ``error``, ``result`` cut to `result_limit`, ``result_len``),
+    (rule indices that gave credit), ``chips`` (per rule that gave credit, in rule order: ``r``,
+    ``rule``, ``total`` and ``sign``, `sign_of` the total: what colours its chip), ``unplaced``
+    (credits naming an event the episode does not have), and ``events``: per event ``index``,
+    ``kind``, text or call fields (``tool``, ``args``, ``status``, ``error``, ``result`` cut to
+    `result_limit`, ``result_len``), ``signals`` (name -> number, None where not finite; only
+    on events that carry signals),
     ``credits`` (those on it: ``rule``, ``r``, ``value``, ``reason``, ``kind``, ``trigger``,
     ``location``, ``src``, ``line``, ``link`` = the obligation's other event or None) and
     ``marks`` (obligation credits elsewhere that name this event).
@@ -223,6 +238,8 @@ def episode_record(number: int, episode: Episode, credits: Sequence[Credit], rul
                 row["requestor"] = e.requestor
         else:
             row["text"] = e.text
+        if e.signals:  # the environment's numbers after the event (goals_remaining, ...)
+            row["signals"] = {str(k): _finite(v) if isinstance(v, (int, float)) else None for k, v in e.signals.items()}
         events.append(row)
     totals: dict[str, float] = {}
     unplaced = []
@@ -251,6 +268,9 @@ def episode_record(number: int, episode: Episode, credits: Sequence[Credit], rul
         "calls": len(episode.calls),
         "rule_totals": totals,
         "hit": sorted({rule_index[c.rule] for c in credits if c.rule in rule_index}),
+        "chips": [{"r": rule_index[rule], "rule": rule, "total": total, "sign": sign_of(total)}
+                  for rule, total in sorted(totals.items(), key=lambda x: rule_index.get(x[0], -1))
+                  if rule in rule_index],
         "unplaced": unplaced,
         "events": events,
     }

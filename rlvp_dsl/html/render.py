@@ -11,7 +11,8 @@ import functools
 import os
 from pathlib import Path
 
-from .model import RESULT_PREVIEW, Report
+from ..report import fixed
+from .model import RESULT_PREVIEW, Report, sign_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -32,13 +33,15 @@ def environment(folder: str = str(TEMPLATES)):
 
 
 def _signed(x: float | None, spec: str = "+.2f") -> str:
-    return "n/a" if x is None else format(x, spec)
+    """`x` formatted by `spec`, never a negative zero (a correlation of -4e-17 is ``+0.000``)."""
+    return "n/a" if x is None else fixed(x, spec)
 
 
 def render_report(report: Report) -> str:
     """The report page as HTML text."""
     template = environment().get_template("report.html.j2")
-    return template.render(report=report, data_json=report.data_json(), preview=RESULT_PREVIEW, signed=_signed)
+    return template.render(report=report, data_json=report.data_json(), preview=RESULT_PREVIEW, signed=_signed,
+                           sign=sign_of)
 
 
 def write_report(report: Report, path: str | os.PathLike) -> Path:

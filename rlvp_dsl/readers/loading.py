@@ -30,11 +30,12 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
-from rlvp_dsl.events import Episode
+from rlvp_dsl.events import CALL, MALFORMED, Episode
 from rlvp_dsl.gcpause import collector_paused
+from rlvp_dsl.input_files import read_input_bytes
 
 from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, error_signal as resolve_signal, load_json_text
-from .json_text import NOT_PARSED, fast_loads_bytes, loads
+from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
 from .openai_chat import read_openai_json, read_openai_jsonl
 from .swe_agent import read_swe_agent
 from .tau2 import read_tau2
@@ -123,7 +124,7 @@ def _read_bytes(path: Path, file: str) -> bytes:
     try:
         if file == STDIN:
             return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
-        return path.read_bytes()
+        return read_input_bytes(path)
     except OSError as exc:
         raise ReaderError(_shown(file), detail=f"cannot read: {exc.strerror or exc}") from None
 
@@ -209,6 +210,32 @@ def _read_given(path: Path, file: str, text: str, data: Any, fmt: str, signal: E
     return episodes
 
 
+def _too_deep(file: str, data: Any) -> ReaderError:
+    """The error for a file whose values nest so deeply that reading them ran out of stack
+    (RecursionError), naming where when the parsed JSON is at hand."""
+    where = nested_too_deep(data) if data is not None else None
+    return ReaderError(_shown(file), record=where or "", detail=f"arrays and objects nested more than {MAX_DEPTH} "
+                                                                "levels deep (docs/readers.md, \"Limits\")")
+
+
+def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
+    """`episodes`, where a call whose arguments nest deeper than `MAX_DEPTH` (the scorer and the
+    reports recurse once per level) becomes a malformed call, as arguments that are not a JSON
+    object are: the bad value stays on its call, the rest of the file is read."""
+    out = []
+    for episode in episodes:
+        events = list(episode.events)
+        for k, event in enumerate(events):
+            args = event.arguments
+            if event.kind == CALL and args and any(isinstance(v, (dict, list)) for v in args.values()):
+                where = nested_too_deep(args, MAX_DEPTH - 1)  # the arguments sit one level inside their call
+                if where is not None:
+                    events[k] = attrs.evolve(event, status=MALFORMED, arguments={}, error_text=(
+                        f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"))
+        out.append(episode if events == list(episode.events) else attrs.evolve(episode, events=events))
+    return out
+
+
 def _check_format(format: str | None) -> None:
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)} or None (got {format!r})")
@@ -242,14 +269,18 @@ def read_episodes(path: str | os.PathLike[str], *, format: str | None = None,
     error_signal = _signal(error_signal)
     file = os.fspath(path)
     real = Path(file)
+    data = None
     with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
-        text, data, jsonl = _load(real, file)
-        if format is not None:
-            return _read_given(real, file, text, data, format, error_signal, jsonl=jsonl)
-        fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
-        if fmt is None:
-            raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
-        return _read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl)
+        try:
+            text, data, jsonl = _load(real, file)
+            if format is not None:
+                return _shallow(_read_given(real, file, text, data, format, error_signal, jsonl=jsonl), file)
+            fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+            if fmt is None:
+                raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
+            return _shallow(_read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl), file)
+        except RecursionError:
+            raise _too_deep(file, data) from None
 
 
 def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
@@ -307,6 +338,7 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     errors: list[ReaderError] = []
     for path in _walk(paths):
         file = os.fspath(path)
+        data = None
         try:
             with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
                 text, data, jsonl = _load(path, file)
@@ -317,8 +349,12 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                         skipped.append(SkippedFile(_shown(file), reason))
                         continue
                 read = _read_given if format is not None else _read_loaded
-                episodes.extend(read(path, file, text, data, fmt, error_signal,
-                                     line_errors=errors if keep_going else None, jsonl=jsonl))
+                try:
+                    found = _shallow(read(path, file, text, data, fmt, error_signal,
+                                          line_errors=errors if keep_going else None, jsonl=jsonl), file)
+                except RecursionError:
+                    raise _too_deep(file, data) from None
+                episodes.extend(found)
         except ReaderError as exc:
             if not keep_going:
                 raise

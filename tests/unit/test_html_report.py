@@ -163,3 +163,43 @@ def test_a_non_finite_outcome_is_shown_as_unknown():
     report = build_report(program, [(odd, program.score(odd))], {RULES_PATH: RULES})
     assert report.episodes[0]["outcome"] is None
     assert json.loads(report.data_json())["episodes"][0]["outcome"] is None
+
+
+def test_chips_are_coloured_by_the_sign_of_the_rules_total(report):
+    """An episode's rule chips carry the sign of the rule's total (red, green, grey), not only the rule."""
+    golden, clean = report.episodes
+    assert [(c["rule"], c["sign"]) for c in golden["chips"]] == \
+        [("edit_unread", "neg"), ("errored", "neg"), ("test_after_edit", "pos")]
+    assert [(c["rule"], c["sign"]) for c in clean["chips"]] == [("test_after_edit", "pos")]
+    script = (REPO / "rlvp_dsl" / "html" / "templates" / "report.js").read_text()
+    assert '"hit " + c.sign' in script  # the page draws the chip with that class
+
+
+@pytest.mark.parametrize("x,sign", [(0.25, "pos"), (-0.1, "neg"), (0.0, "zero"), (-4e-17, "zero"), (3e-12, "zero")])
+def test_sign_of_a_total_ignores_float_dust(x, sign):
+    from rlvp_dsl.html.model import sign_of
+
+    assert sign_of(x) == sign
+
+
+def test_a_correlation_of_float_dust_is_not_shown_as_minus_zero():
+    """-4e-17 (a constant column's rounding) is +0.000 on the page, never -0.000."""
+    from rlvp_dsl.html.render import _signed
+
+    assert _signed(-4e-17, "+.3f") == "+0.000" and _signed(-4e-17, ".3f") == "0.000"
+    assert _signed(-0.25, "+.3f") == "-0.250" and _signed(None) == "n/a"
+
+
+def test_the_timeline_carries_each_events_signal_values():
+    """An event's environment signals (goals_remaining, ...) are in its record, non-finite ones as None."""
+    from rlvp_dsl.events import Episode, Event
+
+    program = loads(RULES, RULES_PATH)
+    events = [Event(index=0, kind="user", text="go"),
+              Event(index=1, kind="call", tool="read_file", arguments={"path": "a.py"}, result="x",
+                    signals={"goals_remaining": 2, "score": float("inf")})]
+    episode = Episode("sig", events, outcome=1.0)
+    report = build_report(program, [(episode, program.score(episode))], {RULES_PATH: RULES})
+    user, call = report.episodes[0]["events"]
+    assert "signals" not in user and call["signals"] == {"goals_remaining": 2, "score": None}
+    assert json.loads(report.data_json())["episodes"][0]["events"][1]["signals"] == {"goals_remaining": 2, "score": None}

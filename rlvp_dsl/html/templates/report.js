@@ -17,9 +17,14 @@
     if (text !== undefined && text !== null) node.textContent = text;
     return node;
   }
-  function fmt(x, digits) { return x === null || x === undefined ? "n/a" : (x > 0 ? "+" : "") + x.toFixed(digits); }
+  function fmt(x, digits) {  // never a negative zero: -4e-17 is 0.00
+    if (x === null || x === undefined) return "n/a";
+    const text = x.toFixed(digits);
+    if (Number(text) === 0) return (0).toFixed(digits);
+    return (x > 0 ? "+" : "") + text;
+  }
   function hue(r) { return (r * 67) % 360; }
-  function sign(x) { return x > 0 ? "pos" : (x < 0 ? "neg" : "zero"); }
+  function sign(x) { const r = Math.round(x * 1e9); return r > 0 ? "pos" : (r < 0 ? "neg" : "zero"); }  // model.sign_of
 
   function srcLink(item) {
     if (item.src === null || item.src === undefined || !item.line) return el("span", "loc", item.location);
@@ -84,6 +89,16 @@
       head.append(el("span", "", ev.kind));
       li.append(head, el("div", "text", ev.text));
     }
+    if (ev.signals) {  // the environment's numbers after this event
+      const box = el("div", "signals");
+      Object.keys(ev.signals).forEach(function (name) {
+        const v = ev.signals[name];
+        const item = el("span", "signal", name + " = " + (v === null ? "n/a" : String(v)));
+        item.dataset.signal = name;
+        box.append(item);
+      });
+      li.append(box);
+    }
     if (ev.credits.length) {
       const box = el("div", "credits");
       ev.credits.forEach(c => box.append(drawCredit(ep, c)));
@@ -142,9 +157,10 @@
               el("td", "num", ep.outcome === null ? "n/a" : String(ep.outcome)),
               el("td", "num " + sign(ep.total), fmt(ep.total, 2)), el("td", "num", String(ep.calls)));
     const hits = el("td", "");
-    ep.hit.forEach(function (r) {
-      const chip = el("span", "hit", RULES[r] + " " + fmt(ep.rule_totals[RULES[r]], 2));
-      chip.style.setProperty("--rule-hue", hue(r));
+    ep.chips.forEach(function (c) {  // coloured by the sign of the rule's total; the rule's hue marks its edge
+      const chip = el("span", "hit " + c.sign, c.rule + " " + fmt(c.total, 2));
+      chip.style.setProperty("--rule-hue", hue(c.r));
+      chip.dataset.rule = c.rule;
       hits.append(chip);
     });
     tr.append(hits);
