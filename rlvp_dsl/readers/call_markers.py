@@ -7,7 +7,8 @@ one (broken JSON, no name, cut off before the closing marker).
 
 Reasoning is not acting: a block the model only wrote inside its thought
 (``<think>...</think>``, `THINK_MARKERS`) is thought text, never a call, whatever form it
-has (Hermes JSON, Qwen3's ``<tool_call><function=NAME><parameter=x>...`` XML).  See
+has.  Two forms are read: Hermes JSON, and Qwen3's XML
+(``<tool_call><function=NAME><parameter=x>value</parameter></function></tool_call>``).  See
 `reasoning_spans` for where a thought starts and ends.
 """
 
@@ -28,6 +29,8 @@ HERMES_MARKERS = ("<tool_call>", "</tool_call>")
 THINK_MARKERS = ("<think>", "</think>")
 
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
+_XML_FUNCTION = re.compile(r"<function=([^\n>]{1,200})>")
+_XML_PARAMETER = re.compile(r"<parameter=([^>\n]{1,200})>(.*?)</parameter>", re.S)
 
 
 def reasoning_spans(text: str, markers: tuple[str, str] | None = THINK_MARKERS) -> list[tuple[int, int]]:
@@ -89,7 +92,8 @@ def marked_calls(text: str, markers: tuple[str, str] = HERMES_MARKERS,
     A block opened but never closed (generation cut off) runs to the end of the text.
     A block is a valid call when its inner text is a JSON object with a string ``name``
     and an object ``arguments`` (or ``parameters``; arguments decoded as
-    `rlvp_dsl.readers._base.parse_arguments` does).  Blocks inside the model's reasoning
+    `rlvp_dsl.readers._base.parse_arguments` does), or a Qwen3-XML ``<function=NAME>``
+    element whose ``<parameter=KEY>`` children are its arguments (values as text).  Blocks inside the model's reasoning
     (`reasoning_spans` of `reasoning`; None: none) are not calls: they stay in the outside
     text, as the thought they are.  Linear in the text's length.
 
@@ -124,6 +128,8 @@ def marked_calls(text: str, markers: tuple[str, str] = HERMES_MARKERS,
 
 
 def _parse_block(inner: str, closed: bool) -> MarkedCall:
+    if inner.startswith("<function="):
+        return _parse_xml_block(inner, closed)
     named = _NAME.search(inner)
     name = named.group(1) if named else None
     if not closed:
@@ -143,3 +149,29 @@ def _parse_block(inner: str, closed: bool) -> MarkedCall:
     if problem:
         return MarkedCall(value["name"], inner, None, f"tool call {problem}")
     return MarkedCall(value["name"], inner, parsed, "")
+
+
+def _parse_xml_block(inner: str, closed: bool) -> MarkedCall:
+    """A block in the Qwen3-XML form (Qwen3-Coder, Qwen3.5 templates)::
+
+        <function=NAME>
+        <parameter=x>
+        value
+        </parameter>
+        </function>
+
+    Each value is its text, newlines at its edges stripped (the form has no types; a string
+    and a number with the same text bind the same target, `rlvp_dsl.events.normalise_value`)."""
+    named = _XML_FUNCTION.match(inner)
+    name = named.group(1).strip() if named else None
+    if not closed:
+        return MarkedCall(name, inner, None, "tool call cut off before its closing marker")
+    if not name or not inner.rstrip().endswith("</function>"):
+        return MarkedCall(name, inner, None, "tool call must be <function=NAME> ... </function>")
+    arguments: dict[str, Any] = {}
+    for match in _XML_PARAMETER.finditer(inner, named.end()):
+        key = match.group(1).strip()
+        if key in arguments:
+            return MarkedCall(name, inner, None, f"tool call gives parameter {key!r} twice")
+        arguments[key] = match.group(2).strip("\n")
+    return MarkedCall(name, inner, arguments, "")

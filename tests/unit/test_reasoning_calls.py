@@ -69,3 +69,16 @@ def test_find_call_spans_skips_thoughts_per_generated_run():
     assert find_call_spans(ids3, *MARKERS, [1, 1, 1, 0, 1, 1], reasoning=THINK) == [(0, 2), (4, 6)]
     with pytest.raises(ValueError, match="non-empty"):
         find_call_spans(ids, *MARKERS, reasoning=([], [4]))
+
+
+def test_the_qwen3_xml_form_is_a_call_outside_a_thought():
+    """Qwen3-Coder / Qwen3.5 write calls as XML; outside a thought such a block is a call with its
+    parameters as text arguments, not a malformed call."""
+    episode = episode_from_text(f"Deleting. {XML}")
+    assert [(c.tool, c.status, dict(c.arguments)) for c in episode.calls] == [("delete_file", "no_result", {"path": "a"})]
+    cut = marked_calls("<tool_call>\n<function=delete_file>\n<parameter=path>\na")[1][0]
+    assert (cut.tool, cut.problem) == ("delete_file", "tool call cut off before its closing marker")
+    unclosed = marked_calls("<tool_call><function=delete_file><parameter=path>a</parameter></tool_call>")[1][0]
+    assert unclosed.problem == "tool call must be <function=NAME> ... </function>"
+    twice = "<tool_call><function=f><parameter=a>1</parameter><parameter=a>2</parameter></function></tool_call>"
+    assert marked_calls(twice)[1][0].problem == "tool call gives parameter 'a' twice"
