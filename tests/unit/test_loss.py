@@ -190,3 +190,44 @@ def test_a_fully_masked_rollout_does_not_halve_the_constant_loss():
     per_tok, mask = torch.ones(1, 4), torch.ones(1, 4)
     assert aggregate(per_tok, mask, "constant").item() == 1.0
     assert aggregate(torch.ones(2, 4), torch.cat([mask, torch.zeros(1, 4)]), "constant").item() == 1.0
+
+
+@pytest.mark.parametrize("loss_type", LOSS_TYPES)
+def test_a_fully_masked_rollout_in_the_batch_leaves_the_loops_update_unchanged(loss_type):
+    """Through the loop's update, micro-batch shares included: a rollout with no action token (its one call
+    masked) in its own micro-batch changes neither the logged loss nor the gradient."""
+    from dataclasses import replace
+
+    from trainer.advantages import compute_advantages
+    from trainer.backend import Backend
+    from trainer.batch import pad_batch
+    from trainer.config import TrainConfig
+    from trainer.loop import _update
+
+    from trainer_fakes import FakeLM, credits_of, make_rollout
+
+    batch = [make_rollout("a", [3, 1], 1.0), make_rollout("a", [2, 4, 2], 0.0)]
+    _, _, cmask = pad_batch(batch)
+    adv = compute_advantages([[1.0, 0.0]], [[credits_of([0.5, -1.0]), credits_of([0.0, 2.0, -0.25])]],
+                             [[r.call_spans for r in batch]], cmask, credit_mode="token").advantages
+    silent = make_rollout("a", [5], 0.0)
+    silent = replace(silent, completion_mask=[0] * len(silent.completion_mask))
+    results = []
+    for rollouts in (batch, batch + [silent]):
+        _, _, m = pad_batch(rollouts)
+        A = torch.zeros(m.shape)
+        A[: adv.shape[0], : adv.shape[1]] = adv
+        A[len(batch):] = 3.0  # never read: the row is masked
+        model = FakeLM(vocab=16, seed=3)
+        params = list(model.parameters())
+        cfg = TrainConfig(loss_type=loss_type, max_grad_norm=0.0, micro_batch=1, out_dir="unused")
+        stats = _update(cfg, Backend(model, None, None, None), model, torch.optim.SGD(params, lr=0.0), params,
+                        rollouts, A, m, step=True)
+        results.append((stats["policy"], [p.grad.clone() for p in params]))
+    (loss_a, grad_a), (loss_b, grad_b) = results
+    n = terms(model.emb.embedding_dim, model.out.out_features, m.numel())
+    assert loss_a != 0.0
+    # ratio 1 (one pass): the per-token loss is -A, so sum|x_i| of the loss's sum is the aggregate of |A|
+    assert_close(loss_b, loss_a, n=n, dtype=torch.float32, scale=float(aggregate(adv.abs(), cmask, loss_type)),
+                 what="loss")
+    assert_all_close(grad_b, grad_a, n=n, what="gradients")
