@@ -84,8 +84,8 @@ from rlvp_dsl.attach import CallCredits, call_credits
 from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
-from rlvp_dsl.readers import (HERMES_MARKERS, THINK_MARKERS, ReaderError, episode_from_messages, episode_from_text,
-                              marked_calls)
+from rlvp_dsl.readers import (HERMES_MARKERS, THINK_MARKERS, ReaderError, checked_markers, episode_from_messages,
+                              episode_from_text, marked_calls)
 from rlvp_dsl.readers import error_signal as resolve_error_signal
 from rlvp_dsl.spans import align_call_spans, find_call_spans
 from trainer.advantages import amplified_groups, compute_advantages
@@ -136,17 +136,6 @@ def _checked_weight(value: Any) -> float:
     if not finite or value < 0:
         raise ValueError(f"'process_weight' must be a finite, non-negative number (got {value!r})")
     return float(value)
-
-
-def _checked_markers(markers: Any) -> tuple[str, str]:
-    if (not isinstance(markers, (list, tuple)) or len(markers) != 2
-            or not all(isinstance(m, str) and m for m in markers)):
-        raise ValueError(f"'call_markers' must be two non-empty strings, the chat template's opening and closing "
-                         f"tool-call markers (got {markers!r}); Qwen/Hermes: {HERMES_MARKERS!r}")
-    if markers[0] == markers[1]:
-        raise ValueError(f"'call_markers' must be two different strings (got {markers[0]!r} twice): with one "
-                         "marker for both ends no call's end can be told from the next call's start")
-    return (markers[0], markers[1])
 
 
 def _calling_trainer(kwargs: dict[str, Any]) -> Any:
@@ -205,7 +194,7 @@ class RlvpReward:
             resolve_error_signal(error_signal, default="trl")
         except (TypeError, ValueError) as exc:
             raise ValueError(f"'error_signal': {exc}") from None
-        self.call_markers = _checked_markers(call_markers)
+        self.call_markers = checked_markers(call_markers)
         self.program = _as_program(rules)
         self.mode = mode
         self.error_signal = error_signal

@@ -17,7 +17,7 @@ folders), ``messages`` (chat messages in memory: `episode_from_messages`, for TR
 """
 
 from ._base import DEFAULT_ERROR_SIGNALS, ERROR_SIGNALS, SWE_AGENT_MARKERS, ErrorSignal, ReaderError, error_signal
-from .call_markers import HERMES_MARKERS, THINK_MARKERS, marked_calls, reasoning_spans
+from .call_markers import HERMES_MARKERS, THINK_MARKERS, checked_markers, marked_calls, reasoning_spans
 from .messages import episode_from_messages, episode_from_text
 from .loading import FORMATS, ReadReport, SkippedFile, detect_trajectory_format, read_episodes, read_paths, read_report
 
@@ -32,6 +32,7 @@ __all__ = [
     "SWE_AGENT_MARKERS",
     "SkippedFile",
     "THINK_MARKERS",
+    "checked_markers",
     "detect_trajectory_format",
     "episode_from_messages",
     "episode_from_text",

@@ -28,6 +28,24 @@ HERMES_MARKERS = ("<tool_call>", "</tool_call>")
 #: The reasoning markers of Qwen3 / DeepSeek-R1 style templates: the text between them is the model's thought.
 THINK_MARKERS = ("<think>", "</think>")
 
+def checked_markers(markers: Any, *, field: str = "'call_markers'") -> tuple[str, str]:
+    """`markers` as an ``(opener, closer)`` pair, checked: two different non-empty strings.
+
+    Raises:
+        ValueError: not a pair of strings, an empty one (found everywhere: a scan would never
+            advance), or the same string twice (no call's end could be told from the next start);
+            the message names `field`.
+    """
+    if (not isinstance(markers, (list, tuple)) or len(markers) != 2
+            or not all(isinstance(m, str) and m for m in markers)):
+        raise ValueError(f"{field} must be two non-empty strings, the chat template's opening and closing "
+                         f"tool-call markers (got {markers!r}); Qwen/Hermes: {HERMES_MARKERS!r}")
+    if markers[0] == markers[1]:
+        raise ValueError(f"{field} must be two different strings (got {markers[0]!r} twice): with one "
+                         "marker for both ends no call's end can be told from the next call's start")
+    return (markers[0], markers[1])
+
+
 _NAME = re.compile(r'"name"\s*:\s*"([^"\\]{1,200})"')
 _XML_FUNCTION = re.compile(r"<function=([^\n>]{1,200})>")
 _XML_PARAMETER = re.compile(r"<parameter=([^>\n]{1,200})>(.*?)</parameter>", re.S)

@@ -37,7 +37,7 @@ import attrs
 
 from rlvp_dsl.compile import Program
 from rlvp_dsl.pipeline import load_program
-from rlvp_dsl.readers import HERMES_MARKERS, error_signal as resolve_signal
+from rlvp_dsl.readers import HERMES_MARKERS, checked_markers, error_signal as resolve_signal
 
 SCALE_REWARDS = ("group", "batch", "none")
 ESTIMATOR_KEY = "algorithm.rlvp"
@@ -178,10 +178,11 @@ def rule_settings(config: Any) -> RuleSettings:
     except ValueError as exc:
         raise SettingsError(f"'{REWARD_KEY}.error_signal': {exc}") from None
     markers = values.get("call_markers", HERMES_MARKERS)
-    if (not isinstance(markers, (list, tuple)) or len(markers) != 2
-            or not all(isinstance(m, str) and m for m in markers)):
-        raise SettingsError(f"'{REWARD_KEY}.call_markers' must be two non-empty strings (got {markers!r})")
-    return RuleSettings(path, _number(values, "process_weight", 1.0, REWARD_KEY), signal, tuple(markers))
+    try:
+        markers = checked_markers(markers, field=f"'{REWARD_KEY}.call_markers'")
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from None
+    return RuleSettings(path, _number(values, "process_weight", 1.0, REWARD_KEY), signal, markers)
 
 
 def program_for(path: str) -> Program:

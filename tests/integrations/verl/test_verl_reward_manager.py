@@ -172,3 +172,16 @@ def test_verl_settings_take_every_documented_name_and_refuse_others(tmp_path):
         settings("verll")
     with pytest.raises(SettingsError, match=r"error_signal': expected a name, got 5"):
         settings(5)
+
+
+@pytest.mark.parametrize("markers,fragment", [
+    (["<tool_call>", "<tool_call>"], "two different strings"),   # one marker for both ends: no call's end is found
+    (["<tool_call>", ""], "two non-empty strings"),
+    ("<tool_call>", "two non-empty strings"),
+])
+def test_verl_settings_check_call_markers_as_rlvp_reward_does(tmp_path, markers, fragment):
+    """reward_kwargs.rlvp.call_markers is refused where RlvpReward refuses it, with the key named."""
+    rules = tmp_path / "r.rlvp"
+    rules.write_text("violation errored_call (-0.1) { on call error }\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match=r"'reward\.reward_kwargs\.rlvp\.call_markers' must be " + fragment):
+        rule_settings({"reward": {"reward_kwargs": {"rlvp": {"rules": str(rules), "call_markers": markers}}}})
