@@ -35,11 +35,12 @@ from rlvp_dsl.gcpause import collector_paused
 from rlvp_dsl.input_files import read_input_bytes
 
 from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, load_json_text
-from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
+from .json_text import NOT_PARSED, fast_loads_bytes, loads
 from .openai_chat import read_openai_json, read_openai_jsonl
 from .swe_agent import read_swe_agent
 from .tau2 import read_tau2
 from .tau_bench_v1 import read_tau_bench_v1
+from .json_text import MAX_DEPTH, nested_too_deep  # the nesting limit (docs/readers.md, "Limits")
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent")
 #: File name endings read when walking a folder.
