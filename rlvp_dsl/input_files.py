@@ -5,7 +5,8 @@ A device (``/dev/zero``, ``/dev/urandom``) never ends, so reading it grows memor
 bound; a FIFO (``mkfifo``, ``/dev/stdin`` of a pipe) blocks until a writer comes; a socket
 cannot be opened.  `check_regular` refuses all three before the file is opened, with one
 `NotARegularFile` (an `OSError`, so the callers' ``except OSError`` names the path and
-``strerror``).  Standard input stays available to the commands as ``-``.
+``strerror``).  Standard input stays available to the commands as ``-`` (a file, a pipe or a
+terminal; `read_stdin_bytes` refuses a device redirected there, ``- < /dev/zero``).
 """
 
 from __future__ import annotations
@@ -54,3 +55,26 @@ def read_input_bytes(path: str | os.PathLike[str], *, stdin: bool = True) -> byt
     check_regular(path, stdin=stdin)
     with open(path, "rb") as handle:
         return handle.read()
+
+
+def read_stdin_bytes(stream=None) -> bytes:
+    """All of standard input (`stream`, default ``sys.stdin``) as bytes.
+
+    Raises:
+        NotARegularFile: standard input is a device other than a terminal (``< /dev/zero``:
+            it would never end); its ``filename`` is ``<stdin>``.
+    """
+    import sys
+
+    stream = sys.stdin if stream is None else stream
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError):  # no descriptor (a test's stand-in): read it
+        fd, mode = None, 0
+    if fd is not None and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and not os.isatty(fd):
+        raise NotARegularFile(errno.EINVAL, "standard input is a device (such as /dev/zero), not a file, a pipe or "
+                                            "a terminal: reading it would never end", "<stdin>")
+    if hasattr(stream, "buffer"):
+        return stream.buffer.read()
+    return stream.read().encode("utf-8")

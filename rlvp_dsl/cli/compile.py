@@ -18,7 +18,7 @@ from collections import Counter
 from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
                version_text, whole_number, write_output)
 from ..diagnostics import MAX_PER_FILE, Diagnostic, counted, has_errors, render_json, render_text, sort_and_cap
-from ..input_files import NotARegularFile, check_regular
+from ..input_files import NotARegularFile, check_regular, read_stdin_bytes
 from ..loader import read_source
 from ..pipeline import check_file, check_text
 
@@ -99,7 +99,10 @@ def _not_a_rule_file(path: str) -> str:
 
 def _read_stdin_rules() -> tuple[str | None, str]:
     """The rule text on standard input (``-``), or (None, why not)."""
-    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+    try:
+        data = read_stdin_bytes()
+    except OSError as exc:
+        return None, exc.strerror or str(exc)
     try:
         return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:

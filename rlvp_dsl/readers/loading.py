@@ -24,7 +24,6 @@ The path ``-`` is standard input (named ``<stdin>`` in ids and messages), read o
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -32,7 +31,7 @@ import attrs
 
 from rlvp_dsl.events import CALL, MALFORMED, Episode
 from rlvp_dsl.gcpause import collector_paused
-from rlvp_dsl.input_files import read_input_bytes
+from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
 
 from ._base import DEFAULT_ERROR_SIGNALS, ErrorSignal, ReaderError, error_signal as resolve_signal, load_json_text
 from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
@@ -123,7 +122,7 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
 def _read_bytes(path: Path, file: str) -> bytes:
     try:
         if file == STDIN:
-            return sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+            return read_stdin_bytes()
         return read_input_bytes(path)
     except OSError as exc:
         raise ReaderError(_shown(file), detail=f"cannot read: {exc.strerror or exc}") from None

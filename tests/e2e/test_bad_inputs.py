@@ -279,6 +279,20 @@ def test_bad_input(case: Case, tmp_path: Path, capsys, monkeypatch):
         assert name in after and complete(after[name]), f"{name} is missing or cut short"
 
 
+@pytest.mark.parametrize("tool,argv,code", [("score", [RULES, "-"], 1), ("compile", ["-"], 2)])
+def test_a_device_as_standard_input_is_refused_and_a_file_is_read(tool, argv, code, monkeypatch, capsys):
+    """``- < /dev/zero``: one line naming standard input, not a read that never ends; ``- < file`` still reads."""
+    with open("/dev/zero") as zero:
+        monkeypatch.setattr(sys, "stdin", zero)
+        assert _run(tool, argv) == code
+    out, err = capsys.readouterr()
+    assert "standard input is a device (such as /dev/zero)" in err and "Traceback" not in out + err
+    source = REPO / ("examples/data/tau_bench_v1" if tool == "score" else "rules/tau2_airline.rlvp")
+    with open(next(source.glob("*.json")) if source.is_dir() else source) as given:
+        monkeypatch.setattr(sys, "stdin", given)
+        assert _run(tool, argv) == 0, capsys.readouterr().err
+
+
 def test_every_float_setting_has_an_inf_case():
     """The table covers every float field of TrainConfig (a new one gets its case by itself)."""
     assert {c.id for c in CASES} >= {f"train-{name}-inf" for name in _float_fields()}
