@@ -19,7 +19,7 @@ import attrs
 
 from ..compile import Program
 from ..events import Episode
-from ..report import pearson
+from ..report import fixed, pearson
 
 #: The outcome at or above which an episode counts as successful.
 SUCCESS = 0.5
@@ -98,7 +98,7 @@ def render(evidence: list[RuleEvidence], n_episodes: int) -> str:
              "| rule | kind | penalised on successes | penalised on failures | corr w/ outcome | verdict |",
              "|---|---|---:|---:|---:|---|"]
     for e in evidence:
-        corr = "n/a" if e.correlation is None else f"{e.correlation:+.3f}"
+        corr = "n/a" if e.correlation is None else fixed(e.correlation)
         verdict = "HARMFUL: penalises success more often than failure" if e.harmful else "ok"
         lines.append(f"| {e.name} | {e.kind} | {e.penalised_successes}/{e.successes} ({e.success_rate:.1%}) "
                      f"| {e.penalised_failures}/{e.failures} ({e.failure_rate:.1%}) | {corr} | {verdict} |")

@@ -407,3 +407,12 @@ def test_redundant_read_is_not_harmful_on_the_tau2_airline_trajectories(shared_d
     evidence, n = validate(program, read_paths([str(p) for p in paths]))
     (rule,) = [e for e in evidence if e.name == "redundant_read"]
     assert n > 400 and rule.penalised_successes == 0 and rule.penalised_failures >= 1 and not rule.harmful
+
+
+def test_the_validate_table_never_prints_a_negative_zero():
+    """A correlation of float dust below zero (-4e-17) reads +0.000 in the --validate table, not -0.000."""
+    from rlvp_dsl.manifests.validate import RuleEvidence, render
+
+    table = render([RuleEvidence("r", "violation", 1, 4, 2, 4, -4e-17)], 8)
+    row = next(line for line in table.splitlines() if line.startswith("| r |"))
+    assert "| +0.000 |" in row and "-0.000" not in table
