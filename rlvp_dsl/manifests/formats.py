@@ -63,6 +63,7 @@ from typing import Any
 
 import attrs
 
+from ..input_files import read_input_bytes
 from ..readers.json_text import json_problem
 from ..tools import ToolSpec
 from .targets import infer_targets
@@ -123,11 +124,11 @@ def load_manifest(path: str) -> Manifest:
     """Read and parse the manifest at `path` (UTF-8 JSON).
 
     Raises:
-        ManifestError: unreadable file, invalid JSON (with line:col), unknown format or a bad record.
+        ManifestError: unreadable file (a device or FIFO included: `rlvp_dsl.input_files`), invalid
+            JSON (with line:col), unknown format or a bad record.
     """
     try:
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read()
+        text = read_input_bytes(path, stdin=False).decode("utf-8-sig")
     except FileNotFoundError:
         raise ManifestNotFound(path, "file not found") from None
     except IsADirectoryError:

@@ -277,3 +277,17 @@ def test_roundtrip_of_example_through_json(tmp_path):
     """load_manifest equals parse_manifest of the same decoded JSON."""
     path = EXAMPLES / "mcp_tools_list.json"
     assert load_manifest(str(path)) == parse_manifest(json.loads(path.read_text()), str(path))
+
+
+def test_load_manifest_refuses_a_device_or_fifo_in_one_error(tmp_path):
+    """load_manifest on /dev/zero or a FIFO is a ManifestError naming it, not endless reading or a wait."""
+    import os
+
+    from rlvp_dsl.manifests.formats import ManifestError, load_manifest
+
+    fifo = tmp_path / "tools.json"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/zero", "character device"), (str(fifo), "FIFO")):
+        with pytest.raises(ManifestError, match=kind) as info:
+            load_manifest(path)
+        assert path in str(info.value)
