@@ -212,13 +212,15 @@ def _episode_row(program, episode, credits) -> dict:
         "calls": len(episode.calls),
         "malformed_calls": sum(e.status == "malformed" for e in episode.calls),
         "orphan_results": int(episode.meta.get("orphan_results", 0)),
+        "ambiguous_results": int(episode.meta.get("ambiguous_results", 0)),
         "total": sum(c.value for c in credits),
         "rules": per_rule,
     }
 
 
 #: The CSV columns that hold numbers.
-_NUMERIC_COLUMNS = frozenset({"outcome", "events", "calls", "malformed_calls", "orphan_results", "total"})
+_NUMERIC_COLUMNS = frozenset({"outcome", "events", "calls", "malformed_calls", "orphan_results", "ambiguous_results",
+                              "total"})
 
 #: Decimal places kept in CSV numbers: float sums (0.1 + 0.2) are shown as 0.3, never 0.30000000000000004.
 CSV_DECIMALS = 9
@@ -243,7 +245,8 @@ def _csv_text(program, scored) -> str:
     names = [r.name for r in program.rules]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    columns = ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls", "orphan_results", "total"]
+    columns = ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls", "orphan_results",
+               "ambiguous_results", "total"]
     writer.writerow(columns + [f"rule:{n}" for n in names])
     for episode, credits in scored:
         row = _episode_row(program, episode, credits)
@@ -447,9 +450,12 @@ def main(argv: list[str] | None = None) -> int:
         print(_explain(scored, args.limit))
         print()
     orphans = sum(int(episode.meta.get("orphan_results", 0)) for episode in episodes)
+    ambiguous = sum(int(episode.meta.get("ambiguous_results", 0)) for episode in episodes)
     print(f"rules: {args.rules} ({counted(len(program.rules), 'rule')})   skipped files: {len(report.skipped)}"
           + (f"   read errors: {len(report.errors)}" if report.errors else "")
           + (f"   orphan tool results (matching no call): {orphans}" if orphans else "")
+          + (f"   ambiguous tool results (could be a same-name call's; skipped by error rules): {ambiguous}"
+             if ambiguous else "")
           + (f"   domain: {', '.join(args.domain)}" if args.domain else ""))
     if args.by:
         for key, part in groups:

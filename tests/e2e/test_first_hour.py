@@ -351,8 +351,8 @@ def test_score_csv_has_one_row_per_episode(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert len(rows) == 6
-    assert list(rows[0])[:9] == ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls",
-                                 "orphan_results", "total"]
+    assert list(rows[0])[:10] == ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls",
+                                  "orphan_results", "ambiguous_results", "total"]
     assert "rule:write_unconfirmed" in rows[0]
     to_stdout = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", "-")
     assert to_stdout.stdout == out.read_text()
@@ -413,7 +413,7 @@ def test_score_json_has_the_documented_keys():
     assert list(doc) == ["rules", "program", "skipped", "errors", "domains", "selected_domains", "summary",
                          "groups", "episodes"]
     assert list(doc["episodes"][0]) == ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls",
-                                        "orphan_results", "total", "rule_totals", "credits"]
+                                        "orphan_results", "ambiguous_results", "total", "rule_totals", "credits"]
     scoring = (REPO / "docs" / "scoring.md").read_text()
     assert all(f'"{key}"' in scoring for key in doc)
 
