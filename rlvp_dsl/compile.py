@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable, Iterable
+from collections.abc import Iterable, Mapping
+from typing import Callable
 
 from . import ast, explain
 from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, Credit, Episode, Event
@@ -95,8 +96,22 @@ class Program:
         return Scorer(self)
 
     def score(self, episode: Episode | Iterable[Event]) -> list[Credit]:
-        """Batch scoring: every credit of one episode (same result as streaming it)."""
-        events = episode.events if isinstance(episode, Episode) else tuple(episode)
+        """Batch scoring: every credit of one episode (same result as streaming it).
+
+        Raises:
+            TypeError: `episode` is neither an `Episode` nor an iterable of `Event`.
+        """
+        if isinstance(episode, Episode):
+            events = episode.events
+        elif isinstance(episode, (str, bytes, Mapping)) or not isinstance(episode, Iterable):
+            raise TypeError(f"score() takes an Episode or its events (got {type(episode).__name__}); "
+                            "read files with rlvp_dsl.read_paths, chat messages with episode_from_messages")
+        else:
+            events = tuple(episode)
+            wrong = next((e for e in events if not isinstance(e, Event)), None)
+            if wrong is not None:
+                raise TypeError(f"score() takes an Episode or its events: an event is a {type(wrong).__name__}, "
+                                "not an rlvp_dsl.Event")
         return Scorer(self).run(events)
 
     def to_json(self) -> dict:
