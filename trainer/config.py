@@ -259,6 +259,18 @@ class TrainConfig:
         for name in ("anneal_iterations", "checkpoint_every", "log_every", "micro_batch_tokens"):
             if getattr(self, name) < 0:
                 bad(name, "a non-negative integer")
+        if not self.lora_alpha > 0:  # alpha 0 scales the adapter to nothing: a run that never learns
+            bad("lora_alpha", "positive")
+        if not 0 <= self.lora_dropout < 1:
+            bad("lora_dropout", "a probability in [0, 1)")
+        if not self.kl_clip > 0:
+            bad("kl_clip", "positive")
+        if self.epsilon_high is not None and self.epsilon_high < 0:
+            bad("epsilon_high", "non-negative or absent")
+        if self.anneal_start is not None and self.anneal_start < 0:
+            bad("anneal_start", "a non-negative integer or absent")
+        if not 0 <= self.success_threshold <= 1:
+            bad("success_threshold", "a success rate in [0, 1]")
         if not self.lora_target_modules:
             bad("lora_target_modules", "a non-empty array of module names")
         if self.token_page_every < 0:
