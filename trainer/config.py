@@ -400,8 +400,8 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
 
     Raises:
         ConfigReadError: (a ConfigError) the file is missing, a folder, unreadable or not UTF-8.
-        ConfigError: TOML syntax error, unknown key, a value of the wrong type or out of range
-            (the message names file, line, key, expected and got).
+        ConfigError: TOML syntax error, unknown key (in the file or in `overrides`), a value of the
+            wrong type or out of range (the message names file, line, key, expected and got).
     """
     path = Path(path)
     try:
@@ -434,6 +434,11 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         raise ConfigError(exc.detail.replace(str(path), at(exc.key), 1), key=exc.key) from None
     types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
     given = {k: v for k, v in overrides.items() if v is not None}
+    for key in given:
+        if key not in types:  # a caller's typo: said as the file's unknown keys are
+            close = difflib.get_close_matches(key, list(types), n=1)
+            raise ConfigError(f"load_config: unknown setting {key!r}" + (f"; did you mean {close[0]!r}?" if close else ""),
+                              key=key)
 
     def build(values: dict[str, Any], blame) -> TrainConfig:
         for key, value in values.items():

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from trainer.config import ConfigError, load_config
 
 from rlvp_dsl import Episode, ReaderError, RuleError, check_text, load_program, loads
 from rlvp_dsl.attach import CreditCountError, call_credits, per_call_values, score_calls, token_credits
@@ -61,6 +62,12 @@ def _call(name: Any = "get_reservation_details", arguments: Any = '{"reservation
 @functools.lru_cache(maxsize=1)
 def _program():
     return load_program(str(RULES))
+
+
+def _config(**values: Any) -> Callable[[Path], Any]:
+    from trainer.config import TrainConfig
+
+    return lambda d: TrainConfig(**values)
 
 
 def _episode() -> Episode:
@@ -334,6 +341,34 @@ CASES: list[ApiCase] = [
     ApiCase("token-credits-outside", lambda d: token_credits([1.0], [(2, 9)], 4), ValueError, ("outside",)),
     ApiCase("token-credits-negative", lambda d: token_credits([1.0], [(-1, 2)], 4), ValueError, ("outside",)),
     ApiCase("token-credits-reversed", lambda d: token_credits([1.0], [(3, 1)], 4), ValueError, ("span",)),
+    # --- the trainer's config (trainer.config; the train extra) ------------------------------------
+    *[ApiCase(f"train-config-{name}", _config(**kw), ConfigError, (says,)) for name, kw, says in [
+        ("lr-inf", {"learning_rate": float("inf")}, "'learning_rate' must be a finite number"),
+        ("lr-text", {"learning_rate": "x"}, "'learning_rate' must be a number"),
+        ("iterations-float", {"iterations": 1.5}, "'iterations' must be a whole number"),
+        ("iterations-bool", {"iterations": True}, "'iterations'"),
+        ("method-unknown", {"method": "nope"}, "'method' must be one of"),
+        ("out-dir-empty", {"out_dir": ""}, "'out_dir' must be a folder name"),
+        ("env-args-list", {"env_args": [1]}, "'env_args' must be a table"),
+        ("lora-alpha-zero", {"lora_alpha": 0.0}, "'lora_alpha' must be positive"),
+        ("lora-dropout-one", {"lora_dropout": 1.0}, "'lora_dropout' must be a probability"),
+        ("seed-negative", {"seed": -1}, "'seed' must be at least 0"),
+        ("targets-empty", {"lora_target_modules": []}, "'lora_target_modules'"),
+    ]],
+    ApiCase("load-config-missing", lambda d: load_config(d / "nope.toml"), ConfigError, ("nope.toml: config file not found",)),
+    ApiCase("load-config-folder", lambda d: load_config(d), ConfigError, ("is a folder, not a config file",)),
+    ApiCase("load-config-dev-zero", lambda d: load_config("/dev/zero"), ConfigError, ("/dev/zero", "character device")),
+    ApiCase("load-config-fifo", lambda d: load_config(d / "c.toml"), ConfigError, ("c.toml", "FIFO"), {"c.toml": FIFO}),
+    ApiCase("load-config-empty", lambda d: load_config(d / "c.toml"), ConfigError, ("the config is empty",),
+            {"c.toml": ""}),
+    ApiCase("load-config-bad-toml", lambda d: load_config(d / "c.toml"), ConfigError, ("c.toml:1:",),
+            {"c.toml": "method = \n"}),
+    ApiCase("load-config-override-unknown", lambda d: load_config(d / "c.toml", lerning_rate=0.1), ConfigError,
+            ("unknown setting 'lerning_rate'; did you mean 'learning_rate'?",), {"c.toml": 'method = "rlvp"\n'}),
+    ApiCase("load-config-override-text", lambda d: load_config(d / "c.toml", learning_rate="x"), ConfigError,
+            ("--learning_rate: 'learning_rate' must be a number",), {"c.toml": 'method = "rlvp"\n'}),
+    ApiCase("load-config-override-nan", lambda d: load_config(d / "c.toml", temperature=NAN), ConfigError,
+            ("'temperature' must be a finite number",), {"c.toml": 'method = "rlvp"\n'}),
     ApiCase("token-credits-n-negative", lambda d: token_credits([1.0], [(0, 1)], -1), ValueError, ("outside",)),
 ]
 
