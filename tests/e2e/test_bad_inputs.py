@@ -689,3 +689,57 @@ def test_a_closed_pipe_does_not_lose_the_csv_after_the_html_report(tmp_path):
     assert code == 0
     assert (tmp_path / "r.html").read_text().rstrip().endswith("</html>")
     assert (tmp_path / "e.csv").read_text().count("\n") == 4  # the header and three episodes
+
+
+# ---------------------------------------------------------------------------------------------
+# generated: each of the first 40 fields of the middle record of a real chat JSONL of the wrong type or removed,
+# scored with --csv: every episode in the CSV (exit 0), or the record named and the others kept (exit 1)
+# ---------------------------------------------------------------------------------------------
+CHAT_FILE = REPO / "examples" / "episodes" / "airline_chat.jsonl"
+WRONG = {"remove": None, "null": None, "number": -7, "text": "\u0000x", "list": [1], "object": {"k": {}}}
+
+
+def _record_paths(record, prefix=()) -> list[tuple]:
+    """Each field path of a record, depth first."""
+    items = record.items() if isinstance(record, dict) else enumerate(record) if isinstance(record, list) else ()
+    out = []
+    for key, child in items:
+        out.append((*prefix, key))
+        out.extend(_record_paths(child, (*prefix, key)))
+    return out
+
+
+def _chat_mutations() -> list[tuple[str, tuple, str]]:
+    lines = CHAT_FILE.read_text().splitlines()
+    middle = json.loads(lines[1])
+    return [(f"{'.'.join(map(str, p))}:{how}", p, how) for p in _record_paths(middle)[:40] for how in WRONG]
+
+
+CHAT_MUTATIONS = _chat_mutations()
+
+
+@pytest.mark.parametrize("path,how", [m[1:] for m in CHAT_MUTATIONS], ids=[m[0] for m in CHAT_MUTATIONS])
+def test_score_a_mutated_record_loses_nothing(path, how, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    lines = CHAT_FILE.read_text().splitlines()
+    record = json.loads(lines[1])
+    node = record
+    for key in path[:-1]:
+        node = node[key]
+    if how == "remove":
+        del node[path[-1]]
+    else:
+        node[path[-1]] = WRONG[how]
+    lines[1] = json.dumps(record)
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("\n".join(lines) + "\n")
+    code = _run("score", [RULES, str(runs), "--csv", str(tmp_path / "e.csv")])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    assert code in (0, 1), err
+    rows = (tmp_path / "e.csv").read_text().count("\n") - 1 if (tmp_path / "e.csv").exists() else 0
+    if code == 0:
+        assert rows == len(lines), "an episode is missing from the CSV"
+    else:
+        assert f"{runs}:2" in err or f"{runs}: line 2" in err, err  # the bad record, by line
+        assert rows in (0, len(lines) - 1), "the good episodes are neither all written nor none"
