@@ -107,11 +107,7 @@ class Program:
             raise TypeError(f"score() takes an Episode or its events (got {type(episode).__name__}); "
                             "read files with rlvp_dsl.read_paths, chat messages with episode_from_messages")
         else:
-            events = tuple(episode)
-            wrong = next((e for e in events if not isinstance(e, Event)), None)
-            if wrong is not None:
-                raise TypeError(f"score() takes an Episode or its events: an event is a {type(wrong).__name__}, "
-                                "not an rlvp_dsl.Event")
+            events = tuple(episode)  # each checked as it is admitted (Scorer._admit)
         return Scorer(self).run(events)
 
     def to_json(self) -> dict:
@@ -282,7 +278,12 @@ class Scorer:
         self.pending_message: int | None = None
 
     def step(self, event: Event) -> list[Credit]:
-        """Score one event; returns the credits decided by it."""
+        """Score one event; returns the credits decided by it.
+
+        Raises:
+            TypeError: `event` is not an `Event`.
+            ValueError: an event out of order, or a step after `finish`.
+        """
         out: list[Credit] = []
         self._admit(event)
         self._step(event, out)
@@ -303,6 +304,9 @@ class Scorer:
         return out
 
     def _admit(self, event: Event) -> None:
+        if not isinstance(event, Event):
+            raise TypeError(f"an event must be an rlvp_dsl.Event (got {type(event).__name__}); episodes come from "
+                            "rlvp_dsl.read_paths or episode_from_messages")
         if self.finished:
             raise ValueError("this scorer has finished its episode; call program.stream() for a new one")
         if event.index != self.next_index:

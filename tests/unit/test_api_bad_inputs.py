@@ -31,7 +31,7 @@ from trainer.config import ConfigError, load_config
 from rlvp_dsl import Episode, ReaderError, RuleError, check_text, load_program, loads
 from rlvp_dsl.attach import CreditCountError, call_credits, per_call_values, score_calls, token_credits
 from rlvp_dsl.readers import (ErrorSignal, episode_from_messages, episode_from_text, error_signal, marked_calls,
-                              read_episodes, read_paths, reasoning_spans)
+                              read_episodes, read_paths, read_report, reasoning_spans)
 
 REPO = Path(__file__).resolve().parents[2]
 RULES = REPO / "rules" / "tau2_airline.rlvp"
@@ -68,6 +68,12 @@ def _config(**values: Any) -> Callable[[Path], Any]:
     from trainer.config import TrainConfig
 
     return lambda d: TrainConfig(**values)
+
+
+def _finished():
+    scorer = _program().stream()
+    scorer.finish()
+    return scorer
 
 
 def _episode() -> Episode:
@@ -198,7 +204,7 @@ CASES: list[ApiCase] = [
             check=lambda eps: len(eps) == N_CHAT),
     ApiCase("read-paths-signal-bad", lambda d: read_paths([CHAT], error_signal="nope"), ValueError, ("nope",)),
     ApiCase("read-paths-format-bad", lambda d: read_paths([CHAT], format="x"), ValueError, ("x",)),
-    ApiCase("read-paths-int-in-list", lambda d: read_paths([5]), TypeError, ()),
+    ApiCase("read-paths-int-in-list", lambda d: read_paths([5]), TypeError, ("paths[0] is not one",)),
     ApiCase("read-tau2-simulations-not-list", _reads("t.json"), ReaderError, ("t.json", "simulations"),
             {"t.json": json.dumps({"tasks": [], "simulations": 5})}),
     ApiCase("read-tau2-messages-not-list", _reads("t.json"), ReaderError, ("t.json", "simulations[0]"),
@@ -314,6 +320,18 @@ CASES: list[ApiCase] = [
     ApiCase("score-a-string", lambda d: _program().score("episode"), TypeError, ("episode",)),
     ApiCase("score-a-dict", lambda d: _program().score({"messages": []}), TypeError, ("episode",)),
     ApiCase("score-events-of-ints", lambda d: _program().score([1, 2]), TypeError, ("event",)),
+    ApiCase("stream-step-int", lambda d: _program().stream().step(5), TypeError, ("an event must be an rlvp_dsl.Event",)),
+    ApiCase("stream-step-none", lambda d: _program().stream().step(None), TypeError, ("got NoneType",)),
+    ApiCase("stream-step-dict", lambda d: _program().stream().step({"index": 0}), TypeError, ("got dict",)),
+    ApiCase("stream-step-out-of-order", lambda d: _program().stream().step(_episode().events[1]), ValueError,
+            ("events must arrive in order: expected index 0, got 1",)),
+    ApiCase("stream-step-after-finish", lambda d: _finished().step(_episode().events[0]), ValueError,
+            ("has finished its episode",)),
+    ApiCase("read-report-a-number", lambda d: read_report(5), TypeError, ("paths is not one",)),
+    ApiCase("read-report-bytes", lambda d: read_report(b"runs/"), TypeError, ("paths is not one",)),
+    ApiCase("read-report-none-in-list", lambda d: read_report([CHAT, None]), TypeError, ("paths[1] is not one",)),
+    ApiCase("read-report-missing", lambda d: read_report([d / "nope"]), ReaderError, ("nope: no such file or folder",)),
+    ApiCase("read-report-empty", lambda d: read_report([]), None, check=lambda r: r.episodes == [] or not r.episodes),
     ApiCase("score-empty-events", lambda d: _program().score([]), None, check=lambda c: c == []),
     ApiCase("score-malformed-call", lambda d: _program().score(episode_from_messages(
         _msgs(tool_calls=[_call(arguments="{")]))), None, check=lambda c: isinstance(c, list)),
