@@ -464,6 +464,12 @@ CASES += [
     Case("train-rules-broken", "train", ("{d}/c.toml",), 1, ("{d}/r.rlvp:",),
          {"c.toml": TRAIN.replace("examples/rules/chain4_dense.rlvp", "{d}/r.rlvp"), "r.rlvp": "violation v (\n"}),
     Case("train-env-unknown", "train", ("{d}/c.toml",), 1, ("nope_env",), {"c.toml": TRAIN.replace('"chain4"', '"nope_env"')}),
+    # (only where the kernel refuses an allocation beyond memory: with overcommit 1 it would be granted, then killed)
+    *([Case("train-lora-rank-beyond-memory", "train", ("{d}/c.toml",), 1,
+            ("'lora_rank' = 100000000000: the LoRA adapter does not fit in memory",),
+            {"c.toml": train_config(lora_rank="100000000000")})]
+      if Path("/proc/sys/vm/overcommit_memory").is_file()
+      and Path("/proc/sys/vm/overcommit_memory").read_text().strip() in ("0", "2") else []),
     Case("train-lora-targets-empty", "train", ("{d}/c.toml",), 1, ("'lora_target_modules' must be",),
          {"c.toml": TRAIN.replace('["q_proj", "v_proj", "lm_head"]', "[]")}),
     # --- rlvp-train plot ------------------------------------------------------------------------------
