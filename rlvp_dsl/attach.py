@@ -135,6 +135,9 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
         message is dropped and listed in ``flagged`` (never raised: one bad value must
         not stop a training run); so are the credits of a call whose sum is not finite
         (choice 5 of the module docstring).
+
+    Raises:
+        TypeError: an item of `credits` is not a `Credit` (a caller's mistake, not a bad value).
     """
     position = {e.index: k for k, e in enumerate(episode.calls)}
     n_calls = len(position)
@@ -145,6 +148,9 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
     kept = []
     flagged = []
     for credit in credits:
+        if not isinstance(credit, Credit):
+            raise TypeError(f"{source}: call_credits takes the Credit objects Program.score returns "
+                            f"(got a {type(credit).__name__}); for plain numbers use per_call_values")
         idx = credit.event_index
         where = f"{source}: rule {credit.rule!r} ({credit.location})"
         value = _number(credit.value)

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Callable, Iterable
+from collections.abc import Iterable, Mapping
+from typing import Callable
 
 from . import ast, explain
 from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, Credit, Episode, Event
@@ -95,8 +96,18 @@ class Program:
         return Scorer(self)
 
     def score(self, episode: Episode | Iterable[Event]) -> list[Credit]:
-        """Batch scoring: every credit of one episode (same result as streaming it)."""
-        events = episode.events if isinstance(episode, Episode) else tuple(episode)
+        """Batch scoring: every credit of one episode (same result as streaming it).
+
+        Raises:
+            TypeError: `episode` is neither an `Episode` nor an iterable of `Event`.
+        """
+        if isinstance(episode, Episode):
+            events = episode.events
+        elif isinstance(episode, (str, bytes, Mapping)) or not isinstance(episode, Iterable):
+            raise TypeError(f"score() takes an Episode or its events (got {type(episode).__name__}); "
+                            "read files with rlvp_dsl.read_paths, chat messages with episode_from_messages")
+        else:
+            events = tuple(episode)  # each checked as it is admitted (Scorer._admit)
         return Scorer(self).run(events)
 
     def to_json(self) -> dict:
@@ -267,7 +278,12 @@ class Scorer:
         self.pending_message: int | None = None
 
     def step(self, event: Event) -> list[Credit]:
-        """Score one event; returns the credits decided by it."""
+        """Score one event; returns the credits decided by it.
+
+        Raises:
+            TypeError: `event` is not an `Event`.
+            ValueError: an event out of order, or a step after `finish`.
+        """
         out: list[Credit] = []
         self._admit(event)
         self._step(event, out)
@@ -288,6 +304,9 @@ class Scorer:
         return out
 
     def _admit(self, event: Event) -> None:
+        if not isinstance(event, Event):
+            raise TypeError(f"an event must be an rlvp_dsl.Event (got {type(event).__name__}); episodes come from "
+                            "rlvp_dsl.read_paths or episode_from_messages")
         if self.finished:
             raise ValueError("this scorer has finished its episode; call program.stream() for a new one")
         if event.index != self.next_index:

@@ -52,7 +52,14 @@ def check_file(path: str, *, lints: bool = False) -> CheckResult:
 
 
 def check_text(text: str, path: str = "<string>", *, lints: bool = False) -> CheckResult:
-    """Like `check_file` for text in memory (includes resolve relative to `path`)."""
+    """Like `check_file` for text in memory (includes resolve relative to `path`).
+
+    Raises:
+        TypeError: `text` is not a string (bytes: decode them first).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"rule text must be a string (got {type(text).__name__}); "
+                        "for a file, call check_file(path) or load_program(path)")
     return _check(path, text, lints)
 
 
@@ -76,5 +83,6 @@ def loads(text: str, path: str = "<string>") -> Program:
 
     Raises:
         RuleError: the text has errors.
+        TypeError: `text` is not a string.
     """
     return _program(check_text(text, path))

@@ -259,6 +259,18 @@ class TrainConfig:
         for name in ("anneal_iterations", "checkpoint_every", "log_every", "micro_batch_tokens"):
             if getattr(self, name) < 0:
                 bad(name, "a non-negative integer")
+        if not self.lora_alpha > 0:  # alpha 0 scales the adapter to nothing: a run that never learns
+            bad("lora_alpha", "positive")
+        if not 0 <= self.lora_dropout < 1:
+            bad("lora_dropout", "a probability in [0, 1)")
+        if not self.kl_clip > 0:
+            bad("kl_clip", "positive")
+        if self.epsilon_high is not None and self.epsilon_high < 0:
+            bad("epsilon_high", "non-negative or absent")
+        if self.anneal_start is not None and self.anneal_start < 0:
+            bad("anneal_start", "a non-negative integer or absent")
+        if not 0 <= self.success_threshold <= 1:
+            bad("success_threshold", "a success rate in [0, 1]")
         if not self.lora_target_modules:
             bad("lora_target_modules", "a non-empty array of module names")
         if self.token_page_every < 0:
@@ -388,8 +400,8 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
 
     Raises:
         ConfigReadError: (a ConfigError) the file is missing, a folder, unreadable or not UTF-8.
-        ConfigError: TOML syntax error, unknown key, a value of the wrong type or out of range
-            (the message names file, line, key, expected and got).
+        ConfigError: TOML syntax error, unknown key (in the file or in `overrides`), a value of the
+            wrong type or out of range (the message names file, line, key, expected and got).
     """
     path = Path(path)
     try:
@@ -422,6 +434,11 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         raise ConfigError(exc.detail.replace(str(path), at(exc.key), 1), key=exc.key) from None
     types = {f.name: str(f.type) for f in dataclasses.fields(TrainConfig)}
     given = {k: v for k, v in overrides.items() if v is not None}
+    for key in given:
+        if key not in types:  # a caller's typo: said as the file's unknown keys are
+            close = difflib.get_close_matches(key, list(types), n=1)
+            raise ConfigError(f"load_config: unknown setting {key!r}" + (f"; did you mean {close[0]!r}?" if close else ""),
+                              key=key)
 
     def build(values: dict[str, Any], blame) -> TrainConfig:
         for key, value in values.items():

@@ -229,7 +229,13 @@ def apply_lora(model, settings: LoraSettings | None = None):
         bias="none",
         task_type="CAUSAL_LM",
     )
-    return get_peft_model(model, config)
+    try:
+        return get_peft_model(model, config)
+    except (MemoryError, RuntimeError) as exc:  # torch's CPU allocator raises RuntimeError, CUDA OutOfMemoryError
+        if not isinstance(exc, MemoryError) and "allocate" not in str(exc):
+            raise
+        raise ValueError(f"'lora_rank' = {s.r}: the LoRA adapter does not fit in memory (each targeted matrix gets "
+                         f"r x (its two sizes) new weights); a rank up to the model's hidden size is enough") from None
 
 
 def build_policy(cfg, env_factory=None):

@@ -125,6 +125,9 @@ def _derive(args) -> int:
     except FileNotFoundError:
         print(f"rlvp-compile: error: manifest not found: {args.auto_from_tags}", file=sys.stderr)
         return EXIT_USAGE
+    except IsADirectoryError:
+        print(f"rlvp-compile: error: {args.auto_from_tags} is a directory, not a manifest file", file=sys.stderr)
+        return EXIT_USAGE
     except (ManifestError, ValueError) as exc:
         if args.auto_from_tags.lower().endswith((".jsonl", ".ndjson", ".traj", ".rlvp")):
             what = "a rule file" if args.auto_from_tags.lower().endswith(".rlvp") else "a trajectory"
@@ -327,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
             args.loaded_manifest = load_manifest(args.manifest)
         except FileNotFoundError:
             print(f"rlvp-compile: error: manifest not found: {args.manifest}", file=sys.stderr)
+            return EXIT_USAGE
+        except IsADirectoryError:
+            print(f"rlvp-compile: error: {args.manifest} is a directory, not a manifest file", file=sys.stderr)
             return EXIT_USAGE
         except NotARegularFile as exc:
             print(f"rlvp-compile: error: cannot read {args.manifest}: {exc.strerror}", file=sys.stderr)

@@ -143,6 +143,25 @@ def _calling_trainer(kwargs: dict[str, Any]) -> Any:
     return getattr(kwargs.get("log_metric"), "__self__", None)
 
 
+def _check_batch(prompts: Any, completions: Any, messages: Any) -> None:
+    """One prompt per completion (and one ``rlvp_messages`` row per completion, when given).
+
+    Raises:
+        ValueError: not sequences, or of different lengths (a caller's mistake: TRL passes them aligned).
+    """
+    for name, value in (("prompts", prompts), ("completions", completions), ("rlvp_messages", messages)):
+        if value is not None and (isinstance(value, (str, bytes)) or not hasattr(value, "__len__")):
+            raise ValueError(f"RlvpReward: {name!r} must be a list, one entry per completion (got {type(value).__name__})")
+    if prompts is None or completions is None:
+        raise ValueError("RlvpReward: needs prompts and completions (lists of the same length)")
+    lengths = {"prompts": len(prompts), "completions": len(completions)}
+    if messages is not None:
+        lengths["rlvp_messages"] = len(messages)
+    if len(set(lengths.values())) > 1:
+        raise ValueError("RlvpReward: one prompt (and message list) per completion, got "
+                         + ", ".join(f"{n} {name}" for name, n in lengths.items()))
+
+
 class RlvpReward:
     """A TRL reward function that scores completions with an rlvp rule program.
 
@@ -218,6 +237,9 @@ class RlvpReward:
                 events = head.events + tuple(attrs.evolve(e, index=len(head.events) + e.index) for e in tail.events)
                 return ScoredRow(Episode("completion", events), len(head.events), len(head.calls))
             completion_part = messages if messages is not None else completion
+            if not isinstance(completion_part, (list, tuple)):
+                raise TypeError(f"a completion must be text or a list of chat messages (got "
+                                f"{type(completion_part).__name__})")
             head = episode_from_messages(prompt_part, error_signal=self.error_signal, call_markers=self.call_markers,
                                          reasoning_markers=self.reasoning_markers)
             whole = episode_from_messages(list(prompt_part) + list(completion_part), error_signal=self.error_signal,
@@ -251,6 +273,7 @@ class RlvpReward:
         if self.mode == "scalar" and trainer is not None:
             self._watch(trainer)
         messages = kwargs.get("rlvp_messages")
+        _check_batch(prompts, completions, messages)
         self.last_rows = [self.read(p, c, messages[k] if messages is not None else None)
                           for k, (p, c) in enumerate(zip(prompts, completions, strict=True))]
         if self.mode == "token":

@@ -63,8 +63,8 @@ from typing import Any
 
 import attrs
 
-from ..input_files import read_input_bytes
-from ..readers.json_text import json_problem
+from ..input_files import check_regular
+from ..readers.json_text import json_problem, loads as json_loads
 from ..tools import ToolSpec
 from .targets import infer_targets
 
@@ -88,6 +88,10 @@ class ManifestError(Exception):
 
 class ManifestNotFound(ManifestError, FileNotFoundError):
     """The manifest file does not exist (also a FileNotFoundError, for callers that map it to a usage error)."""
+
+
+class ManifestIsADirectory(ManifestError, IsADirectoryError):
+    """The manifest path is a folder (also an IsADirectoryError: a usage error, as for a rule file)."""
 
 
 @attrs.frozen
@@ -124,21 +128,24 @@ def load_manifest(path: str) -> Manifest:
     """Read and parse the manifest at `path` (UTF-8 JSON).
 
     Raises:
-        ManifestError: unreadable file (a device or FIFO included: `rlvp_dsl.input_files`), invalid
-            JSON (with line:col), unknown format or a bad record.
+        ManifestError: unreadable file (a device or FIFO is refused, not read), invalid JSON (with
+            line:col), unknown format or a bad record; `ManifestNotFound` / `ManifestIsADirectory`
+            for a missing path or a folder.
     """
     try:
-        text = read_input_bytes(path, stdin=False).decode("utf-8-sig")
+        check_regular(path, stdin=False)  # a device never ends, a FIFO blocks
+        with open(path, encoding="utf-8-sig") as handle:
+            text = handle.read()
     except FileNotFoundError:
         raise ManifestNotFound(path, "file not found") from None
     except IsADirectoryError:
-        raise ManifestError(path, "is a directory, not a manifest file") from None
+        raise ManifestIsADirectory(path, "is a directory, not a manifest file") from None
     except UnicodeDecodeError as exc:
         raise ManifestError(path, f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise ManifestError(path, f"cannot read: {exc.strerror}") from None
     try:
-        data = json.loads(text)
+        data = json_loads(text)  # nested too deeply: a JSONDecodeError, never a RecursionError
     except json.JSONDecodeError as exc:
         raise ManifestError(f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {json_problem(exc, text)}") from None
     return parse_manifest(data, path)

@@ -75,7 +75,12 @@ def is_reward(value: Any) -> bool:
     (not a bool, not text, not NaN or infinity -- JSON readers accept ``NaN``)."""
     if value is None:
         return True
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer beyond any float (JSON allows 400 digits)
+        return False
 
 
 def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import attrs
 
 from ._base import ARGUMENT_DECODES, parse_arguments
+from .json_text import loads as json_loads
 
 #: The tool-call markers of the Qwen 2.5 / Hermes chat templates (also TRL's and verl's default parser).
 HERMES_MARKERS = ("<tool_call>", "</tool_call>")
@@ -61,10 +62,13 @@ def reasoning_spans(text: str, markers: tuple[str, str] | None = THINK_MARKERS) 
       DeepSeek-R1's and Nemotron's do): the text before it, through it.
 
     `markers` None: no reasoning.  Linear in the text's length.
+
+    Raises:
+        ValueError: `markers` not two different non-empty strings (`checked_markers`).
     """
     if markers is None:
         return []
-    opener, closer = markers
+    opener, closer = checked_markers(markers, field="'reasoning_markers'")
     first_close = text.find(closer)
     if first_close < 0 and opener not in text:
         return []
@@ -116,11 +120,15 @@ def marked_calls(text: str, markers: tuple[str, str] = HERMES_MARKERS,
     text, as the thought they are.  Linear in the text's length.
 
     Raises:
-        ValueError: an empty marker.
+        ValueError: markers (call or reasoning) that are not two different non-empty strings
+            (`checked_markers`: an empty one would make the scan never advance).
+        TypeError: `text` is not a string.
     """
-    opener, closer = markers
-    if not opener or not closer:  # an empty marker is found everywhere: the scan would never advance
-        raise ValueError(f"the call markers must be non-empty strings (got {markers!r})")
+    if not isinstance(text, str):
+        raise TypeError(f"the completion text must be a string (got {type(text).__name__})")
+    opener, closer = checked_markers(markers)
+    if reasoning is not None:
+        reasoning = checked_markers(reasoning, field="'reasoning_markers'")
     thoughts = reasoning_spans(text, reasoning) if opener in text else []
     outside: list[str] = []
     blocks: list[MarkedCall] = []
@@ -153,7 +161,7 @@ def _parse_block(inner: str, closed: bool) -> MarkedCall:
     if not closed:
         return MarkedCall(name, inner, None, "tool call cut off before its closing marker")
     try:
-        value = json.loads(inner)
+        value = json_loads(inner)  # nested too deeply: a JSONDecodeError too, never a RecursionError
     except json.JSONDecodeError as exc:
         return MarkedCall(name, inner, None, f"tool call is not valid JSON ({exc.msg} at char {exc.pos})")
     if not isinstance(value, dict) or not isinstance(value.get("name"), str):

@@ -331,6 +331,12 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     error_signal = _signal(error_signal)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
+    paths = list(paths) if isinstance(paths, Iterable) and not isinstance(paths, bytes) else None
+    wrong = "" if paths is not None else "paths"
+    if paths is not None:
+        wrong = next((f"paths[{k}]" for k, p in enumerate(paths) if not isinstance(p, (str, os.PathLike))), "")
+    if wrong:
+        raise TypeError(f"read_paths/read_report take a path or a list of paths (str or os.PathLike); {wrong} is not one")
     episodes: list[Episode] = []
     files: list[str] = []
     skipped: list[SkippedFile] = []

@@ -31,8 +31,8 @@ import attrs
 from rlvp_dsl.events import ASSISTANT, CALL, Episode
 from rlvp_dsl.tools import ToolSpec
 
-from ._base import EpisodeBuilder, ErrorSignal, error_signal as resolve_signal
-from .call_markers import HERMES_MARKERS, THINK_MARKERS, marked_calls
+from ._base import EpisodeBuilder, ErrorSignal, error_signal as resolve_signal, is_reward
+from .call_markers import HERMES_MARKERS, THINK_MARKERS, checked_markers, marked_calls
 from .openai_chat import read_messages
 
 def _tool_table(tools: Any) -> Mapping[str, ToolSpec]:
@@ -42,7 +42,11 @@ def _tool_table(tools: Any) -> Mapping[str, ToolSpec]:
         return dict(tools)
     if hasattr(tools, "tools"):  # a Manifest or a Program
         return _tool_table(tools.tools)
-    return {t.name: t for t in tools}
+    listed = list(tools) if hasattr(tools, "__iter__") and not isinstance(tools, (str, bytes)) else None
+    if listed is None or not all(isinstance(t, ToolSpec) for t in listed):
+        raise TypeError("tools must be a mapping or list of ToolSpec, a Manifest or a Program "
+                        f"(got {type(tools).__name__})")
+    return {t.name: t for t in listed}
 
 
 def _with_tags(episode: Episode, tools: Any) -> Episode:
@@ -85,8 +89,16 @@ def episode_from_messages(
     Raises:
         ReaderError: a message that is not an object, an unknown role, content of a wrong
             type (naming ``messages[i]`` and the field).
-        ValueError: an unknown error-signal name.
+        ValueError: an unknown error-signal name; markers that are not two different non-empty
+            strings; an outcome that is not a finite number.
+        TypeError: `tools` of a wrong type.
     """
+    if call_markers is not None:
+        call_markers = checked_markers(call_markers)
+    if reasoning_markers is not None:
+        reasoning_markers = checked_markers(reasoning_markers, field="'reasoning_markers'")
+    if outcome is not None and not is_reward(outcome):
+        raise ValueError(f"outcome must be a finite number or None (got {outcome!r})")
     builder = EpisodeBuilder(resolve_signal(error_signal))
     meta = read_messages(messages, builder, "<messages>", "", call_markers=call_markers,
                          reasoning_markers=reasoning_markers)

@@ -106,10 +106,14 @@ def read_swe_agent(data: Any, file: str, name: str, signal: ErrorSignal) -> list
     """The episode of a parsed ``.traj`` file (a one-element list).
 
     Raises:
-        ReaderError: the file is not an object, or a step/message has a wrong type.
+        ReaderError: the file is not an object, has neither ``history`` nor ``trajectory``, or a
+            step/message has a wrong type.
     """
     if not isinstance(data, dict):
         raise ReaderError(file, detail=expected_got("a SWE-agent trajectory object", data))
+    if "history" not in data and "trajectory" not in data:  # else an empty episode, silently
+        raise ReaderError(file, detail="a SWE-agent trajectory has a 'history' or a 'trajectory' list; this "
+                                       f"object has neither (keys: {', '.join(map(repr, list(data)[:8])) or 'none'})")
     history = data.get("history") or []
     if not isinstance(history, list):
         raise ReaderError(file, "", "history", expected_got("a list of messages", history))

@@ -459,7 +459,8 @@ def test_a_given_format_that_fits_still_reads():
 def test_a_given_format_on_a_non_trajectory_says_it_is_none(tmp_path):
     """A tool manifest read as swe_agent: not an empty episode, but `not a trajectory of any format`."""
     path = _write(tmp_path, "tools.json", {"domain": "airline", "toolkits": {}})
-    with pytest.raises(ReaderError, match=r"read as 'swe_agent' it holds no events; the content is not a "
+    with pytest.raises(ReaderError, match=r"has a 'history' or a 'trajectory' list; this object has neither "
+                                          r"\(keys: 'domain', 'toolkits'\); the content is not a "
                                           r"trajectory of any format \(a JSON object"):
         read_episodes(path, format="swe_agent")
 

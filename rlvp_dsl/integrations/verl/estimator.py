@@ -45,7 +45,10 @@ def _groups(index: Any, n_rows: int) -> list[list[int]]:
         raise ValueError(f"index has {len(ids)} group ids for {n_rows} rows")
     groups: dict[Any, list[int]] = {}
     for row, gid in enumerate(ids):
-        groups.setdefault(gid, []).append(row)
+        try:
+            groups.setdefault(gid, []).append(row)
+        except TypeError:  # a list or dict as a group id
+            raise ValueError(f"index: group id {gid!r} of row {row} is not a str or number (verl's uid)") from None
     return list(groups.values())
 
 

@@ -84,11 +84,17 @@ def _check_keys(values: Mapping[str, Any], known: tuple[str, ...], where: str) -
                             f"known keys: {', '.join(known)}")
 
 
-def _number(values: Mapping[str, Any], key: str, default: float, where: str) -> float:
+def _number(values: Mapping[str, Any], key: str, default: float, where: str, *, minimum: float | None = None) -> float:
     value = values.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+    try:
+        number = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else math.nan
+    except OverflowError:  # an integer beyond any float
+        number = math.nan
+    if not math.isfinite(number):
         raise SettingsError(f"'{where}.{key}' must be a finite number (got {value!r})")
-    return float(value)
+    if minimum is not None and number < minimum:
+        raise SettingsError(f"'{where}.{key}' must be >= {minimum:g} (got {value!r})")
+    return number
 
 
 @attrs.frozen
@@ -131,7 +137,7 @@ def estimator_settings(algorithm: Any) -> EstimatorSettings:
     eps = _number(values, "eps", 1e-4, ESTIMATOR_KEY)
     if eps < 0:
         raise SettingsError(f"'{ESTIMATOR_KEY}.eps' must be >= 0 (got {eps!r})")
-    return EstimatorSettings(_number(values, "process_weight", 1.0, ESTIMATOR_KEY), scale, eps)
+    return EstimatorSettings(_number(values, "process_weight", 1.0, ESTIMATOR_KEY, minimum=0.0), scale, eps)
 
 
 @attrs.frozen
@@ -182,7 +188,7 @@ def rule_settings(config: Any) -> RuleSettings:
         markers = checked_markers(markers, field=f"'{REWARD_KEY}.call_markers'")
     except ValueError as exc:
         raise SettingsError(str(exc)) from None
-    return RuleSettings(path, _number(values, "process_weight", 1.0, REWARD_KEY), signal, markers)
+    return RuleSettings(path, _number(values, "process_weight", 1.0, REWARD_KEY, minimum=0.0), signal, markers)
 
 
 def program_for(path: str) -> Program:

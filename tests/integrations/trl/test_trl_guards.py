@@ -14,7 +14,7 @@ import threading
 import pytest
 from trl import GRPOTrainer
 
-from rlvp_dsl import loads
+from rlvp_dsl import RuleError, loads
 from rlvp_dsl.integrations.trl import RlvpGRPOTrainer, RlvpReward
 from rlvp_dsl.readers import episode_from_text, marked_calls
 
@@ -154,3 +154,93 @@ def test_scalar_mode_counts_nothing_where_the_outcomes_differ(tmp_path):
     trainer = _trainer(GRPOTrainer, tmp_path, [outcome_reward, reward], outcomes=(1, 0, 0, 0), max_steps=3)
     trainer.train()
     assert _amplified(trainer) == [0.0, 0.0]
+
+
+# --- the new-user trial (issue 17): more constructor arguments, and malformed completions ----------
+@pytest.mark.parametrize("kwargs, error, words", [
+    ({"process_weight": "1"}, TypeError, "a number"),
+    ({"process_weight": None}, TypeError, "a number"),
+    ({"process_weight": float("-inf")}, ValueError, "finite"),
+    ({"process_weight": [1.0]}, TypeError, "a number"),
+    ({"error_signal": "opnai"}, ValueError, "did you mean 'openai'"),
+    ({"error_signal": ""}, ValueError, "error_signal"),
+    ({"error_signal": ["trl"]}, ValueError, "error_signal"),
+    ({"call_markers": None}, ValueError, "two non-empty strings"),
+    ({"call_markers": ("<a>", "</a>", "<b>")}, ValueError, "two non-empty strings"),
+    ({"call_markers": (1, 2)}, ValueError, "two non-empty strings"),
+    ({"mode": "Scalar"}, ValueError, "token or scalar"),
+    ({"mode": 1}, ValueError, "token or scalar"),
+    ({"name": None}, ValueError, "non-empty string"),
+    ({"name": 5}, ValueError, "non-empty string"),
+])
+def test_more_bad_arguments_are_refused_at_construction(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        RlvpReward(loads(RULES), **kwargs)
+
+
+@pytest.mark.parametrize("rules, error, words", [
+    ("/dev/zero", RuleError, "a character device, not a regular file"),
+    ("/nonexistent/rules.rlvp", RuleError, "file not found"),
+    ("/tmp", RuleError, "is a directory"),
+    (None, TypeError, "compiled Program or the path"),
+    (b"rules.rlvp", TypeError, "compiled Program or the path"),
+    ("tool get : read", RuleError, "file not found"),  # rule text, not a path: loads() it first
+])
+def test_rules_that_cannot_be_loaded_are_refused_by_name(rules, error, words):
+    with pytest.raises(error, match=words):
+        RlvpReward(rules)
+
+
+CALL = '<tool_call>{"name": "cancel_reservation", "arguments": {"reservation_id": "A"}}</tool_call>'
+
+
+@pytest.mark.parametrize("prompt, completion, unscorable", [
+    ("p", None, True),
+    ("p", 5, True),
+    ("p", {"role": "assistant"}, True),
+    ("p", [1, 2], True),
+    ("p", [{"content": "x"}], True),
+    ("p", [{"role": "assistant", "content": 5}], True),
+    ("p", b"bytes", True),
+    ([1], "x", True),
+    (5, "x", False),                      # not a prompt TRL makes: read as no prompt
+    (None, "x", False),
+    ("p", "<tool_call>" + "[" * 50_000 + "</tool_call>", False),   # a malformed call, not a RecursionError
+    ("p", "<think>" + CALL, False),       # a call inside an unclosed thought: no call
+    ("p", "\ud800" + CALL, False),
+    ("p", "\x00" + CALL, False),
+    ("p", CALL[:-5], False),              # cut off before its closing marker
+    ("p", "", False),
+])
+def test_a_malformed_completion_is_isolated_to_its_row(prompt, completion, unscorable):
+    """Each bad completion: a finite value for its row, the good row beside it scored as alone."""
+    reward = RlvpReward(loads(RULES), mode="scalar")
+    alone = reward(prompts=["p"], completions=[CALL])
+    values = reward(prompts=[prompt, "p"], completions=[completion, CALL])
+    assert len(values) == 2 and all(v == v and abs(v) < float("inf") for v in values)
+    assert values[1] == alone[0]
+    assert (reward.last_rows[0].problem != "") == unscorable
+    assert reward.unscorable_rows == int(unscorable)
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"prompts": ["a", "b"], "completions": ["x"]}, "2 prompts, 1 completions"),
+    ({"prompts": ["a"], "completions": None}, "needs prompts and completions"),
+    ({"prompts": "a", "completions": ["x"]}, "'prompts' must be a list"),
+    ({"prompts": ["a", "b"], "completions": ["x", "y"], "rlvp_messages": [[]]}, "1 rlvp_messages"),
+    ({"prompts": ["a"], "completions": ["x"], "rlvp_messages": 5}, "'rlvp_messages' must be a list"),
+])
+def test_a_misaligned_batch_is_refused_naming_the_lengths(kwargs, words):
+    """Before: zip's ValueError, an IndexError or a TypeError from inside the call."""
+    with pytest.raises(ValueError, match=words):
+        RlvpReward(loads(RULES), mode="scalar")(**kwargs)
+
+
+@pytest.mark.parametrize("reward_funcs, words", [
+    ([outcome_reward], "found 0"),
+    ([outcome_reward, RlvpReward(loads(RULES), mode="scalar")], "found 0"),
+    ([outcome_reward, RlvpReward(loads(RULES)), RlvpReward(loads(RULES))], "found 2"),
+])
+def test_rlvp_grpo_trainer_needs_exactly_one_token_mode_reward(tmp_path, reward_funcs, words):
+    with pytest.raises(ValueError, match=f"needs exactly one RlvpReward.*{words}"):
+        _trainer(RlvpGRPOTrainer, tmp_path, reward_funcs)
