@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
+from mutation import HOWS, mutate
 import tomllib
 
 REPO = Path(__file__).resolve().parents[2]
@@ -711,7 +712,6 @@ def test_a_closed_pipe_does_not_lose_the_csv_after_the_html_report(tmp_path):
 # scored with --csv: every episode in the CSV (exit 0), or the record named and the others kept (exit 1)
 # ---------------------------------------------------------------------------------------------
 CHAT_FILE = REPO / "examples" / "episodes" / "airline_chat.jsonl"
-WRONG = {"remove": None, "null": None, "number": -7, "text": "\u0000x", "list": [1], "object": {"k": {}}}
 
 
 def _record_paths(record, prefix=()) -> list[tuple]:
@@ -727,7 +727,7 @@ def _record_paths(record, prefix=()) -> list[tuple]:
 def _chat_mutations() -> list[tuple[str, tuple, str]]:
     lines = CHAT_FILE.read_text().splitlines()
     middle = json.loads(lines[1])
-    return [(f"{'.'.join(map(str, p))}:{how}", p, how) for p in _record_paths(middle)[:40] for how in WRONG]
+    return [(f"{'.'.join(map(str, p))}:{how}", p, how) for p in _record_paths(middle)[:40] for how in HOWS]
 
 
 CHAT_MUTATIONS = _chat_mutations()
@@ -737,15 +737,7 @@ CHAT_MUTATIONS = _chat_mutations()
 def test_score_a_mutated_record_loses_nothing(path, how, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
     lines = CHAT_FILE.read_text().splitlines()
-    record = json.loads(lines[1])
-    node = record
-    for key in path[:-1]:
-        node = node[key]
-    if how == "remove":
-        del node[path[-1]]
-    else:
-        node[path[-1]] = WRONG[how]
-    lines[1] = json.dumps(record)
+    lines[1] = json.dumps(mutate(json.loads(lines[1]), path, how))
     runs = tmp_path / "runs.jsonl"
     runs.write_text("\n".join(lines) + "\n")
     code = _run("score", [RULES, str(runs), "--csv", str(tmp_path / "e.csv")])

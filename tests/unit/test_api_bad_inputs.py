@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from mutation import HOWS, mutate
 from trainer.config import ConfigError, load_config
 
 from rlvp_dsl import Episode, ReaderError, RuleError, check_text, load_program, loads
@@ -420,7 +421,6 @@ def test_bad_api_input(case: ApiCase, tmp_path: Path, monkeypatch):
 # generated: every field of a real trajectory of each format, of the wrong type or removed
 # ---------------------------------------------------------------------------------------------
 #: What replaces a field (by the kind of the value it replaces).
-WRONG = {"null": None, "number": -7, "text": "\u0000x", "list": [1], "object": {"k": {}}}
 PATHS_PER_FORMAT = 20
 
 
@@ -453,21 +453,14 @@ def _mutations() -> list[tuple[str, str, tuple, str]]:
     for fmt in SAMPLES:
         data, _ = _load(fmt)
         for path in _paths(data)[:PATHS_PER_FORMAT]:
-            for how in ("remove", *WRONG):
+            for how in HOWS:
                 rows.append((f"{fmt}:{'.'.join(map(str, path))}:{how}", fmt, path, how))
     return rows
 
 
 def _mutated(fmt: str, path: tuple, how: str) -> tuple[Any, bool]:
     data, jsonl = _load(fmt)
-    node = data
-    for key in path[:-1]:
-        node = node[key]
-    if how == "remove":
-        del node[path[-1]]
-    else:
-        node[path[-1]] = WRONG[how]
-    return data, jsonl
+    return mutate(data, path, how), jsonl
 
 
 MUTATIONS = _mutations()
