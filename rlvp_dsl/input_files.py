@@ -57,12 +57,20 @@ def read_input_bytes(path: str | os.PathLike[str], *, stdin: bool = True) -> byt
         return handle.read()
 
 
+def _is_null(fd: int) -> bool:
+    """Whether descriptor `fd` is ``/dev/null`` (a device that ends at once: empty input)."""
+    try:
+        return os.fstat(fd).st_rdev == os.stat(os.devnull).st_rdev
+    except OSError:
+        return False
+
+
 def read_stdin_bytes(stream=None) -> bytes:
     """All of standard input (`stream`, default ``sys.stdin``) as bytes.
 
     Raises:
-        NotARegularFile: standard input is a device other than a terminal (``< /dev/zero``:
-            it would never end); its ``filename`` is ``<stdin>``.
+        NotARegularFile: standard input is a device other than a terminal or ``/dev/null``
+            (``< /dev/zero``: it would never end); its ``filename`` is ``<stdin>``.
     """
     import sys
 
@@ -72,9 +80,10 @@ def read_stdin_bytes(stream=None) -> bytes:
         mode = os.fstat(fd).st_mode
     except (OSError, ValueError, AttributeError):  # no descriptor (a test's stand-in): read it
         fd, mode = None, 0
-    if fd is not None and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and not os.isatty(fd):
+    if fd is not None and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and not os.isatty(fd) and not _is_null(fd):
         raise NotARegularFile(errno.EINVAL, "standard input is a device (such as /dev/zero), not a file, a pipe or "
                                             "a terminal: reading it would never end", "<stdin>")
     if hasattr(stream, "buffer"):
         return stream.buffer.read()
-    return stream.read().encode("utf-8")
+    data = stream.read()  # a binary stream gives bytes, a text one str
+    return data if isinstance(data, bytes) else data.encode("utf-8")

@@ -133,8 +133,8 @@ def test_a_value_cut_off_at_the_end_is_named_a_truncated_file():
             json.loads(text)
         except json.JSONDecodeError as exc:
             assert json_text.json_problem(exc, text).endswith("is the file truncated?"), text
-    text = '{"a": 1} {"b": 2}'  # extra data after a complete value: not a cut file
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        assert "truncated" not in json_text.json_problem(exc, text)
+    for text in ('{"a": 1} {"b": 2}', '{"a":1} trailing', "garbage", '{"a": nulx}'):  # not a cut file
+        try:
+            json.loads(text)
+        except json.JSONDecodeError as exc:
+            assert "truncated" not in json_text.json_problem(exc, text), text
