@@ -286,7 +286,7 @@ def our_counts(program, episodes) -> dict[str, int]:
 
 
 def our_episode(messages: list[dict], name: str):
-    from rlvp_dsl.readers._base import DEFAULT_ERROR_SIGNALS
+    from rlvp_dsl.readers.error_signals import DEFAULT_ERROR_SIGNALS
     from rlvp_dsl.readers.tau2 import read_tau2
 
     return read_tau2({"simulations": [{"messages": messages}]}, name, name, DEFAULT_ERROR_SIGNALS["tau2"])[0]

@@ -16,7 +16,8 @@ Module map: ``_base`` (errors, :class:`ErrorSignal`, the episode builder), ``ope
 folders), ``messages`` (chat messages in memory: `episode_from_messages`, for TRL and verl).
 """
 
-from ._base import DEFAULT_ERROR_SIGNALS, ERROR_SIGNALS, SWE_AGENT_MARKERS, ErrorSignal, ReaderError, error_signal
+from ._base import ReaderError
+from .error_signals import DEFAULT_ERROR_SIGNALS, ERROR_SIGNALS, SWE_AGENT_MARKERS, ErrorSignal, error_signal
 from .call_markers import HERMES_MARKERS, THINK_MARKERS, checked_markers, marked_calls, reasoning_spans
 from .messages import episode_from_messages, episode_from_text
 from .loading import FORMATS, ReadReport, SkippedFile, detect_trajectory_format, read_episodes, read_paths, read_report
