@@ -44,8 +44,9 @@ def rule_text(kind: str, n: int) -> str:
     if kind == "identical":
         return "tool a : read\n" + "".join(f"violation v{i} (-0.0001) {{ on call a error }}\n" for i in range(n))
     if kind == "one_tool":
-        return ("".join(f"tool t{i} : read\n" for i in range(n))
-                + "".join(f"violation v{i} (-0.0001) {{ on call t{i} error }}\n" for i in range(n)))
+        return "".join(f"tool t{i} : read\n" for i in range(n)) + "".join(
+            f"violation v{i} (-0.0001) {{ on call t{i} error }}\n" for i in range(n)
+        )
     if kind != "distinct":
         raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {kind!r})")
     lines = ["tool read_x : read target x", "tool write_x : write target x", "tool submit : submit"]
@@ -56,8 +57,10 @@ def rule_text(kind: str, n: int) -> str:
         elif k == 1:
             lines.append(f'violation e{i} (-0.0001) {{ on call error error_text contains "code {i}" }}')
         else:
-            lines.append(f'obligation o{i} (+0.0001, expire -0.0001) {{ open on call write_x arg x == "{i}" '
-                         "discharge on call read_x ok same x }")
+            lines.append(
+                f'obligation o{i} (+0.0001, expire -0.0001) {{ open on call write_x arg x == "{i}" '
+                "discharge on call read_x ok same x }"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -95,15 +98,32 @@ def measure(kind: str, n: int, lints: bool = True) -> dict:
     codes: dict[str, int] = {}
     for d in diagnostics:
         codes[d.code] = codes.get(d.code, 0) + 1
-    return {"parse": t1 - t0, "check": t2 - t1, "lint": t3 - t2, "compile": t4 - t3, "total": t4 - t0, "cpu": cpu,
-            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "before_mb": before,
-            "codes": codes}
+    return {
+        "parse": t1 - t0,
+        "check": t2 - t1,
+        "lint": t3 - t2,
+        "compile": t4 - t3,
+        "total": t4 - t0,
+        "cpu": cpu,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "before_mb": before,
+        "codes": codes,
+    }
 
 
 def run_one(kind: str, n: int, src: str, timeout: float, max_mb: int | None, lints: bool = True) -> dict:
     """One measurement in a fresh interpreter; {"error": ...} when it ran out of time or memory."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--one", kind, str(n), "--src", src,
-           "--lints", "on" if lints else "off"]
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--one",
+        kind,
+        str(n),
+        "--src",
+        src,
+        "--lints",
+        "on" if lints else "off",
+    ]
     if max_mb:
         cmd += ["--max-mb", str(max_mb)]
     try:
@@ -117,8 +137,10 @@ def run_one(kind: str, n: int, src: str, timeout: float, max_mb: int | None, lin
 
 
 def table(rows: list[tuple[str, int, bool, dict]]) -> str:
-    head = (f"{'shape':<10} {'rules':>6} {'lints':>5} {'parse s':>8} {'check s':>8} {'lint s':>8} {'compile s':>9} "
-            f"{'total s':>8} {'cpu s':>6} {'peak MB':>8} {'base MB':>8}  diagnostics")
+    head = (
+        f"{'shape':<10} {'rules':>6} {'lints':>5} {'parse s':>8} {'check s':>8} {'lint s':>8} {'compile s':>9} "
+        f"{'total s':>8} {'cpu s':>6} {'peak MB':>8} {'base MB':>8}  diagnostics"
+    )
     out = [head, "-" * len(head)]
     for kind, n, lints, r in rows:
         on = "on" if lints else "off"
@@ -126,8 +148,10 @@ def table(rows: list[tuple[str, int, bool, dict]]) -> str:
             out.append(f"{kind:<10} {n:>6} {on:>5}  {r['error']}")
             continue
         codes = ", ".join(f"{c} x{k}" for c, k in sorted(r["codes"].items())) or "none"
-        out.append(f"{kind:<10} {n:>6} {on:>5} {r['parse']:>8.2f} {r['check']:>8.2f} {r['lint']:>8.2f} "
-                   f"{r['compile']:>9.2f} {r['total']:>8.2f} {r['cpu']:>6.2f} {r['peak_mb']:>8.0f} {r['before_mb']:>8.0f}  {codes}")
+        out.append(
+            f"{kind:<10} {n:>6} {on:>5} {r['parse']:>8.2f} {r['check']:>8.2f} {r['lint']:>8.2f} "
+            f"{r['compile']:>9.2f} {r['total']:>8.2f} {r['cpu']:>6.2f} {r['peak_mb']:>8.0f} {r['before_mb']:>8.0f}  {codes}"
+        )
     return "\n".join(out)
 
 
@@ -148,8 +172,10 @@ def goal_lines(rows: list[tuple[str, int, bool, dict]]) -> list[str]:
         verdict = "missed: " + "; ".join(misses) if misses else "met"
         if misses and r["cpu"] < GOAL_S and r["peak_mb"] < GOAL_MB:
             verdict += f" (on the clock only: the process used {r['cpu']:.1f} s of CPU -- the machine is shared)"
-        out.append(f"goal ({kind}, {n:,} rules, lints on, < {GOAL_S:g} s and < {GOAL_MB} MB): "
-                   f"{r['total']:.2f} s, {r['cpu']:.2f} s CPU, {r['peak_mb']:.0f} MB -- {verdict}")
+        out.append(
+            f"goal ({kind}, {n:,} rules, lints on, < {GOAL_S:g} s and < {GOAL_MB} MB): "
+            f"{r['total']:.2f} s, {r['cpu']:.2f} s CPU, {r['peak_mb']:.0f} MB -- {verdict}"
+        )
     return out
 
 
@@ -158,8 +184,13 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000, 10000], help="numbers of rules")
     ap.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS), help="shapes of rule file")
     ap.add_argument("--src", default=REPO, help="the checkout whose rlvp_dsl is measured (default: this one)")
-    ap.add_argument("--lints", nargs="+", choices=("on", "off"), default=["on", "off"],
-                    help="run the lints (rlvp-compile does), skip them (rlvp-score does), or both")
+    ap.add_argument(
+        "--lints",
+        nargs="+",
+        choices=("on", "off"),
+        default=["on", "off"],
+        help="run the lints (rlvp-compile does), skip them (rlvp-score does), or both",
+    )
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per measurement")
     ap.add_argument("--max-mb", type=int, default=None, help="address-space limit per measurement (MB)")
     ap.add_argument("--one", nargs=2, metavar=("KIND", "N"), help=argparse.SUPPRESS)

@@ -100,15 +100,18 @@ def run_compact(method: str, a: argparse.Namespace, size: dict, out: Path) -> di
     from trainer.loop import train
 
     cfg = load_config(CONFIG, out_dir=str(out / f"compact_{method}"), iterations=a.iterations).replace(
-        method=method, device=a.device, dtype=a.dtype, model_args=size)
+        method=method, device=a.device, dtype=a.dtype, model_args=size
+    )
     reset_peak(a.device)
     t_build = time.perf_counter()
     be = build_backend(cfg)
     base, lora = count_params(be.model)
     first = next(be.model.parameters())
-    print(f"  {method}: base {base / 1e6:.1f} M parameters ({a.dtype}), LoRA {lora / 1e6:.2f} M, on "
-          f"{first.device}; built in {time.perf_counter() - t_build:.1f} s; batch "
-          f"{cfg.tasks_per_iteration} tasks x {cfg.num_generations} rollouts")
+    print(
+        f"  {method}: base {base / 1e6:.1f} M parameters ({a.dtype}), LoRA {lora / 1e6:.2f} M, on "
+        f"{first.device}; built in {time.perf_counter() - t_build:.1f} s; batch "
+        f"{cfg.tasks_per_iteration} tasks x {cfg.num_generations} rollouts"
+    )
 
     # rollout time and tokens, read off the backend's collect; the batch's tokens off on_batch
     roll = {"s": 0.0}
@@ -122,8 +125,12 @@ def run_compact(method: str, a: argparse.Namespace, size: dict, out: Path) -> di
         return group
 
     def on_batch(it, groups, credits, weight):
-        per_it.append({"rollout_s": roll["s"],
-                       "train_tokens": sum(len(r.prompt_ids) + len(r.completion_ids) for g in groups for r in g)})
+        per_it.append(
+            {
+                "rollout_s": roll["s"],
+                "train_tokens": sum(len(r.prompt_ids) + len(r.completion_ids) for g in groups for r in g),
+            }
+        )
         roll["s"] = 0.0
 
     be.collect = timed_collect
@@ -133,18 +140,28 @@ def run_compact(method: str, a: argparse.Namespace, size: dict, out: Path) -> di
         t["update_s"] = max(1e-9, t["step_s"] - t["rollout_s"])  # scoring, advantages, forward + backward
         t["gen_tokens_per_s"] = row["perf/tokens_per_s"]
         t["train_tokens_per_s"] = t["train_tokens"] / t["update_s"]
-        print(f"  {method} it {row['iteration']}: {t['step_s']:.2f} s (rollout {t['rollout_s']:.2f} s, "
-              f"{t['gen_tokens_per_s']:,.0f} generated tok/s; update {t['update_s']:.2f} s, "
-              f"{t['train_tokens_per_s']:,.0f} trained tok/s); success {row['rollout/success_rate']:.2f}, "
-              f"dead groups {row['rollout/frac_dead_groups']:.2f}, loss {row['loss/policy']:.4f}")
+        print(
+            f"  {method} it {row['iteration']}: {t['step_s']:.2f} s (rollout {t['rollout_s']:.2f} s, "
+            f"{t['gen_tokens_per_s']:,.0f} generated tok/s; update {t['update_s']:.2f} s, "
+            f"{t['train_tokens_per_s']:,.0f} trained tok/s); success {row['rollout/success_rate']:.2f}, "
+            f"dead groups {row['rollout/frac_dead_groups']:.2f}, loss {row['loss/policy']:.4f}"
+        )
     result = {
-        "part": "compact", "method": method, "device": str(first.device), "dtype": a.dtype,
-        "base_params": base, "trainable_params": lora, "steps": len(rows),
-        "step_s_first": per_it[0]["step_s"], "step_s": steady([t["step_s"] for t in per_it]),
-        "rollout_s": steady([t["rollout_s"] for t in per_it]), "update_s": steady([t["update_s"] for t in per_it]),
+        "part": "compact",
+        "method": method,
+        "device": str(first.device),
+        "dtype": a.dtype,
+        "base_params": base,
+        "trainable_params": lora,
+        "steps": len(rows),
+        "step_s_first": per_it[0]["step_s"],
+        "step_s": steady([t["step_s"] for t in per_it]),
+        "rollout_s": steady([t["rollout_s"] for t in per_it]),
+        "update_s": steady([t["update_s"] for t in per_it]),
         "gen_tokens_per_s": steady([t["gen_tokens_per_s"] for t in per_it]),
         "train_tokens_per_s": steady([t["train_tokens_per_s"] for t in per_it]),
-        "peak_gib": peak_gib(a.device), "final_success": rows[-1]["rollout/success_rate"],
+        "peak_gib": peak_gib(a.device),
+        "final_success": rows[-1]["rollout/success_rate"],
     }
     del be, rows
     return result
@@ -169,8 +186,11 @@ repeat_error (-0.3)
 
 
 def _call(name: str) -> dict:
-    return {"role": "assistant", "content": "", "tool_calls": [
-        {"type": "function", "function": {"name": name, "arguments": {"id": "A"}}}]}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": name, "arguments": {"id": "A"}}}],
+    }
 
 
 def _result(name: str, ok: bool) -> dict:
@@ -179,16 +199,39 @@ def _result(name: str, ok: bool) -> dict:
 
 #: name -> (segments, messages, outcome): ("model", words) generated, ("tool", words) the tool's output
 SCRIPTS = {
-    "read_then_cancel": ([("model", CALL_GET), ("tool", TOOL_OK), ("model", CALL_CANCEL), ("tool", TOOL_OK),
-                          ("model", ["done"])],
-                         [_call("get"), _result("get", True), _call("cancel"), _result("cancel", True),
-                          {"role": "assistant", "content": "done"}], 1.0),
-    "repeat_error": ([("model", CALL_CANCEL), ("tool", TOOL_ERROR), ("model", CALL_CANCEL), ("tool", TOOL_ERROR),
-                      ("model", ["done"])],
-                     [_call("cancel"), _result("cancel", False), _call("cancel"), _result("cancel", False),
-                      {"role": "assistant", "content": "done"}], 0.0),
-    "malformed": ([("model", BROKEN), ("model", ["done"])],
-                  [{"role": "assistant", "content": " ".join(BROKEN) + " done"}], 0.0),
+    "read_then_cancel": (
+        [("model", CALL_GET), ("tool", TOOL_OK), ("model", CALL_CANCEL), ("tool", TOOL_OK), ("model", ["done"])],
+        [
+            _call("get"),
+            _result("get", True),
+            _call("cancel"),
+            _result("cancel", True),
+            {"role": "assistant", "content": "done"},
+        ],
+        1.0,
+    ),
+    "repeat_error": (
+        [
+            ("model", CALL_CANCEL),
+            ("tool", TOOL_ERROR),
+            ("model", CALL_CANCEL),
+            ("tool", TOOL_ERROR),
+            ("model", ["done"]),
+        ],
+        [
+            _call("cancel"),
+            _result("cancel", False),
+            _call("cancel"),
+            _result("cancel", False),
+            {"role": "assistant", "content": "done"},
+        ],
+        0.0,
+    ),
+    "malformed": (
+        [("model", BROKEN), ("model", ["done"])],
+        [{"role": "assistant", "content": " ".join(BROKEN) + " done"}],
+        0.0,
+    ),
     "no_call": ([("model", ["done"])], [{"role": "assistant", "content": "done"}], 0.0),
 }
 PLAN = ["read_then_cancel", "repeat_error", "malformed", "no_call"]  # the k-th completion of a group: PLAN[k % 4]
@@ -264,29 +307,54 @@ def run_trl(kind: str, a: argparse.Namespace, size: dict, out: Path) -> dict:
     rollout, longest = scripted_rollout(tok, a.filler, tokens)
     G, B = 8, a.trl_batch
     args = GRPOConfig(
-        output_dir=str(out / f"trl_{kind}"), use_cpu=a.device == "cpu", bf16=a.dtype == "bfloat16", report_to=[],
-        max_steps=a.steps, logging_steps=1, per_device_train_batch_size=B, num_generations=G,
-        max_completion_length=longest + 8, learning_rate=1e-5, weight_decay=0.0, save_strategy="no",
-        gradient_checkpointing=False, seed=0, beta=0.0, disable_tqdm=True,
+        output_dir=str(out / f"trl_{kind}"),
+        use_cpu=a.device == "cpu",
+        bf16=a.dtype == "bfloat16",
+        report_to=[],
+        max_steps=a.steps,
+        logging_steps=1,
+        per_device_train_batch_size=B,
+        num_generations=G,
+        max_completion_length=longest + 8,
+        learning_rate=1e-5,
+        weight_decay=0.0,
+        save_strategy="no",
+        gradient_checkpointing=False,
+        seed=0,
+        beta=0.0,
+        disable_tqdm=True,
     )
     rewards = [outcome_reward]
     cls = GRPOTrainer
     if kind == "rlvp":
         rewards, cls = [outcome_reward, RlvpReward(loads(RULES), process_weight=0.5)], RlvpGRPOTrainer
-    lora = LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
-                                                          "up_proj", "down_proj"], task_type="CAUSAL_LM")
+    lora = LoraConfig(
+        r=8,
+        lora_alpha=16,
+        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+        task_type="CAUSAL_LM",
+    )
     timer = StepTimer()
-    trainer = cls(model=model, reward_funcs=rewards, args=args, processing_class=tok, rollout_func=rollout,
-                  train_dataset=Dataset.from_dict({"prompt": ["please"] * (B // G * a.steps)}),
-                  peft_config=lora, callbacks=[timer])
+    trainer = cls(
+        model=model,
+        reward_funcs=rewards,
+        args=args,
+        processing_class=tok,
+        rollout_func=rollout,
+        train_dataset=Dataset.from_dict({"prompt": ["please"] * (B // G * a.steps)}),
+        peft_config=lora,
+        callbacks=[timer],
+    )
     trainer.remove_callback(PrinterCallback)  # TRL's log dicts: the lines below say what matters
     base, trainable = count_params(trainer.model)
     first = next(trainer.model.parameters())
-    print(f"  {kind}: {cls.__name__}, base {base / 1e6:.1f} M parameters ({a.dtype}), LoRA "
-          f"{trainable / 1e6:.2f} M, on {first.device}; {B} completions of <= {longest} tokens per step")
+    print(
+        f"  {kind}: {cls.__name__}, base {base / 1e6:.1f} M parameters ({a.dtype}), LoRA "
+        f"{trainable / 1e6:.2f} M, on {first.device}; {B} completions of <= {longest} tokens per step"
+    )
     trainer.train()
     logs = [e for e in trainer.state.log_history if "loss" in e]
-    per_step = tokens[:len(timer.times)]
+    per_step = tokens[: len(timer.times)]
     for step, (dt, n) in enumerate(zip(timer.times, per_step)):
         extra = ""
         if step < len(logs):
@@ -296,9 +364,16 @@ def run_trl(kind: str, a: argparse.Namespace, size: dict, out: Path) -> dict:
                 extra += f", rlvp/live_groups {e['rlvp/live_groups']:.2f}"
         print(f"  {kind} step {step}: {dt:.3f} s, {n / dt:,.0f} tok/s{extra}")
     result = {
-        "part": "trl", "method": kind, "device": str(first.device), "dtype": a.dtype, "base_params": base,
-        "trainable_params": trainable, "steps": len(timer.times), "step_s_first": timer.times[0],
-        "step_s": steady(timer.times), "train_tokens_per_s": steady([n / t for n, t in zip(per_step, timer.times)]),
+        "part": "trl",
+        "method": kind,
+        "device": str(first.device),
+        "dtype": a.dtype,
+        "base_params": base,
+        "trainable_params": trainable,
+        "steps": len(timer.times),
+        "step_s_first": timer.times[0],
+        "step_s": steady(timer.times),
+        "train_tokens_per_s": steady([n / t for n, t in zip(per_step, timer.times)]),
         "peak_gib": peak_gib(a.device),
     }
     del trainer, model
@@ -310,13 +385,18 @@ def table(results: list[dict]) -> str:
     def f(v, spec):
         return "-" if v is None else format(v, spec)
 
-    lines = ["| part | method | base params | dtype | device | steps | first step s | step s | generated tok/s "
-             "| trained tok/s | peak GPU GiB |", "|" + " --- |" * 11]
+    lines = [
+        "| part | method | base params | dtype | device | steps | first step s | step s | generated tok/s "
+        "| trained tok/s | peak GPU GiB |",
+        "|" + " --- |" * 11,
+    ]
     for r in results:
-        lines.append(f"| {r['part']} | {r['method']} | {r['base_params'] / 1e6:.1f} M | {r['dtype']} | {r['device']} "
-                     f"| {r['steps']} | {r['step_s_first']:.2f} | {r['step_s']:.3f} | "
-                     f"{f(r.get('gen_tokens_per_s'), ',.0f')} | {f(r.get('train_tokens_per_s'), ',.0f')} | "
-                     f"{f(r['peak_gib'], '.2f')} |")
+        lines.append(
+            f"| {r['part']} | {r['method']} | {r['base_params'] / 1e6:.1f} M | {r['dtype']} | {r['device']} "
+            f"| {r['steps']} | {r['step_s_first']:.2f} | {r['step_s']:.3f} | "
+            f"{f(r.get('gen_tokens_per_s'), ',.0f')} | {f(r.get('train_tokens_per_s'), ',.0f')} | "
+            f"{f(r['peak_gib'], '.2f')} |"
+        )
     return "\n".join(lines)
 
 
@@ -345,11 +425,19 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     runs = []
     if a.only in (None, "compact"):
-        runs.append((f"compact trainer, chain-4, {a.iterations} iterations per method, model {size}",
-                     [(run_compact, m) for m in ("grpo", "rlvp")]))
+        runs.append(
+            (
+                f"compact trainer, chain-4, {a.iterations} iterations per method, model {size}",
+                [(run_compact, m) for m in ("grpo", "rlvp")],
+            )
+        )
     if a.only in (None, "trl"):
-        runs.append((f"TRL GRPOTrainer vs RlvpGRPOTrainer, rollout_func (scripted), {a.steps} steps each, model {size}",
-                     [(run_trl, k) for k in ("stock", "rlvp")]))
+        runs.append(
+            (
+                f"TRL GRPOTrainer vs RlvpGRPOTrainer, rollout_func (scripted), {a.steps} steps each, model {size}",
+                [(run_trl, k) for k in ("stock", "rlvp")],
+            )
+        )
     results, failed = [], []
     for title, parts in runs:
         print(f"\n# {title}", flush=True)
@@ -362,8 +450,9 @@ def main(argv: list[str] | None = None) -> int:
             reset_peak(a.device)
     text = table(results)
     print(f"\n{text}\n\nsteady-state figures: mean after the first step; wall time {time.perf_counter() - t0:.0f} s")
-    (out / "summary.json").write_text(json.dumps({"environment": environment(), "results": results,
-                                                  "failed": failed}, indent=2))
+    (out / "summary.json").write_text(
+        json.dumps({"environment": environment(), "results": results, "failed": failed}, indent=2)
+    )
     print(f"wrote {out / 'summary.json'}")
     if failed:
         print(f"error: {len(failed)} run(s) failed: {', '.join(failed)}", file=sys.stderr)

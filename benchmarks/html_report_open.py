@@ -71,18 +71,28 @@ def main() -> None:
         try:
             for _ in range(args.repeats):
                 driver.get(f"file://{path}")
-                loads.append(driver.execute_script(
-                    "const t = performance.getEntriesByType('navigation')[0]; return t.loadEventEnd - t.startTime;") / 1e3)
-                eager.append(driver.execute_script(
-                    "const t = performance.now(); document.querySelectorAll('tr.episode').forEach(r => r.click());"
-                    "document.body.offsetHeight; return performance.now() - t;") / 1e3)
+                loads.append(
+                    driver.execute_script(
+                        "const t = performance.getEntriesByType('navigation')[0]; return t.loadEventEnd - t.startTime;"
+                    )
+                    / 1e3
+                )
+                eager.append(
+                    driver.execute_script(
+                        "const t = performance.now(); document.querySelectorAll('tr.episode').forEach(r => r.click());"
+                        "document.body.offsetHeight; return performance.now() - t;"
+                    )
+                    / 1e3
+                )
         finally:
             driver.quit()
     load, draw = statistics.median(loads), statistics.median(eager)
-    print(f"open (episode list, timelines lazy): {load:.2f} s   (median of {args.repeats}: "
-          + ", ".join(f"{x:.2f}" for x in loads) + ")")
-    print(f"draw every timeline at once:         {draw:.2f} s   ("
-          + ", ".join(f"{x:.2f}" for x in eager) + ")")
+    print(
+        f"open (episode list, timelines lazy): {load:.2f} s   (median of {args.repeats}: "
+        + ", ".join(f"{x:.2f}" for x in loads)
+        + ")"
+    )
+    print(f"draw every timeline at once:         {draw:.2f} s   (" + ", ".join(f"{x:.2f}" for x in eager) + ")")
     print(f"ratio: drawing every timeline takes {draw / load:.1f}x the lazy page's whole load")
     print(f"machine load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 

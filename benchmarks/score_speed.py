@@ -34,11 +34,15 @@ def generated_rules(n: int) -> str:
     for i in range(n):
         k = i % 4
         if k == 0:
-            lines.append(f"violation v{i} (-0.1) {{ on call write_x arg x == \"{i}\" unless seen (call read_x ok same x) }}")
+            lines.append(
+                f'violation v{i} (-0.1) {{ on call write_x arg x == "{i}" unless seen (call read_x ok same x) }}'
+            )
         elif k == 1:
-            lines.append(f"obligation o{i} (+0.1, expire -0.1) {{ open on call tag write discharge on call tag read ok same x deadline within {1 + i % 5} calls }}")
+            lines.append(
+                f"obligation o{i} (+0.1, expire -0.1) {{ open on call tag write discharge on call tag read ok same x deadline within {1 + i % 5} calls }}"
+            )
         elif k == 2:
-            lines.append(f"violation e{i} (-0.1) {{ on call error error_text contains \"code {i}\" }}")
+            lines.append(f'violation e{i} (-0.1) {{ on call error error_text contains "code {i}" }}')
         else:
             lines.append(f"progress p{i} (+0.1) {{ signal s{i} decreasing }}")
     return "\n".join(lines) + "\n"
@@ -61,8 +65,10 @@ def main() -> None:
     per_copy = sum(len(e.events) for e in episodes)
     copies = max(1, -(-args.events // per_copy))
     program = load_program(args.rules_file)
-    print(f"rules: {args.rules_file} ({len(program.rules)} rules); data: {len(episodes)} episodes, "
-          f"{per_copy} events per copy x {copies} copies = {per_copy * copies} events")
+    print(
+        f"rules: {args.rules_file} ({len(program.rules)} rules); data: {len(episodes)} episodes, "
+        f"{per_copy} events per copy x {copies} copies = {per_copy * copies} events"
+    )
 
     # warm the plan cache (one pass), then time
     for e in episodes:
@@ -83,7 +89,9 @@ def main() -> None:
     reference_s = time.perf_counter() - start
     reference_rate = per_copy * ref_copies / reference_s
 
-    print(f"compiled:  {compiled_rate:>12,.0f} events/s  ({per_copy * copies:,} events, {compiled_s:.1f} s, {credits:,} credits)")
+    print(
+        f"compiled:  {compiled_rate:>12,.0f} events/s  ({per_copy * copies:,} events, {compiled_s:.1f} s, {credits:,} credits)"
+    )
     print(f"reference: {reference_rate:>12,.0f} events/s  ({per_copy * ref_copies:,} events, {reference_s:.1f} s)")
     print(f"ratio compiled/reference: {compiled_rate / reference_rate:.1f}x")
 
@@ -91,6 +99,7 @@ def main() -> None:
     # The reference re-scans the history at every event (quadratic); the compiled program does not.
     import attrs
     from rlvp_dsl.events import Episode
+
     flat = [ev for e in episodes for ev in e.events]
     long_events = flat[: args.long_events]
     long_episode = Episode("long", tuple(attrs.evolve(ev, index=i) for i, ev in enumerate(long_events)))
@@ -101,16 +110,21 @@ def main() -> None:
     start = time.perf_counter()
     score_reference(program.ruleset, long_episode)
     long_reference = len(long_events) / (time.perf_counter() - start)
-    print(f"one {len(long_events):,}-event episode: compiled {long_compiled:,.0f} events/s, "
-          f"reference {long_reference:,.0f} events/s, ratio {long_compiled / long_reference:.1f}x")
+    print(
+        f"one {len(long_events):,}-event episode: compiled {long_compiled:,.0f} events/s, "
+        f"reference {long_reference:,.0f} events/s, ratio {long_compiled / long_reference:.1f}x"
+    )
 
     text = generated_rules(args.compile_rules)
     start = time.perf_counter()
     result = check_text(text, "<generated>")
     from rlvp_dsl import compile_ruleset
+
     compile_ruleset(result.ruleset)
-    print(f"compile a {args.compile_rules}-rule file: {time.perf_counter() - start:.3f} s "
-          f"({'ok' if result.ok else 'ERRORS'})")
+    print(
+        f"compile a {args.compile_rules}-rule file: {time.perf_counter() - start:.3f} s "
+        f"({'ok' if result.ok else 'ERRORS'})"
+    )
 
 
 if __name__ == "__main__":

@@ -51,8 +51,12 @@ REPO = Path(__file__).resolve().parent.parent
 INVARIANT_VERSION = "0.3.5"
 
 #: The writes the second rule looks at (each carries ``reservation_id``).
-RESERVATION_WRITES = ("cancel_reservation", "update_reservation_baggages", "update_reservation_flights",
-                      "update_reservation_passengers")
+RESERVATION_WRITES = (
+    "cancel_reservation",
+    "update_reservation_baggages",
+    "update_reservation_flights",
+    "update_reservation_passengers",
+)
 
 OUR_RULES = """\
 tool get_reservation_details       : read   target reservation_id
@@ -99,6 +103,7 @@ RULES = ("repeated_errored_call", "blind_reservation_write")
 
 # ---- the trace Invariant reads: OpenAI-style messages ---------------------------------------
 
+
 def invariant_trace(messages: list[dict], suffix: str = "") -> list[dict]:
     """A tau2 simulation's messages as Invariant's input: ``{role, content, tool_calls}``
     messages and ``{role: tool, tool_call_id, content, metadata: {error}}`` outputs.  `suffix`
@@ -111,12 +116,23 @@ def invariant_trace(messages: list[dict], suffix: str = "") -> list[dict]:
         content = m.get("content")
         text = content if isinstance(content, str) else ("" if content is None else json.dumps(content))
         if role == "tool":
-            trace.append({"role": "tool", "tool_call_id": f"{m.get('id')}{suffix}", "content": text,
-                          "metadata": {"error": m.get("error") is True}})
+            trace.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": f"{m.get('id')}{suffix}",
+                    "content": text,
+                    "metadata": {"error": m.get("error") is True},
+                }
+            )
             continue
-        calls = [{"id": f"{c.get('id')}{suffix}", "type": "function",
-                  "function": {"name": c.get("name"), "arguments": c.get("arguments") or {}}}
-                 for c in (m.get("tool_calls") or [])]
+        calls = [
+            {
+                "id": f"{c.get('id')}{suffix}",
+                "type": "function",
+                "function": {"name": c.get("name"), "arguments": c.get("arguments") or {}},
+            }
+            for c in (m.get("tool_calls") or [])
+        ]
         trace.append({"role": role, "content": text, "tool_calls": calls or None})
     return trace
 
@@ -140,6 +156,7 @@ def repeated_messages(messages: list[dict], times: int) -> list[dict]:
 
 
 # ---- the Invariant worker (runs inside the Invariant venv) ----------------------------------
+
 
 def _lift_cycle_cap() -> None:
     """Invariant stops a check after 100 "checking cycles" by default (``INVARIANT_MAX_ITERATIONS``),
@@ -222,15 +239,21 @@ class Invariant:
         self.proc = self._start()
 
     def _start(self) -> subprocess.Popen:
-        return subprocess.Popen([str(self.python), __file__, "--worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True, bufsize=1)
+        return subprocess.Popen(
+            [str(self.python), __file__, "--worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
 
     def long(self, messages: list[dict], timeout: float) -> dict | None:
         """Analyze one long episode in a fresh worker, or None when it runs past `timeout` s."""
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(messages, f)
-        proc = subprocess.Popen([str(self.python), __file__, "--worker"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [str(self.python), __file__, "--worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         try:
             out, _ = proc.communicate(json.dumps({"op": "long", "file": f.name}) + "\n", timeout=timeout + 30)
             return json.loads(out.splitlines()[-1])
@@ -267,8 +290,9 @@ def ensure_venv(venv: Path) -> Path:
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as c:
         c.write("torch==0.0.0\n")  # an unsatisfiable pin: a dependency on torch fails the install
     try:
-        subprocess.run([str(python), "-m", "pip", "install", "-q", "-c", c.name, f"invariant-ai=={INVARIANT_VERSION}"],
-                       check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "-c", c.name, f"invariant-ai=={INVARIANT_VERSION}"], check=True
+        )
     finally:
         os.unlink(c.name)
     subprocess.run(probe, check=True)
@@ -276,6 +300,7 @@ def ensure_venv(venv: Path) -> Path:
 
 
 # ---- ours ---------------------------------------------------------------------------------
+
 
 def our_counts(program, episodes) -> dict[str, int]:
     counts = dict.fromkeys(RULES, 0)
@@ -311,8 +336,9 @@ def process_seconds(cmd: list[str], env: dict[str, str]) -> tuple[float, float]:
     t0 = time.perf_counter()
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     after = os.times()
-    return time.perf_counter() - t0, (after.children_user - before.children_user) + (after.children_system -
-                                                                                        before.children_system)
+    return time.perf_counter() - t0, (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
 
 
 def pick_episode(files: list[Path], target: int) -> tuple[str, list[dict]]:
@@ -341,10 +367,18 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5, help="alternating runs per measurement (median)")
     ap.add_argument("--process-runs", type=int, default=3, help="whole-process runs per side")
     ap.add_argument("--lengths", type=int, nargs="+", default=[1, 4, 16, 64], help="episode repetitions")
-    ap.add_argument("--long-runs", type=int, default=3,
-                    help="runs per repetition (Invariant gets 1 at 16x and more: it is not linear)")
-    ap.add_argument("--long-timeout", type=float, default=150.0,
-                    help="seconds Invariant may take on one long episode (past it: a lower bound)")
+    ap.add_argument(
+        "--long-runs",
+        type=int,
+        default=3,
+        help="runs per repetition (Invariant gets 1 at 16x and more: it is not linear)",
+    )
+    ap.add_argument(
+        "--long-timeout",
+        type=float,
+        default=150.0,
+        help="seconds Invariant may take on one long episode (past it: a lower bound)",
+    )
     ap.add_argument("--messages", type=int, default=40, help="length of the repeated episode, in messages")
     ap.add_argument("--venv", default=str(REPO / ".venv-bench-invariant"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -367,10 +401,13 @@ def main() -> int:
 
     print("$ " + shlex.join(["python", os.path.relpath(__file__)] + sys.argv[1:]))
     load = os.getloadavg()[0]
-    print(f"python {sys.version.split()[0]}; {os.cpu_count()} cores, load average {load:.1f}"
-          + (" (the machine is busy: compare the ratios, not the times)" if load > 0.5 else ""))
+    print(
+        f"python {sys.version.split()[0]}; {os.cpu_count()} cores, load average {load:.1f}"
+        + (" (the machine is busy: compare the ratios, not the times)" if load > 0.5 else "")
+    )
     try:
         import orjson  # noqa: F401
+
         print("orjson: installed (the readers use it)")
     except ImportError:
         print("orjson: not installed (the readers use json; pip install 'rlvp[fast]')")
@@ -383,8 +420,10 @@ def main() -> int:
         episodes = read_paths(folder)
         n_events = sum(len(e.events) for e in episodes)
         n_inv = inv.ask(op="load", files=files)["episodes"]
-        print(f"corpus: {folder} -- {len(files)} files, {len(episodes)} episodes ({n_inv} for Invariant), "
-              f"{n_events:,} events")
+        print(
+            f"corpus: {folder} -- {len(files)} files, {len(episodes)} episodes ({n_inv} for Invariant), "
+            f"{n_events:,} events"
+        )
         print()
 
         rows = []
@@ -418,8 +457,13 @@ def main() -> int:
             blocker = Path(tmp, "not_a_folder")
             blocker.write_text("")
             cold = {**env, "RLVP_CACHE_DIR": str(blocker / "cache")}  # cannot be created: tables built per process
-            score_cmd = [sys.executable, "-c", "import sys; from rlvp_dsl.cli.score import run; sys.exit(run())",
-                         str(rules_file), str(folder)]
+            score_cmd = [
+                sys.executable,
+                "-c",
+                "import sys; from rlvp_dsl.cli.score import run; sys.exit(run())",
+                str(rules_file),
+                str(folder),
+            ]
             inv_cmd = [str(python), __file__, "--once", str(folder)]
             process_seconds(score_cmd, warm)  # fills the cache
             process_seconds(inv_cmd, env)  # the same first-run disk reads for both
@@ -435,26 +479,36 @@ def main() -> int:
             return statistics.median(p[i] for p in pairs)
 
         print("medians; 'cpu' is the CPU time of the process doing the work (steadier on a shared machine)")
-        print(f"{'the corpus':<42} {'ours ms':>9} {'Invariant ms':>13} {'ratio':>8}   {'ours cpu':>9} "
-              f"{'Inv. cpu':>9} {'cpu ratio':>9}")
+        print(
+            f"{'the corpus':<42} {'ours ms':>9} {'Invariant ms':>13} {'ratio':>8}   {'ours cpu':>9} "
+            f"{'Inv. cpu':>9} {'cpu ratio':>9}"
+        )
         ratios = {}
         for name, o, t in rows:
             wall, cpu = med(t, 0) / med(o, 0), med(t, 1) / med(o, 1)
             ratios[name] = (wall, cpu)
-            print(f"{name:<42} {med(o, 0) * 1e3:>9.1f} {med(t, 0) * 1e3:>13.1f} {wall:>7.1f}x   "
-                  f"{med(o, 1) * 1e3:>9.1f} {med(t, 1) * 1e3:>9.1f} {cpu:>8.1f}x")
+            print(
+                f"{name:<42} {med(o, 0) * 1e3:>9.1f} {med(t, 0) * 1e3:>13.1f} {wall:>7.1f}x   "
+                f"{med(o, 1) * 1e3:>9.1f} {med(t, 1) * 1e3:>9.1f} {cpu:>8.1f}x"
+            )
         warm_s, cold_s = [p[0] for p in warm_s], [p[0] for p in cold_s]
-        print(f"violations: ours {counts['ours']}, Invariant {counts['theirs']}"
-              f" -- {'equal' if counts['ours'] == counts['theirs'] else 'DIFFERENT'}")
-        print(f"parser-table cache: a whole rlvp-score process {statistics.median(cold_s) * 1e3:.0f} ms -> "
-              f"{statistics.median(warm_s) * 1e3:.0f} ms ({statistics.median(cold_s) / statistics.median(warm_s):.2f}x)")
+        print(
+            f"violations: ours {counts['ours']}, Invariant {counts['theirs']}"
+            f" -- {'equal' if counts['ours'] == counts['theirs'] else 'DIFFERENT'}"
+        )
+        print(
+            f"parser-table cache: a whole rlvp-score process {statistics.median(cold_s) * 1e3:.0f} ms -> "
+            f"{statistics.median(warm_s) * 1e3:.0f} ms ({statistics.median(cold_s) / statistics.median(warm_s):.2f}x)"
+        )
         print()
 
         # one episode, repeated
         name, messages = pick_episode([Path(f) for f in files], args.messages)
         print(f"one episode at k times its length: {name} ({len(messages)} messages) repeated")
-        print(f"{'k':>4} {'messages':>9} {'events':>7} {'ours us/event':>14} {'Invariant us/event':>19} "
-              f"{'Invariant/ours':>15}  violations (ours = Invariant)")
+        print(
+            f"{'k':>4} {'messages':>9} {'events':>7} {'ours us/event':>14} {'Invariant us/event':>19} "
+            f"{'Invariant/ours':>15}  violations (ours = Invariant)"
+        )
         per_event = {}
         for k in args.lengths:
             long_messages = repeated_messages(messages, k)
@@ -483,21 +537,35 @@ def main() -> int:
                 failures.append(f"{k}x: ours {mine}, Invariant {theirs}")
             ge = ">" if bound else ""
             per_event_theirs, ratio = f"{ge}{t * 1e6:.1f}", f"{ge}{t / o:.0f}x"
-            print(f"{k:>4} {len(long_messages):>9} {events:>7} {o * 1e6:>14.2f} {per_event_theirs:>19} {ratio:>15}  "
-                  + (f"ours {mine}; Invariant stopped after {args.long_timeout:g} s" if bound else
-                     f"{mine} {'=' if same else '!='} {theirs}"))
+            print(
+                f"{k:>4} {len(long_messages):>9} {events:>7} {o * 1e6:>14.2f} {per_event_theirs:>19} {ratio:>15}  "
+                + (
+                    f"ours {mine}; Invariant stopped after {args.long_timeout:g} s"
+                    if bound
+                    else f"{mine} {'=' if same else '!='} {theirs}"
+                )
+            )
         lo, hi = min(args.lengths), max(args.lengths)
         if hi > lo:
-            print(f"time per event, {hi}x against {lo}x: ours {per_event[hi][0] / per_event[lo][0]:.2f}x, "
-                  f"Invariant {per_event[hi][1] / per_event[lo][1]:.1f}x{' or more' if per_event[hi][2] else ''}"
-                  "  (flat = 1.0)")
+            print(
+                f"time per event, {hi}x against {lo}x: ours {per_event[hi][0] / per_event[lo][0]:.2f}x, "
+                f"Invariant {per_event[hi][1] / per_event[lo][1]:.1f}x{' or more' if per_event[hi][2] else ''}"
+                "  (flat = 1.0)"
+            )
     finally:
         inv.close()
     print()
     wall, cpu = ratios["read + score"]
-    print(f"goal: read + score at least 100x Invariant's rate -- {wall:.0f}x on the clock, {cpu:.0f}x in CPU time: "
-          + ("met" if min(wall, cpu) >= 100 else "met in CPU time" if cpu >= 100 else
-             f"missed by {100 / max(wall, cpu):.2f}x"))
+    print(
+        f"goal: read + score at least 100x Invariant's rate -- {wall:.0f}x on the clock, {cpu:.0f}x in CPU time: "
+        + (
+            "met"
+            if min(wall, cpu) >= 100
+            else "met in CPU time"
+            if cpu >= 100
+            else f"missed by {100 / max(wall, cpu):.2f}x"
+        )
+    )
     if failures:
         print("COUNTS DIFFER:\n  " + "\n  ".join(failures))
         return 1

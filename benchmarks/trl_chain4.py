@@ -44,8 +44,6 @@ METHODS = {
 OVERHEAD_BAR = 1.0  # % of a TRL step
 
 
-
-
 def _methods(text: str) -> list[str]:
     names = [m.strip() for m in text.split(",") if m.strip()]
     unknown = [m for m in names if m not in METHODS]
@@ -77,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python benchmarks/trl_chain4.py", description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=whole_number(1), default=3, help="seeds 0..N-1 (default 3)")
     ap.add_argument("--steps", type=whole_number(1), default=60, help="TRL optimiser steps per run (default 60)")
-    ap.add_argument("--jobs", type=whole_number(1), default=2, help="runs in parallel, one torch thread each (default 2)")
+    ap.add_argument(
+        "--jobs", type=whole_number(1), default=2, help="runs in parallel, one torch thread each (default 2)"
+    )
     ap.add_argument("--methods", type=_methods, default=["grpo", "rlvp"], help="default grpo,rlvp")
     ap.add_argument("--config", default="examples/chain4.toml")
     ap.add_argument("--rules", help="rule file for rlvp (default: the config's rules)")
@@ -97,30 +97,42 @@ def main(argv: list[str] | None = None) -> int:
     command = "python benchmarks/trl_chain4.py " + " ".join(shlex.quote(x) for x in (argv or sys.argv[1:]))
     seeds = list(range(a.seeds))
     print(f"$ {command.strip()}")
-    print(f"config: {a.config} (env {base.env}, env_args {base.env_args})  steps: {a.steps}  groups x G: "
-          f"{base.tasks_per_iteration} x {base.num_generations}  seeds: {seeds}  jobs: {a.jobs}  "
-          f"rules: {a.rules or base.rules}", flush=True)
+    print(
+        f"config: {a.config} (env {base.env}, env_args {base.env_args})  steps: {a.steps}  groups x G: "
+        f"{base.tasks_per_iteration} x {base.num_generations}  seeds: {seeds}  jobs: {a.jobs}  "
+        f"rules: {a.rules or base.rules}",
+        flush=True,
+    )
     todo = [(m, s) for s in seeds for m in a.methods]
     results: dict[str, dict[int, dict]] = {m: {} for m in a.methods}
     t0 = time.perf_counter()
     try:
         with ProcessPoolExecutor(max_workers=a.jobs, mp_context=get_context("spawn")) as pool:
-            futures = {pool.submit(_run, m, base.replace(seed=s), a.steps, str(Path(a.out) / m / f"seed{s}"),
-                                   a.rules): (m, s) for m, s in todo}
+            futures = {
+                pool.submit(_run, m, base.replace(seed=s), a.steps, str(Path(a.out) / m / f"seed{s}"), a.rules): (m, s)
+                for m, s in todo
+            }
             for k, fut in enumerate(as_completed(futures), 1):
                 m, s = futures[fut]
                 results[m][s] = fut.result()
                 summ = results[m][s]["summary"]
-                print(f"[{k}/{len(todo)}] {m} seed {s}: final success {summ['final_success']:.2f}, "
-                      f"{summ['s_per_step']:.2f} s/step ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+                print(
+                    f"[{k}/{len(todo)}] {m} seed {s}: final success {summ['final_success']:.2f}, "
+                    f"{summ['s_per_step']:.2f} s/step ({time.perf_counter() - t0:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     wall = time.perf_counter() - t0
 
     pct = int(round(base.success_threshold * 100))
-    lines = ["", f"| trainer | episodes to {pct} % | dead groups | final success | s/step | rlvp ms/step | "
-                 "rlvp % of a step |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "",
+        f"| trainer | episodes to {pct} % | dead groups | final success | s/step | rlvp ms/step | rlvp % of a step |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for m in a.methods:
         runs = [results[m][s]["summary"] for s in seeds]
         is_rlvp = METHODS[m][0] == "rlvp"
@@ -128,8 +140,12 @@ def main(argv: list[str] | None = None) -> int:
             f"| {METHODS[m][1]} | {_stat([r['episodes_to_threshold'] for r in runs])} | "
             f"{_stat([r['frac_dead_groups'] for r in runs], 0, 100, ' %')} | "
             f"{_stat([r['final_success'] for r in runs], 2)} | {_stat([r['s_per_step'] for r in runs], 2)} | "
-            + (f"{_stat([r['rlvp_s_per_step'] for r in runs], 1, 1000)} | {_stat([r['rlvp_pct'] for r in runs], 2)} |"
-               if is_rlvp else "- | - |"))
+            + (
+                f"{_stat([r['rlvp_s_per_step'] for r in runs], 1, 1000)} | {_stat([r['rlvp_pct'] for r in runs], 2)} |"
+                if is_rlvp
+                else "- | - |"
+            )
+        )
     lines += ["", "per seed (episodes to 50 %, dead groups, final success):", ""]
     for m in a.methods:
         cells = []
@@ -146,10 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         step_s = sum(r["s_per_step"] for r in runs) / len(runs)
         ratio = 100 * rlvp_s / step_s
         verdict = "under" if ratio < OVERHEAD_BAR else "OVER"
-        lines.append(f"\n{m}: rlvp's own time {1000 * rlvp_s:.1f} ms per step / TRL step {step_s:.2f} s = "
-                     f"{ratio:.2f} % ({verdict} the {OVERHEAD_BAR:.0f} % bar); unmatched call spans "
-                     f"{sum(r['unmatched_spans'] for r in runs)}, marker spans differing from the rollout's "
-                     f"{sum(r['span_mismatches'] for r in runs)}")
+        lines.append(
+            f"\n{m}: rlvp's own time {1000 * rlvp_s:.1f} ms per step / TRL step {step_s:.2f} s = "
+            f"{ratio:.2f} % ({verdict} the {OVERHEAD_BAR:.0f} % bar); unmatched call spans "
+            f"{sum(r['unmatched_spans'] for r in runs)}, marker spans differing from the rollout's "
+            f"{sum(r['span_mismatches'] for r in runs)}"
+        )
     lines.append(f"\nwall time: {wall:.0f} s ({len(todo)} runs, {a.jobs} in parallel)")
     text = "\n".join(lines)
     print(text)

@@ -20,14 +20,19 @@ def main(argv: list[str]) -> int:
 
     missing = missing_docs()
     if missing:
-        print(f"gen_diagnostics: codes without an entry in rlvp_dsl/diagnostic_docs.py DOCS (or entries for "
-              f"codes not in diagnostics.CODES): {', '.join(missing)}", file=sys.stderr)
+        print(
+            f"gen_diagnostics: codes without an entry in rlvp_dsl/diagnostic_docs.py DOCS (or entries for "
+            f"codes not in diagnostics.CODES): {', '.join(missing)}",
+            file=sys.stderr,
+        )
         return 1
     text = render_page()
     if "--check" in argv:
         if not PAGE.is_file() or PAGE.read_text(encoding="utf-8") != text:
-            print(f"gen_diagnostics: {PAGE.relative_to(REPO)} is out of date: run python docs/gen_diagnostics.py",
-                  file=sys.stderr)
+            print(
+                f"gen_diagnostics: {PAGE.relative_to(REPO)} is out of date: run python docs/gen_diagnostics.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     PAGE.write_text(text, encoding="utf-8")

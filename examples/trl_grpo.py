@@ -43,14 +43,14 @@ LABELS = {"grpo": "GRPOTrainer (outcome only)", "rlvp": "RlvpGRPOTrainer (token 
 QUICK_STEPS = 10
 
 
-
-
-
-
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python examples/trl_grpo.py", description=__doc__.split("\n")[0])
-    ap.add_argument("--steps", type=whole_number(1), help="optimiser steps per trainer (default: the config's iterations)")
-    ap.add_argument("--seed", type=whole_number(0), default=0, help="seed of the model, the tasks and the sampling (default 0)")
+    ap.add_argument(
+        "--steps", type=whole_number(1), help="optimiser steps per trainer (default: the config's iterations)"
+    )
+    ap.add_argument(
+        "--seed", type=whole_number(0), default=0, help="seed of the model, the tasks and the sampling (default 0)"
+    )
     ap.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} steps each (unless --steps is given)")
     ap.add_argument("--config", default="examples/chain4.toml", help="training config (default examples/chain4.toml)")
     ap.add_argument("--rules", help="rule file for rlvp (default: the config's rules)")
@@ -64,11 +64,15 @@ def fmt_episodes(value: float | None) -> str:
 
 def table(summaries: dict[str, dict], threshold: float) -> str:
     pct = int(round(threshold * 100))
-    lines = [f"| trainer | dead groups | success (last 5 steps) | episodes to {pct} % | episodes generated | s/step |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        f"| trainer | dead groups | success (last 5 steps) | episodes to {pct} % | episodes generated | s/step |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for method, s in summaries.items():
-        lines.append(f"| {LABELS[method]} | {100 * s['frac_dead_groups']:.0f} % | {s['final_success']:.2f} | "
-                     f"{fmt_episodes(s['episodes_to_threshold'])} | {s['episodes_generated']} | {s['s_per_step']:.2f} |")
+        lines.append(
+            f"| {LABELS[method]} | {100 * s['frac_dead_groups']:.0f} % | {s['final_success']:.2f} | "
+            f"{fmt_episodes(s['episodes_to_threshold'])} | {s['episodes_generated']} | {s['s_per_step']:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -89,8 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         return code
     steps = args.steps or (QUICK_STEPS if args.quick else cfg.iterations)
     batch = f"{cfg.tasks_per_iteration} tasks x {cfg.num_generations} episodes"
-    print(f"{cfg.env} ({args.config}, env_args {cfg.env_args}), embedded tiny model + LoRA, {batch} per step, "
-          f"{steps} steps, seed {args.seed}; rlvp rules: {args.rules or cfg.rules}", flush=True)
+    print(
+        f"{cfg.env} ({args.config}, env_args {cfg.env_args}), embedded tiny model + LoRA, {batch} per step, "
+        f"{steps} steps, seed {args.seed}; rlvp rules: {args.rules or cfg.rules}",
+        flush=True,
+    )
     summaries, runs = {}, {}
     t_all = time.perf_counter()
     for method in ("grpo", "rlvp"):
@@ -113,9 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         curve = " ".join(f"{r['rollout/success_rate']:.2f}" for r in run.rows())
         print(f"success per step, {method}: {curve}")
     r = summaries["rlvp"]
-    print(f"\nrlvp: unmatched call spans {r['unmatched_spans']}, rows whose marker spans differ from the rollout's "
-          f"call spans {r['span_mismatches']}; time inside rlvp {1000 * r['rlvp_s_per_step']:.1f} ms per step "
-          f"({r['rlvp_pct']:.2f} % of a step)")
+    print(
+        f"\nrlvp: unmatched call spans {r['unmatched_spans']}, rows whose marker spans differ from the rollout's "
+        f"call spans {r['span_mismatches']}; time inside rlvp {1000 * r['rlvp_s_per_step']:.1f} ms per step "
+        f"({r['rlvp_pct']:.2f} % of a step)"
+    )
     print(f"wall time: {time.perf_counter() - t_all:.0f} s")
     return 0
 

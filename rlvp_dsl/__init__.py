@@ -21,10 +21,19 @@ import importlib
 #: every console script does first) loads nothing heavy, and Ctrl-C during a command's imports
 #: reaches the command's own handler (`rlvp_dsl.cli.launch`).
 _LAZY = {
-    "Program": ".compile", "Scorer": ".compile", "compile_ruleset": ".compile",
-    "Diagnostic": ".diagnostics", "RuleError": ".diagnostics", "has_errors": ".diagnostics",
-    "Credit": ".events", "Episode": ".events", "Event": ".events",
-    "check_file": ".pipeline", "check_text": ".pipeline", "load_program": ".pipeline", "loads": ".pipeline",
+    "Program": ".compile",
+    "Scorer": ".compile",
+    "compile_ruleset": ".compile",
+    "Diagnostic": ".diagnostics",
+    "RuleError": ".diagnostics",
+    "has_errors": ".diagnostics",
+    "Credit": ".events",
+    "Episode": ".events",
+    "Event": ".events",
+    "check_file": ".pipeline",
+    "check_text": ".pipeline",
+    "load_program": ".pipeline",
+    "loads": ".pipeline",
     "ReaderError": ".readers._base",  # a malformed trajectory file: names record and field
 }
 

@@ -163,7 +163,9 @@ class Const:
     span: Span = _span()
 
 
-Expr = Union[CallAtom, KindAtom, TagAtom, StatusAtom, TextTest, ArgTest, SignalTest, Seen, HasBinding, And, Or, Not, Const]
+Expr = Union[
+    CallAtom, KindAtom, TagAtom, StatusAtom, TextTest, ArgTest, SignalTest, Seen, HasBinding, And, Or, Not, Const
+]
 
 
 def children(node, *, into_seen: bool = True) -> list:
@@ -356,8 +358,9 @@ class InlineTest:
 
 
 Rule = Union[Violation, Obligation, RepeatError, BlindDestructive, Progress]
-Item = Union[Include, ToolsFrom, ToolDecl, ConstDecl, Violation, Obligation, RepeatError, BlindDestructive, Progress,
-             InlineTest]
+Item = Union[
+    Include, ToolsFrom, ToolDecl, ConstDecl, Violation, Obligation, RepeatError, BlindDestructive, Progress, InlineTest
+]
 RULE_TYPES = (Violation, Obligation, RepeatError, BlindDestructive, Progress)
 
 

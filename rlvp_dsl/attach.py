@@ -149,23 +149,41 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
     flagged = []
     for credit in credits:
         if not isinstance(credit, Credit):
-            raise TypeError(f"{source}: call_credits takes the Credit objects Program.score returns "
-                            f"(got a {type(credit).__name__}); for plain numbers use per_call_values")
+            raise TypeError(
+                f"{source}: call_credits takes the Credit objects Program.score returns "
+                f"(got a {type(credit).__name__}); for plain numbers use per_call_values"
+            )
         idx = credit.event_index
         where = f"{source}: rule {credit.rule!r} ({credit.location})"
         value = _number(credit.value)
         if value is None:
-            flagged.append(_flag(source, credit.rule, f"{where} gave {credit.value!r}, not a finite number, "
-                                                     f"to event {idx} of episode {episode.id!r}"))
+            flagged.append(
+                _flag(
+                    source,
+                    credit.rule,
+                    f"{where} gave {credit.value!r}, not a finite number, to event {idx} of episode {episode.id!r}",
+                )
+            )
             continue
         if not 0 <= idx < len(episode.events):
-            flagged.append(_flag(source, credit.rule, f"{where} credited event {idx}, but episode "
-                                                     f"{episode.id!r} has {len(episode.events)} events"))
+            flagged.append(
+                _flag(
+                    source,
+                    credit.rule,
+                    f"{where} credited event {idx}, but episode {episode.id!r} has {len(episode.events)} events",
+                )
+            )
             continue
         k = position.get(idx)
         if k is None and episode.events[idx].kind == "user":
-            flagged.append(_flag(source, credit.rule, f"{where} credited user event {idx} of episode "
-                                                     f"{episode.id!r}; credit lands only on calls and assistant turns"))
+            flagged.append(
+                _flag(
+                    source,
+                    credit.rule,
+                    f"{where} credited user event {idx} of episode "
+                    f"{episode.id!r}; credit lands only on calls and assistant turns",
+                )
+            )
             continue
         kept.append(credit)
         if k is None:
@@ -186,8 +204,9 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
     return CallCredits(tuple(values), tuple(violations), tuple(discharges), unattached, tuple(kept), tuple(flagged))
 
 
-def overflowing_sums(values: Sequence[float], unattached: float, where: str, source: str,
-                     flagged: list[str]) -> set[int | None]:
+def overflowing_sums(
+    values: Sequence[float], unattached: float, where: str, source: str, flagged: list[str]
+) -> set[int | None]:
     """The calls (their positions; None: the assistant turns) whose credit must be dropped so that
     every per-call sum and the episode's total are finite; a sentence for each is added to `flagged`
     (and logged once per source).
@@ -206,13 +225,19 @@ def overflowing_sums(values: Sequence[float], unattached: float, where: str, sou
     for k, v in parts.items():
         if not math.isfinite(v):
             dropped.add(k)
-            flagged.append(_flag(source, "(sum)", f"{where}: the credits of {_part(k)} sum to {v} (they "
-                                                  "overflow a float)"))
+            flagged.append(
+                _flag(source, "(sum)", f"{where}: the credits of {_part(k)} sum to {v} (they overflow a float)")
+            )
     while not math.isfinite(sum(v for k, v in parts.items() if k not in dropped)):
         k = max((k for k in parts if k not in dropped), key=lambda j: abs(parts[j]))
         dropped.add(k)
-        flagged.append(_flag(source, "(sum)", f"{where}: the credit of {_part(k)}, {parts[k]:g}, makes the "
-                                              "episode's total overflow a float"))
+        flagged.append(
+            _flag(
+                source,
+                "(sum)",
+                f"{where}: the credit of {_part(k)}, {parts[k]:g}, makes the episode's total overflow a float",
+            )
+        )
     return dropped
 
 
@@ -250,8 +275,13 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
     for k, v in enumerate(values):
         f = _number(v)
         if f is None:
-            flagged.append(_flag(source, "", f"credit source {source!r}: value {k} for episode {episode.id!r} "
-                                             f"is {v!r}, not a finite number"))
+            flagged.append(
+                _flag(
+                    source,
+                    "",
+                    f"credit source {source!r}: value {k} for episode {episode.id!r} is {v!r}, not a finite number",
+                )
+            )
             f = 0.0
         out.append(f)
     for k in overflowing_sums(out, 0.0, f"credit source {source!r}: episode {episode.id!r}", source, flagged) - {None}:
@@ -274,8 +304,12 @@ def score_calls(scorer: Any, episode: Episode, source: str | None = None) -> Cal
     Raises:
         CreditCountError: a callable returned the wrong number of values.
     """
-    name = source or str(getattr(scorer, "path", None) or getattr(scorer, "name", None)
-                         or getattr(scorer, "__name__", None) or type(scorer).__name__)
+    name = source or str(
+        getattr(scorer, "path", None)
+        or getattr(scorer, "name", None)
+        or getattr(scorer, "__name__", None)
+        or type(scorer).__name__
+    )
     if hasattr(scorer, "score"):
         return call_credits(episode, scorer.score(episode), source=name)
     if callable(scorer):
@@ -283,8 +317,9 @@ def score_calls(scorer: Any, episode: Episode, source: str | None = None) -> Cal
     raise TypeError(f"credit source {name!r} has no score(episode) and is not callable")
 
 
-def token_credits(values: Sequence[float], spans: Sequence[tuple[int, int]], n_tokens: int,
-                  mask: Sequence[int] | None = None) -> list[float]:
+def token_credits(
+    values: Sequence[float], spans: Sequence[tuple[int, int]], n_tokens: int, mask: Sequence[int] | None = None
+) -> list[float]:
     """Spread per-call credit onto the completion tokens that produced each call.
 
     Args:

@@ -81,11 +81,15 @@ class Program:
         self.rules = ruleset.rules
         self.seen = _seen_nodes(ruleset)
         self.slots = {id(node): i for i, node in enumerate(self.seen)}
-        self.obligation_slots = {i: len(self.seen) + k for k, i in enumerate(
-            i for i, r in enumerate(self.rules) if isinstance(r, ObligationRule))}
+        self.obligation_slots = {
+            i: len(self.seen) + k
+            for k, i in enumerate(i for i, r in enumerate(self.rules) if isinstance(r, ObligationRule))
+        }
         # two slots per progress rule: the best value so far, then the credit paid so far
-        self.progress_slots = {i: len(self.seen) + len(self.obligation_slots) + 2 * k for k, i in enumerate(
-            i for i, r in enumerate(self.rules) if isinstance(r, ProgressRule))}
+        self.progress_slots = {
+            i: len(self.seen) + len(self.obligation_slots) + 2 * k
+            for k, i in enumerate(i for i, r in enumerate(self.rules) if isinstance(r, ProgressRule))
+        }
         self.n_slots = len(self.seen) + len(self.obligation_slots) + 2 * len(self.progress_slots)
         self._plans: dict[tuple, _Plan] = {}
         self.locations = [r.span.location for r in self.rules]
@@ -104,8 +108,10 @@ class Program:
         if isinstance(episode, Episode):
             events = episode.events
         elif isinstance(episode, (str, bytes, Mapping)) or not isinstance(episode, Iterable):
-            raise TypeError(f"score() takes an Episode or its events (got {type(episode).__name__}); "
-                            "read files with rlvp_dsl.read_paths, chat messages with episode_from_messages")
+            raise TypeError(
+                f"score() takes an Episode or its events (got {type(episode).__name__}); "
+                "read files with rlvp_dsl.read_paths, chat messages with episode_from_messages"
+            )
         else:
             events = tuple(episode)  # each checked as it is admitted (Scorer._admit)
         return Scorer(self).run(events)
@@ -163,6 +169,7 @@ class Program:
         def step(event, states, out, scorer):
             if pred(event, states):
                 out.append(Credit(event.index, name, weight, location, reason(event, states), kind))
+
         return step
 
     def _obligation_step(self, i, rule: ObligationRule, kind, tool, tags, creditable) -> Callable:
@@ -188,20 +195,51 @@ class Program:
                     key, opened, end = queue.popleft()
                     if instances.get(key, (None,))[0] == opened:
                         del instances[key]
-                        out.append(Credit(opened, name, rule.expire, location,
-                                          explain.expired_within(within, event.index), "obligation", "expire"))
-            discharging = (discharge_pred is not None and event.status not in (MALFORMED, NO_RESULT)
-                           and (instances or open_pred is not None) and discharge_pred(event, states))
+                        out.append(
+                            Credit(
+                                opened,
+                                name,
+                                rule.expire,
+                                location,
+                                explain.expired_within(within, event.index),
+                                "obligation",
+                                "expire",
+                            )
+                        )
+            discharging = (
+                discharge_pred is not None
+                and event.status not in (MALFORMED, NO_RESULT)
+                and (instances or open_pred is not None)
+                and discharge_pred(event, states)
+            )
             if discharging and instances:
                 key = binding_key(same, event, tools) if same is not None else ""
                 if key is not None and key in instances:
                     opened = instances.pop(key)[0]
-                    out.append(Credit(event.index, name, rule.credit, location,
-                                      explain.discharged(opened), "obligation", "discharge"))
+                    out.append(
+                        Credit(
+                            event.index,
+                            name,
+                            rule.credit,
+                            location,
+                            explain.discharged(opened),
+                            "obligation",
+                            "discharge",
+                        )
+                    )
             if instances and before_pred is not None and before_pred(event, states):
                 for opened, _ in sorted(instances.values()):
-                    out.append(Credit(opened, name, rule.expire, location,
-                                      explain.expired_before(event.index), "obligation", "expire"))
+                    out.append(
+                        Credit(
+                            opened,
+                            name,
+                            rule.expire,
+                            location,
+                            explain.expired_before(event.index),
+                            "obligation",
+                            "expire",
+                        )
+                    )
                 instances.clear()
                 queue.clear()
             if not discharging and open_pred is not None and open_pred(event, states):
@@ -211,6 +249,7 @@ class Program:
                     instances[key] = (event.index, end)
                     if within:
                         queue.append((key, event.index, end))
+
         return step
 
     def _progress_step(self, i, rule: ProgressRule) -> Callable:
@@ -251,6 +290,7 @@ class Program:
                 out.append(Credit(event.index, name, credit, location, reason, "progress"))
             elif states[slot] is None:
                 states[slot] = best
+
         return step
 
 
@@ -305,8 +345,10 @@ class Scorer:
 
     def _admit(self, event: Event) -> None:
         if not isinstance(event, Event):
-            raise TypeError(f"an event must be an rlvp_dsl.Event (got {type(event).__name__}); episodes come from "
-                            "rlvp_dsl.read_paths or episode_from_messages")
+            raise TypeError(
+                f"an event must be an rlvp_dsl.Event (got {type(event).__name__}); episodes come from "
+                "rlvp_dsl.read_paths or episode_from_messages"
+            )
         if self.finished:
             raise ValueError("this scorer has finished its episode; call program.stream() for a new one")
         if event.index != self.next_index:
@@ -321,8 +363,10 @@ class Scorer:
         for step in plan.steps:
             step(event, states, out, self)
         if plan.updates:
-            decided = [(slot, p is not None and p(event, states), q is not None and q(event, states), same,
-                        returned) for slot, p, q, same, returned in plan.updates]
+            decided = [
+                (slot, p is not None and p(event, states), q is not None and q(event, states), same, returned)
+                for slot, p, q, same, returned in plan.updates
+            ]
             if event.message is None:
                 self._apply(event, decided)
             else:  # events of one message are issued together: none has seen the others
@@ -367,8 +411,17 @@ class Scorer:
                 continue
             rule = program.rules[i]
             for opened, _ in sorted(state[0].values()):
-                out.append(Credit(opened, rule.name, rule.expire, program.locations[i],
-                                  explain.expired_end(), "obligation", "expire"))
+                out.append(
+                    Credit(
+                        opened,
+                        rule.name,
+                        rule.expire,
+                        program.locations[i],
+                        explain.expired_end(),
+                        "obligation",
+                        "expire",
+                    )
+                )
             state[0].clear()
         return out
 

@@ -93,7 +93,7 @@ def quoted(text: str, quote: str = "'") -> str:
 def _bounded(text: str) -> str:
     if len(text) <= MAX_MESSAGE:
         return text
-    head, tail = text[: MAX_MESSAGE * 2 // 3], text[-(MAX_MESSAGE // 4):]
+    head, tail = text[: MAX_MESSAGE * 2 // 3], text[-(MAX_MESSAGE // 4) :]
     return f"{head} ... [{len(text) - len(head) - len(tail):,} characters not shown] ... {tail}"
 
 

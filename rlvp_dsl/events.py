@@ -171,9 +171,7 @@ class Episode:
     def _check_indices(self, _attribute, events):
         for position, event in enumerate(events):
             if event.index != position:
-                raise ValueError(
-                    f"episode {self.id!r}: event at position {position} has index {event.index}"
-                )
+                raise ValueError(f"episode {self.id!r}: event at position {position} has index {event.index}")
 
     @property
     def calls(self) -> tuple[Event, ...]:

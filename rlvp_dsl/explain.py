@@ -25,8 +25,7 @@ def repeat_reason(event: Event, earlier: int) -> str:
 
 
 def blind_reason(event: Event, target: str | None, value: str | None) -> str:
-    return (f"{describe(event)} changes {target}={value!r}, which no earlier successful "
-            f"inspection read")
+    return f"{describe(event)} changes {target}={value!r}, which no earlier successful inspection read"
 
 
 def violation_text(event: Event) -> str:
@@ -67,11 +66,14 @@ def violation_reason(rule, program) -> Callable[[Event, list], str]:
 
         def repeat(event, states):
             return repeat_reason(event, states[slot].get(binding_key(seen.same, event, tools), -1))
+
         return repeat
     if rule.kind == "blind_destructive":
+
         def blind(event, states):
             info = tools.get(event.tool or "")
             target = info.target if info else None
             return blind_reason(event, target, binding_key(ast.Binding("target"), event, tools))
+
         return blind
     return lambda event, states: violation_text(event)

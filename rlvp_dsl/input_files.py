@@ -16,8 +16,12 @@ import os
 import stat
 
 #: What a path that is not a regular file is, by its mode (the name the error gives).
-_KINDS = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-          (stat.S_ISSOCK, "a socket"))
+_KINDS = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
 
 class NotARegularFile(OSError):
@@ -81,8 +85,12 @@ def read_stdin_bytes(stream=None) -> bytes:
     except (OSError, ValueError, AttributeError):  # no descriptor (a test's stand-in): read it
         fd, mode = None, 0
     if fd is not None and (stat.S_ISCHR(mode) or stat.S_ISBLK(mode)) and not os.isatty(fd) and not _is_null(fd):
-        raise NotARegularFile(errno.EINVAL, "standard input is a device (such as /dev/zero), not a file, a pipe or "
-                                            "a terminal: reading it would never end", "<stdin>")
+        raise NotARegularFile(
+            errno.EINVAL,
+            "standard input is a device (such as /dev/zero), not a file, a pipe or "
+            "a terminal: reading it would never end",
+            "<stdin>",
+        )
     if hasattr(stream, "buffer"):
         return stream.buffer.read()
     data = stream.read()  # a binary stream gives bytes, a text one str

@@ -215,18 +215,28 @@ class _Linter:
         for r in self.rules:
             if isinstance(r, ObligationRule) and r.credit > 0 and r.expire == 0:
                 if penalised.isdisjoint(possible(r.open)) and penalised.isdisjoint(possible(r.discharge)):
-                    out.append(_warn(
-                        "RV301", f"obligation '{r.name}' pays {r.credit:+g} on discharge but nothing can penalise it: "
-                        "its expire is 0 and no rule can fire on its open or discharge events, so a policy is paid "
-                        "for every open-then-discharge pair it produces", r.span,
-                        "give it a penalty (`expire -0.2`) for the unmet promise, or a violation for opening it "
-                        "without need"))
+                    out.append(
+                        _warn(
+                            "RV301",
+                            f"obligation '{r.name}' pays {r.credit:+g} on discharge but nothing can penalise it: "
+                            "its expire is 0 and no rule can fire on its open or discharge events, so a policy is paid "
+                            "for every open-then-discharge pair it produces",
+                            r.span,
+                            "give it a penalty (`expire -0.2`) for the unmet promise, or a violation for opening it "
+                            "without need",
+                        )
+                    )
             elif isinstance(r, ProgressRule) and not calls_penalised:
-                out.append(_warn(
-                    "RV301", f"progress '{r.name}' pays credit but no rule of this set can ever penalise a call: "
-                    "the rule set only pays", r.span,
-                    "add the penalties that matter (`repeat_error (-0.3)`, `violation errored_call (-0.1) "
-                    "{ on call error }`)"))
+                out.append(
+                    _warn(
+                        "RV301",
+                        f"progress '{r.name}' pays credit but no rule of this set can ever penalise a call: "
+                        "the rule set only pays",
+                        r.span,
+                        "add the penalties that matter (`repeat_error (-0.3)`, `violation errored_call (-0.1) "
+                        "{ on call error }`)",
+                    )
+                )
         return out
 
     # ---- RV302 ---------------------------------------------------------------
@@ -273,13 +283,18 @@ class _Linter:
             also = f" and {more} other rule{'s' if more != 1 else ''} with a broader condition" if more else ""
             narrow = group[0][1]
             alike = len(group) - 1
-            same = (f" (and the {alike} other rule{'s' if alike != 1 else ''} with its condition)" if alike else "")
-            out.append(_warn(
-                "RV302", f"every event that fires rule '{narrow.name}'{same} also fires rule '{broad.name}' "
-                f"({broad.span.location}){also}: '{narrow.name}' only narrows its condition to some tools or "
-                "statuses, so such an event is penalised twice for one reason", narrow.span,
-                f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
-                f"'{broad.name}' with `unless`"))
+            same = f" (and the {alike} other rule{'s' if alike != 1 else ''} with its condition)" if alike else ""
+            out.append(
+                _warn(
+                    "RV302",
+                    f"every event that fires rule '{narrow.name}'{same} also fires rule '{broad.name}' "
+                    f"({broad.span.location}){also}: '{narrow.name}' only narrows its condition to some tools or "
+                    "statuses, so such an event is penalised twice for one reason",
+                    narrow.span,
+                    f"if the extra penalty is meant, fold it into '{narrow.name}' and exclude its events from "
+                    f"'{broad.name}' with `unless`",
+                )
+            )
         return out
 
     @staticmethod
@@ -288,20 +303,29 @@ class _Linter:
         first, second = group[0], group[1]
         total = sum(r.weight for r in group)
         # the summed weight, unless it overflows: RV104 rejects a weight past 1.8e308
-        weight = (f" with weight {total:g}" if math.isfinite(total) else
-                  " (their weights sum past what a number holds: give it one weight, well below 1e308)")
+        weight = (
+            f" with weight {total:g}"
+            if math.isfinite(total)
+            else " (their weights sum past what a number holds: give it one weight, well below 1e308)"
+        )
         if len(group) == 2:
             return _warn(
-                "RV302", f"rule '{second.name}' fires on exactly the events rule '{first.name}' fires on (their "
+                "RV302",
+                f"rule '{second.name}' fires on exactly the events rule '{first.name}' fires on (their "
                 f"conditions are equal): each such event is penalised twice for one reason "
-                f"({first.span.location})", second.span,
-                f"merge them into one rule{weight}, or remove one")
+                f"({first.span.location})",
+                second.span,
+                f"merge them into one rule{weight}, or remove one",
+            )
         rest = len(group) - 2
         return _warn(
-            "RV302", f"rule '{second.name}' and {rest} other rule{'s' if rest != 1 else ''} fire on exactly the "
+            "RV302",
+            f"rule '{second.name}' and {rest} other rule{'s' if rest != 1 else ''} fire on exactly the "
             f"events rule '{first.name}' fires on (their conditions are equal): each such event is penalised "
-            f"{len(group)} times for one reason ({first.span.location})", second.span,
-            f"merge the {len(group)} rules into one rule{weight}, or keep one")
+            f"{len(group)} times for one reason ({first.span.location})",
+            second.span,
+            f"merge the {len(group)} rules into one rule{weight}, or keep one",
+        )
 
     @staticmethod
     def _broader(keys: frozenset, scope: frozenset, by_keys: dict) -> list[frozenset]:
@@ -340,11 +364,16 @@ class _Linter:
         key = lambda r: _key([self.normal(r.open), self.normal(r.discharge), binding_to_json(r.same)])  # noqa: E731
         for group in self._groups(rules, ObligationRule, key):
             a, r = group[0], group[1]
-            out.append(_warn(
-                "RV302", f"obligation '{r.name}'{self._others(group)} opens and discharges on exactly the events "
-                f"obligation '{a.name}' does ({a.span.location}): each discharge is paid "
-                f"{'twice' if len(group) == 2 else f'{len(group)} times'}", r.span,
-                "merge them into one obligation"))
+            out.append(
+                _warn(
+                    "RV302",
+                    f"obligation '{r.name}'{self._others(group)} opens and discharges on exactly the events "
+                    f"obligation '{a.name}' does ({a.span.location}): each discharge is paid "
+                    f"{'twice' if len(group) == 2 else f'{len(group)} times'}",
+                    r.span,
+                    "merge them into one obligation",
+                )
+            )
         return out
 
     def _same_progress(self, rules) -> list[Diagnostic]:
@@ -352,11 +381,16 @@ class _Linter:
         out = []
         for group in self._groups(rules, ProgressRule, lambda r: (r.signal, r.direction)):
             a, r = group[0], group[1]
-            out.append(_warn(
-                "RV302", f"progress '{r.name}'{self._others(group)} tracks signal '{r.signal}' {r.direction}, "
-                f"as progress '{a.name}' does ({a.span.location}): each new best is paid "
-                f"{'twice' if len(group) == 2 else f'{len(group)} times'}", r.span,
-                "merge them into one progress rule"))
+            out.append(
+                _warn(
+                    "RV302",
+                    f"progress '{r.name}'{self._others(group)} tracks signal '{r.signal}' {r.direction}, "
+                    f"as progress '{a.name}' does ({a.span.location}): each new best is paid "
+                    f"{'twice' if len(group) == 2 else f'{len(group)} times'}",
+                    r.span,
+                    "merge them into one progress rule",
+                )
+            )
         return out
 
     # ---- RV303 ---------------------------------------------------------------
@@ -385,13 +419,21 @@ class _Linter:
             if not self.implies(r.open, r.discharge):
                 continue
             unanswered = [c for c in self.universe.possible(r.open) if c[2] in (MALFORMED, NO_RESULT)]
-            effect = ("it opens only on malformed or unanswered calls (which never discharge)" if unanswered
-                      else "it can never open, so it never pays and never expires")
-            out.append(_warn(
-                "RV303", f"every event that opens obligation '{r.name}' also satisfies its discharge condition; "
-                f"an event that discharges never opens an instance: {effect}", r.discharge.span,
-                "make the discharge something a later event does that the opening event does not (a different "
-                "tool or tag, or `same` with another binding)"))
+            effect = (
+                "it opens only on malformed or unanswered calls (which never discharge)"
+                if unanswered
+                else "it can never open, so it never pays and never expires"
+            )
+            out.append(
+                _warn(
+                    "RV303",
+                    f"every event that opens obligation '{r.name}' also satisfies its discharge condition; "
+                    f"an event that discharges never opens an instance: {effect}",
+                    r.discharge.span,
+                    "make the discharge something a later event does that the opening event does not (a different "
+                    "tool or tag, or `same` with another binding)",
+                )
+            )
         return out
 
     # ---- RV304 ---------------------------------------------------------------
@@ -401,30 +443,49 @@ class _Linter:
         for r in self.rules:
             bound = rule_bound(r)
             if bound > options.rule_ratio * scale:
-                out.append(_warn(
-                    "RV304", f"rule '{r.name}' can move one event by {bound:g}, more than {options.rule_ratio:g} x "
-                    f"the outcome reward ({scale:g}): one call outweighs solving the task", r.span,
-                    "keep process weights well below the outcome (the research measured the outcome falling on "
-                    "tau2 when process credit swamped it); scale the weights down"))
+                out.append(
+                    _warn(
+                        "RV304",
+                        f"rule '{r.name}' can move one event by {bound:g}, more than {options.rule_ratio:g} x "
+                        f"the outcome reward ({scale:g}): one call outweighs solving the task",
+                        r.span,
+                        "keep process weights well below the outcome (the research measured the outcome falling on "
+                        "tau2 when process credit swamped it); scale the weights down",
+                    )
+                )
         total = sum(rule_bound(r) for r in self.rules)
         if self.rules and total > options.total_ratio * scale:
             top = max(self.rules, key=rule_bound)
-            out.append(_warn(
-                "RV304", f"one event can receive up to {total:g} from this rule set (Program.event_bound), more than "
-                f"{options.total_ratio:g} x the outcome reward ({scale:g})", top.span,
-                f"the largest bound is rule '{top.name}' ({rule_bound(top):g}); scale the weights down"))
+            out.append(
+                _warn(
+                    "RV304",
+                    f"one event can receive up to {total:g} from this rule set (Program.event_bound), more than "
+                    f"{options.total_ratio:g} x the outcome reward ({scale:g})",
+                    top.span,
+                    f"the largest bound is rule '{top.name}' ({rule_bound(top):g}); scale the weights down",
+                )
+            )
         return out
 
     # ---- RV305 ---------------------------------------------------------------
     def unreachable_deadlines(self) -> list[Diagnostic]:
         out = []
         for r in self.rules:
-            if isinstance(r, ObligationRule) and r.deadline == "before" and r.before is not None \
-                    and not self.universe.possible(r.before):
-                out.append(_warn(
-                    "RV305", f"the deadline of obligation '{r.name}' can never pass: no event satisfies its "
-                    "`before` condition, so instances expire only at the end of the episode", r.before.span,
-                    "check the tool names, tags and statuses it combines with `and`, or write `deadline at end`"))
+            if (
+                isinstance(r, ObligationRule)
+                and r.deadline == "before"
+                and r.before is not None
+                and not self.universe.possible(r.before)
+            ):
+                out.append(
+                    _warn(
+                        "RV305",
+                        f"the deadline of obligation '{r.name}' can never pass: no event satisfies its "
+                        "`before` condition, so instances expire only at the end of the episode",
+                        r.before.span,
+                        "check the tool names, tags and statuses it combines with `and`, or write `deadline at end`",
+                    )
+                )
         return out
 
 

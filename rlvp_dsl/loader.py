@@ -39,7 +39,14 @@ def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, li
     try:
         data = read_input_bytes(path)
     except FileNotFoundError:
-        return None, [Diagnostic("RV001", f"file not found: {path}", at, help="check the path (relative paths start at the including file)")]
+        return None, [
+            Diagnostic(
+                "RV001",
+                f"file not found: {path}",
+                at,
+                help="check the path (relative paths start at the including file)",
+            )
+        ]
     except IsADirectoryError:
         return None, [Diagnostic("RV001", f"is a directory, not a rule file: {path}", at)]
     except OSError as exc:
@@ -47,7 +54,9 @@ def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, li
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        return None, [Diagnostic("RV001", f"{path} is not UTF-8 text (byte {exc.start})", at, help="save the file as UTF-8")]
+        return None, [
+            Diagnostic("RV001", f"{path} is not UTF-8 text (byte {exc.start})", at, help="save the file as UTF-8")
+        ]
     return SourceFile(path, text), []
 
 
@@ -72,15 +81,20 @@ def load_files(
         key = os.path.normpath(os.path.abspath(file_path)) if inline is None else file_path
         if key in on_stack:
             keys = [frame.key for frame in stack]
-            chain = " -> ".join(os.path.basename(p) for p in (*keys[keys.index(key):], key))
+            chain = " -> ".join(os.path.basename(p) for p in (*keys[keys.index(key) :], key))
             diagnostics.append(Diagnostic("RV003", f"include cycle: {chain}", at, help="remove one of these includes"))
             return None
         if key in done:
             return None
         if len(done) >= MAX_FILES:
-            diagnostics.append(Diagnostic("RV001", f"more than {MAX_FILES} included files: this include would be "
-                                          f"file {MAX_FILES + 1} of the rule set", at,
-                                          help="merge some of the included files (docs/language.md, \"Limits\")"))
+            diagnostics.append(
+                Diagnostic(
+                    "RV001",
+                    f"more than {MAX_FILES} included files: this include would be file {MAX_FILES + 1} of the rule set",
+                    at,
+                    help='merge some of the included files (docs/language.md, "Limits")',
+                )
+            )
             return None
         done.add(key)
         if inline is not None:
@@ -134,10 +148,13 @@ def load_files(
 
 def _too_many_items(at: Span) -> Diagnostic:
     return Diagnostic(
-        "RV004", f"the rule set has more than {MAX_ITEMS} items (declarations, rules and tests, counted across "
-        "its included files)", at,
+        "RV004",
+        f"the rule set has more than {MAX_ITEMS} items (declarations, rules and tests, counted across "
+        "its included files)",
+        at,
         "this is the first item over the limit; split the rule set into several, or fold rules that differ "
-        "only in a value into one condition (`call {a, b}`, `arg x in [\"a\", \"b\"]`)")
+        'only in a value into one condition (`call {a, b}`, `arg x in ["a", "b"]`)',
+    )
 
 
 #: The shortest top-level item (`tool a`) and a separator.
@@ -149,9 +166,11 @@ _MIN_ITEM_CHARS = 7
 # match.  `test` is a soft keyword (a name too): it starts an item only before a string (group `q`).
 _ITEM_SCAN = re.compile(
     r'#[^\n]*|"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|/[^/\\\n]*(?:\\.[^/\\\n]*)*/?|`[^`\n]*`?|[{}]'
-    r'|[^\W\d][\w\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]*(?:(?=\s*")(?P<q>))?')
-_ITEM_WORDS = frozenset({"include", "tools", "tool", "const", "violation", "obligation", "repeat_error",
-                         "blind_destructive", "progress"})
+    r'|[^\W\d][\w\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f]*(?:(?=\s*")(?P<q>))?'
+)
+_ITEM_WORDS = frozenset(
+    {"include", "tools", "tool", "const", "violation", "obligation", "repeat_error", "blind_destructive", "progress"}
+)
 
 
 def _item_over_limit(text: str, room: int) -> tuple[int, int] | None:
@@ -200,16 +219,29 @@ def load_manifests(files: list[ast.RuleFile]) -> tuple[dict[tuple[str, str], Man
                     check_regular(path)
                     manifests[(f.path, item.path)] = load_manifest(path)
                 except FileNotFoundError:
-                    diagnostics.append(Diagnostic("RV001", f"manifest not found: {path}", item.span,
-                                                  "paths are relative to the rule file that names them"))
+                    diagnostics.append(
+                        Diagnostic(
+                            "RV001",
+                            f"manifest not found: {path}",
+                            item.span,
+                            "paths are relative to the rule file that names them",
+                        )
+                    )
                 except OSError as exc:
-                    diagnostics.append(Diagnostic("RV002", f"cannot read the tool manifest {path}: "
-                                                  f"{exc.strerror or exc}", item.span))
+                    diagnostics.append(
+                        Diagnostic("RV002", f"cannot read the tool manifest {path}: {exc.strerror or exc}", item.span)
+                    )
                 except (ManifestError, ValueError) as exc:
                     diagnostics.append(Diagnostic("RV002", f"cannot read the tool manifest: {exc}", item.span))
             elif isinstance(item, ast.InlineTest) and item.episode_file is not None:
                 path = os.path.join(base, item.episode_file)
                 if not os.path.isfile(path):
-                    diagnostics.append(Diagnostic("RV001", f"test episode file not found: {path}", item.span,
-                                                  "paths are relative to the rule file that names them"))
+                    diagnostics.append(
+                        Diagnostic(
+                            "RV001",
+                            f"test episode file not found: {path}",
+                            item.span,
+                            "paths are relative to the rule file that names them",
+                        )
+                    )
     return manifests, diagnostics

@@ -35,4 +35,3 @@ def parse(source: SourceFile) -> tuple[ast.RuleFile | None, list[Diagnostic]]:
             return None, syntax_diagnostic(exc, source)
         items, diagnostics = to_ast(tree, source)
     return ast.RuleFile(source.path, items), diagnostics
-

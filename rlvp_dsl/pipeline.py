@@ -58,8 +58,10 @@ def check_text(text: str, path: str = "<string>", *, lints: bool = False) -> Che
         TypeError: `text` is not a string (bytes: decode them first).
     """
     if not isinstance(text, str):
-        raise TypeError(f"rule text must be a string (got {type(text).__name__}); "
-                        "for a file, call check_file(path) or load_program(path)")
+        raise TypeError(
+            f"rule text must be a string (got {type(text).__name__}); "
+            "for a file, call check_file(path) or load_program(path)"
+        )
     return _check(path, text, lints)
 
 

@@ -228,9 +228,11 @@ def _closure(node, kids: list[Pred], slots, tools) -> Pred:
         return lambda e, s: arg_matches(node, e.arguments)
     if isinstance(node, ast.SignalTest):
         name, compare, value = node.signal.text, _COMPARE[node.op], node.value
+
         def signal_test(e, s):
             v = _number(e.signals.get(name))
             return v is not None and compare(v, value)
+
         return signal_test
     if isinstance(node, ast.HasBinding):
         binding = node.binding
@@ -240,8 +242,10 @@ def _closure(node, kids: list[Pred], slots, tools) -> Pred:
         if node.same is None:
             return lambda e, s: s[slot] >= 0
         binding = node.same
+
         def seen_bound(e, s):
             key = binding_key(binding, e, tools)
             return key is not None and key in s[slot]
+
         return seen_bound
     raise TypeError(f"not a condition node: {node!r}")

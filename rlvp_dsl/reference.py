@@ -16,8 +16,14 @@ from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, capped_cre
 from .predicates import arg_matches, binding_key, result_tokens, text_matches
 
 _STATUS = {"ok": {OK}, "error": {ERROR, MALFORMED}, "malformed": {MALFORMED}, "no_result": {NO_RESULT}}
-_CMP = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__,
-        "==": float.__eq__, "!=": float.__ne__}
+_CMP = {
+    "<": float.__lt__,
+    "<=": float.__le__,
+    ">": float.__gt__,
+    ">=": float.__ge__,
+    "==": float.__eq__,
+    "!=": float.__ne__,
+}
 
 
 class _Episode:
@@ -77,9 +83,14 @@ class _Episode:
         for j in range(i - 1, -1, -1):
             if self.events[j].same_message(self.events[i]):
                 continue  # issued together with i: not yet observed
-            if self.holds(seen.cond, j) and (seen.same is None or (
-                    want in result_tokens(self.events[j].result) if seen.returned
-                    else self.key(seen.same, self.events[j]) == want)):
+            if self.holds(seen.cond, j) and (
+                seen.same is None
+                or (
+                    want in result_tokens(self.events[j].result)
+                    if seen.returned
+                    else self.key(seen.same, self.events[j]) == want
+                )
+            ):
                 return j
             if seen.since is not None and self.holds(seen.since, j):
                 return None
@@ -107,8 +118,11 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
     for k, instances in open_.items():
         rule = ruleset.rules[k]
         for opened in sorted(inst[1] for inst in instances):
-            out.append(Credit(opened, rule.name, rule.expire, rule.span.location, explain.expired_end(),
-                              "obligation", "expire"))
+            out.append(
+                Credit(
+                    opened, rule.name, rule.expire, rule.span.location, explain.expired_end(), "obligation", "expire"
+                )
+            )
     return out
 
 
@@ -130,21 +144,32 @@ def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instan
     if rule.deadline == "within" and e.kind == CALL:
         for inst in [x for x in instances if x[2] <= calls_before]:
             instances.remove(inst)
-            out.append(Credit(inst[1], rule.name, rule.expire, where, explain.expired_within(rule.within, i),
-                              "obligation", "expire"))
+            out.append(
+                Credit(
+                    inst[1],
+                    rule.name,
+                    rule.expire,
+                    where,
+                    explain.expired_within(rule.within, i),
+                    "obligation",
+                    "expire",
+                )
+            )
     discharging = creditable and e.status not in (MALFORMED, NO_RESULT) and ep.holds(rule.discharge, i)
     if instances and discharging:
         key = ep.key(rule.same, e) if rule.same is not None else ""
         for inst in instances:
             if key is not None and inst[0] == key:
                 instances.remove(inst)
-                out.append(Credit(i, rule.name, rule.credit, where, explain.discharged(inst[1]),
-                                  "obligation", "discharge"))
+                out.append(
+                    Credit(i, rule.name, rule.credit, where, explain.discharged(inst[1]), "obligation", "discharge")
+                )
                 break
     if instances and rule.before is not None and ep.holds(rule.before, i):
         for inst in sorted(instances, key=lambda x: x[1]):
-            out.append(Credit(inst[1], rule.name, rule.expire, where, explain.expired_before(i),
-                              "obligation", "expire"))
+            out.append(
+                Credit(inst[1], rule.name, rule.expire, where, explain.expired_before(i), "obligation", "expire")
+            )
         instances.clear()
     if not discharging and creditable and ep.holds(rule.open, i):
         key = ep.key(rule.same, e) if rule.same is not None else ""

@@ -147,11 +147,20 @@ def summarise(program: Program, scored: Sequence[tuple[Episode, Sequence[Credit]
     for i, rule in enumerate(program.rules):
         totals = per_rule_totals[rule.name]
         fires, discharges, expiries, eps = counts[rule.name]
-        rules.append(RuleSummary(
-            rule.name, rule.kind, program.locations[i], fires, discharges, expiries, len(eps),
-            sum(totals), _mean(totals),
-            pearson([totals[k] for k in have], outcomes),
-        ))
+        rules.append(
+            RuleSummary(
+                rule.name,
+                rule.kind,
+                program.locations[i],
+                fires,
+                discharges,
+                expiries,
+                len(eps),
+                sum(totals),
+                _mean(totals),
+                pearson([totals[k] for k in have], outcomes),
+            )
+        )
     return Summary(
         episodes=n,
         events=sum(len(ep.events) for ep, _ in scored),
@@ -185,8 +194,14 @@ def render_summary(summary: Summary) -> str:
         f"with outcome: {summary.with_outcome}   mean outcome: {_fmt(summary.mean_outcome, '.3f')}",
         f"mean process credit per episode: {fixed(summary.mean_process_total)}   "
         f"corr(process total, outcome): {_fmt(summary.process_outcome_correlation)}",
-        *([f"flagged: {summary.flagged_credits} credit sum(s) overflow a float; those calls are left out of "
-           "every total (as in training)"] if summary.flagged_credits else []),
+        *(
+            [
+                f"flagged: {summary.flagged_credits} credit sum(s) overflow a float; those calls are left out of "
+                "every total (as in training)"
+            ]
+            if summary.flagged_credits
+            else []
+        ),
         "",
         "| rule | kind | fires | discharged | expired | episodes hit | total | per episode | corr w/ outcome |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|",

@@ -30,9 +30,14 @@ from .events import CALL, MALFORMED, Episode, Event
 Span = tuple[int, int]
 
 
-def find_call_spans(ids: Sequence[int], open_ids: Sequence[int], close_ids: Sequence[int],
-                    mask: Sequence[int] | None = None, *,
-                    reasoning: tuple[Sequence[int], Sequence[int]] | None = None) -> list[Span]:
+def find_call_spans(
+    ids: Sequence[int],
+    open_ids: Sequence[int],
+    close_ids: Sequence[int],
+    mask: Sequence[int] | None = None,
+    *,
+    reasoning: tuple[Sequence[int], Sequence[int]] | None = None,
+) -> list[Span]:
     """The token spans of the marked calls among the generated tokens of one completion.
 
     Args:
@@ -97,8 +102,9 @@ def _at(ids: list[int], generated: list[bool], t: int, marker: Sequence[int]) ->
     return t + k <= len(ids) and all(generated[t + j] and ids[t + j] == marker[j] for j in range(k))
 
 
-def thought_spans(ids: Sequence[int], generated: Sequence[bool], open_ids: Sequence[int],
-                  close_ids: Sequence[int]) -> list[Span]:
+def thought_spans(
+    ids: Sequence[int], generated: Sequence[bool], open_ids: Sequence[int], close_ids: Sequence[int]
+) -> list[Span]:
     """The token spans of the model's reasoning, ``[(start, end), ...]``, per generated run
     (see `find_call_spans`'s ``reasoning``).  Linear in ``len(ids)``."""
     ids, generated = list(ids), list(generated)
@@ -119,8 +125,9 @@ def thought_spans(ids: Sequence[int], generated: Sequence[bool], open_ids: Seque
     return spans
 
 
-def _run_thoughts(ids: list[int], generated: list[bool], start: int, end: int, opener: list[int],
-                  closer: list[int]) -> list[Span]:
+def _run_thoughts(
+    ids: list[int], generated: list[bool], start: int, end: int, opener: list[int], closer: list[int]
+) -> list[Span]:
     """The thoughts of one generated run ``ids[start:end]``."""
     spans: list[Span] = []
     t, inside, began = start, False, start
@@ -165,8 +172,9 @@ def _compatible(name: str | None, call: Event) -> bool:
     return name == call.tool
 
 
-def align_call_spans(episode: Episode, spans: Sequence[Span], span_tools: Sequence[str | None] | None = None,
-                     *, first_call: int = 0) -> CallAlignment:
+def align_call_spans(
+    episode: Episode, spans: Sequence[Span], span_tools: Sequence[str | None] | None = None, *, first_call: int = 0
+) -> CallAlignment:
     """Pair `spans` with the calls of `episode` from call number `first_call` on.
 
     Args:
@@ -222,8 +230,15 @@ def align_call_spans(episode: Episode, spans: Sequence[Span], span_tools: Sequen
 
     def insert(position: int) -> None:
         for span, name in before.pop(position, []):
-            events.append(Event(index=len(events), kind=CALL, tool=name, status=MALFORMED,
-                                error_text="a tool call whose tokens the trainer did not read as a call"))
+            events.append(
+                Event(
+                    index=len(events),
+                    kind=CALL,
+                    tool=name,
+                    status=MALFORMED,
+                    error_text="a tool call whose tokens the trainer did not read as a call",
+                )
+            )
             out_spans.append(span)
 
     for event in episode.events:

@@ -45,8 +45,7 @@ class ToolSpec:
     name: str
     tags: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
     target: str | None = None
-    params: tuple[str, ...] | None = attrs.field(
-        default=None, converter=lambda p: None if p is None else tuple(p))
+    params: tuple[str, ...] | None = attrs.field(default=None, converter=lambda p: None if p is None else tuple(p))
     values: Mapping[str, tuple] = attrs.field(factory=dict, converter=_values, eq=False, hash=False, repr=False)
     target_inferred: bool = attrs.field(default=False, eq=False)
     description: str = attrs.field(default="", eq=False, repr=False)

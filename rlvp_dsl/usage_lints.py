@@ -28,10 +28,16 @@ def usage_lint(ruleset: RuleSet, path: str) -> list[Diagnostic]:
     """The RV306/RV307 warnings of a checked rule set read from `path`."""
     if not ruleset.rules:
         what = "no rules" if not ruleset.tools else f"no rules, only {counted(len(ruleset.tools), 'tool declaration')}"
-        return [Diagnostic("RV306", f"the rule set has {what}: it gives no credit to any episode",
-                           Span(path, 0, 0),
-                           "add a rule (docs/language.md), or check the file is the one you meant; a file "
-                           "that only declares tools for others to include is fine", WARNING)]
+        return [
+            Diagnostic(
+                "RV306",
+                f"the rule set has {what}: it gives no credit to any episode",
+                Span(path, 0, 0),
+                "add a rule (docs/language.md), or check the file is the one you meant; a file "
+                "that only declares tools for others to include is fine",
+                WARNING,
+            )
+        ]
     return _argument_typos(ruleset)
 
 
@@ -72,17 +78,26 @@ def _argument_typos(ruleset: RuleSet) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     seen: set[tuple[str, Span]] = set()
     for rule in ruleset.rules:
-        parts = [rule.open, rule.discharge, rule.same, rule.before] if isinstance(rule, ObligationRule) else [
-            getattr(rule, "cond", None)]
+        parts = (
+            [rule.open, rule.discharge, rule.same, rule.before]
+            if isinstance(rule, ObligationRule)
+            else [getattr(rule, "cond", None)]
+        )
         for name in _argument_names([p for p in parts if p is not None]):
             if name.text in known or (name.text, name.span) in seen:
                 continue
             seen.add((name.text, name.span))
             hint = did_you_mean(name.text, known)
             if hint:
-                out.append(Diagnostic(
-                    "RV307", f"argument {quoted(name.text)} is not known to be taken by any tool (not a declared "
-                    "target, not in a manifest, not passed by a test episode)", name.span,
-                    f"{hint} (if {quoted(name.text)} is right, declare the tools with `tools from` a manifest, "
-                    "or pass it in a test episode)", WARNING))
+                out.append(
+                    Diagnostic(
+                        "RV307",
+                        f"argument {quoted(name.text)} is not known to be taken by any tool (not a declared "
+                        "target, not in a manifest, not passed by a test episode)",
+                        name.span,
+                        f"{hint} (if {quoted(name.text)} is right, declare the tools with `tools from` a manifest, "
+                        "or pass it in a test episode)",
+                        WARNING,
+                    )
+                )
     return out

@@ -18,8 +18,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", max_examples=60, deadline=None)
-settings.register_profile("ci", max_examples=30, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.register_profile("long", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 

@@ -35,7 +35,7 @@ SIGNAL = "goals"
 #: Message texts: some match the rules' patterns (yes/confirm/done/TRANSFER), some don't.
 USER_TEXTS = ("yes", "yes please", "I confirm", "no", "wait", "YES, go ahead", "")
 ASSISTANT_TEXTS = ("Summary: I will change item A.", "done", "TRANSFERRED you", "ok", "")
-RESULT_TEXTS = ("", "{\"status\": \"ok\"}", "found A", "nothing", '{"items": ["B", "C"]}', "AB C.")
+RESULT_TEXTS = ("", '{"status": "ok"}', "found A", "nothing", '{"items": ["B", "C"]}', "AB C.")
 ERROR_TEXTS = ("Error: not found", "Error: invalid item", "timeout")
 #: Regexes and strings the rules test texts with (all valid for the linear-time matcher).
 REGEXES = ("/yes/", "/\\b(yes|confirm)\\b/i", "/^Error/", "/d[aeiou]ne/", "/A|B/")
@@ -95,7 +95,8 @@ def tool_tables(draw) -> ToolTable:
 def _tool_set(table: ToolTable):
     one = st.sampled_from(table.names)
     many = st.lists(st.sampled_from(table.names), min_size=1, max_size=3, unique=True).map(
-        lambda ts: "{" + ", ".join(ts) + "}")
+        lambda ts: "{" + ", ".join(ts) + "}"
+    )
     return st.one_of(one, many)
 
 
@@ -110,7 +111,7 @@ def call_heads(table: ToolTable):
 
 def atoms(table: ToolTable):
     """Leaf conditions over the table (any event kind)."""
-    arg_value = st.sampled_from(('"A"', '"B"', '1', '2.5', 'true', 'null'))
+    arg_value = st.sampled_from(('"A"', '"B"', "1", "2.5", "true", "null"))
     return st.one_of(
         call_heads(table),
         st.sampled_from(("ok", "error", "malformed", "no_result", "assistant", "user")),
@@ -204,15 +205,19 @@ def obligations(draw, table: ToolTable, name: str) -> str:
     same = ""
     if draw(st.booleans()) and not discharge.startswith("assistant") and not opener.startswith("assistant"):
         same = f" same {draw(_binding(table))}"
-    deadline = draw(st.one_of(
-        st.just(""),
-        call_heads(table).map(lambda c: f"  deadline before {c}\n"),
-        conditions(table, 1).map(lambda c: f"  deadline before {c}\n"),
-        st.integers(1, 4).map(lambda n: f"  deadline within {n} calls\n"),
-        st.just("  deadline at end\n"),
-    ))
-    return (f"obligation {name} ({draw(_pos)}, expire {draw(_nonpos)}) {{\n"
-            f"  open on {opener}\n  discharge on {discharge}{same}\n{deadline}}}")
+    deadline = draw(
+        st.one_of(
+            st.just(""),
+            call_heads(table).map(lambda c: f"  deadline before {c}\n"),
+            conditions(table, 1).map(lambda c: f"  deadline before {c}\n"),
+            st.integers(1, 4).map(lambda n: f"  deadline within {n} calls\n"),
+            st.just("  deadline at end\n"),
+        )
+    )
+    return (
+        f"obligation {name} ({draw(_pos)}, expire {draw(_nonpos)}) {{\n"
+        f"  open on {opener}\n  discharge on {discharge}{same}\n{deadline}}}"
+    )
 
 
 @st.composite
@@ -241,7 +246,9 @@ def progresses(draw, table: ToolTable, name: str) -> str:
     direction = draw(st.sampled_from(("decreasing", "increasing")))
     start = draw(st.sampled_from(("", " from 5", " from 0")))
     if draw(st.booleans()):
-        weight = f"{draw(st.sampled_from(('+0.2', '0.5', 'POS')))} per unit, max {draw(st.sampled_from(('1.0', '0.3')))}"
+        weight = (
+            f"{draw(st.sampled_from(('+0.2', '0.5', 'POS')))} per unit, max {draw(st.sampled_from(('1.0', '0.3')))}"
+        )
     else:
         weight = draw(st.sampled_from(("+0.2", "1", "POS")))
         if draw(st.booleans()):
@@ -309,9 +316,16 @@ def episodes(draw, table: ToolTable, max_events: int = 14) -> Episode:
             # are what repeat_error and "spamming the discharge" are about
             again = draw(st.sampled_from(earlier))
             status = draw(st.sampled_from(("ok", "error", "error")))
-            events.append(attrs.evolve(again, index=i, status=status, call_id=f"c{i}",
-                                       error_text="Error: again" if status == "error" else "",
-                                       result="found A" if status == "ok" else ""))
+            events.append(
+                attrs.evolve(
+                    again,
+                    index=i,
+                    status=status,
+                    call_id=f"c{i}",
+                    error_text="Error: again" if status == "error" else "",
+                    result="found A" if status == "ok" else "",
+                )
+            )
         elif kind in ("call", "repeat"):
             events.append(draw(call_events(table, i)))
         else:
@@ -344,8 +358,19 @@ def programs_and_episodes(draw, max_rules: int = 6, max_events: int = 14):
 
 # ---- programs from the grammar ---------------------------------------------------
 
-_SAFE_NAMES = ("x", "read", "write", "item_id", "goals", "αβγ", "工具", "discharge_check", "whenever_x",
-               "`open`", "`call`")
+_SAFE_NAMES = (
+    "x",
+    "read",
+    "write",
+    "item_id",
+    "goals",
+    "αβγ",
+    "工具",
+    "discharge_check",
+    "whenever_x",
+    "`open`",
+    "`call`",
+)
 
 
 def grammar_programs():
@@ -393,8 +418,30 @@ blind_destructive (-1) { inspected_by call tag read ok }
 progress p (+0.2 per unit, max 1.0) { signal goals decreasing from 5 }
 """
 
-_JUNK = ("{", "}", "(", ")", "\"", "/", "`", "and", "or", "not", "violation", "-", "#", "\n", "é", "\\",
-         ",", ":", "same", "0", "\x00", "'")
+_JUNK = (
+    "{",
+    "}",
+    "(",
+    ")",
+    '"',
+    "/",
+    "`",
+    "and",
+    "or",
+    "not",
+    "violation",
+    "-",
+    "#",
+    "\n",
+    "é",
+    "\\",
+    ",",
+    ":",
+    "same",
+    "0",
+    "\x00",
+    "'",
+)
 
 
 @st.composite
@@ -410,7 +457,7 @@ def mutated_texts(draw, base: str = VALID_SAMPLE) -> str:
         if op == "truncate":
             text = text[:i]
         elif op == "delete":
-            text = text[:i] + text[i + draw(st.integers(1, 12)):]
+            text = text[:i] + text[i + draw(st.integers(1, 12)) :]
         elif op == "insert":
             text = text[:i] + draw(st.sampled_from(_JUNK)) + text[i:]
         else:
@@ -436,18 +483,29 @@ def disjoint_obligations(draw, table: ToolTable, name: str) -> str:
         opener += f" and ({draw(conditions(table, 1))})"
     discharge = "call {" + ", ".join(discharges) + "}" + draw(st.sampled_from(("", " ok", " ok arg item_id exists")))
     same = draw(st.sampled_from(("", " same item_id", " same call")))
-    deadline = draw(st.sampled_from(("", "  deadline at end\n", "  deadline within 2 calls\n",
-                                     f"  deadline before call {names[-1]}\n")))
-    return (f"obligation {name} ({draw(_pos)}, expire {draw(_nonpos)}) {{\n"
-            f"  open on {opener}\n  discharge on {discharge}{same}\n{deadline}}}")
+    deadline = draw(
+        st.sampled_from(
+            ("", "  deadline at end\n", "  deadline within 2 calls\n", f"  deadline before call {names[-1]}\n")
+        )
+    )
+    return (
+        f"obligation {name} ({draw(_pos)}, expire {draw(_nonpos)}) {{\n"
+        f"  open on {opener}\n  discharge on {discharge}{same}\n{deadline}}}"
+    )
 
 
 @st.composite
 def monotone_rule_files(draw, table: ToolTable) -> str:
     """Like `rule_files`, with obligations from `disjoint_obligations`."""
-    kinds = draw(st.lists(st.sampled_from((violations, disjoint_obligations, disjoint_obligations,
-                                           repeat_errors, blind_destructives, progresses)),
-                          min_size=1, max_size=5))
+    kinds = draw(
+        st.lists(
+            st.sampled_from(
+                (violations, disjoint_obligations, disjoint_obligations, repeat_errors, blind_destructives, progresses)
+            ),
+            min_size=1,
+            max_size=5,
+        )
+    )
     parts = [table.declarations(), "const NEG = -0.75", "const POS = 0.75"]
     for i, kind in enumerate(kinds):
         parts.append(draw(kind(table, f"r{i}")))

@@ -38,8 +38,10 @@ KNOWN_BUGS: dict[str, str] = {}
 
 
 def _cases(cases):
-    return [pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_BUGS[c], strict=True)) if c in KNOWN_BUGS else c
-            for c in cases]
+    return [
+        pytest.param(c, marks=pytest.mark.xfail(reason=KNOWN_BUGS[c], strict=True)) if c in KNOWN_BUGS else c
+        for c in cases
+    ]
 
 
 @pytest.fixture(autouse=True)
@@ -110,12 +112,14 @@ def test_credits(case):
 def test_credits_reference(case):
     """The reference interpreter agrees with the golden credits."""
     from rlvp_dsl import reference
+
     result = check_file(f"tests/golden/credits/{case}.rlvp")
     program = load_program(f"tests/golden/credits/{case}.rlvp")
     for episode in read_case_episodes(case):
         key = lambda c: (c.event_index, c.rule, c.value, c.trigger, c.reason)  # noqa: E731
-        assert sorted(map(key, reference.score_reference(result.ruleset, episode))) == \
-            sorted(map(key, program.score(episode)))
+        assert sorted(map(key, reference.score_reference(result.ruleset, episode))) == sorted(
+            map(key, program.score(episode))
+        )
 
 
 def test_every_case_has_expectations():

@@ -138,8 +138,9 @@ def coarsest(*xs) -> torch.dtype:
     return max((_tensor(x).dtype for x in xs), key=lambda d: UNIT_ROUNDOFF.get(d, 0.0))
 
 
-def assert_close(actual, expected, *, n: int, dtype: torch.dtype | None = None, scale: float | None = None,
-                 what: str = "") -> float:
+def assert_close(
+    actual, expected, *, n: int, dtype: torch.dtype | None = None, scale: float | None = None, what: str = ""
+) -> float:
     """Assert ``max|actual - expected| <= tolerance(n, dtype) * scale``; returns the difference
     relative to ``scale``.
 
@@ -157,8 +158,9 @@ def assert_close(actual, expected, *, n: int, dtype: torch.dtype | None = None, 
     dtype = dtype or coarsest(a, e)
     a, e = a.double(), e.double()
     finite = torch.isfinite(e)
-    assert torch.equal(finite, torch.isfinite(a)) and torch.equal(a[~finite], e[~finite]), \
+    assert torch.equal(finite, torch.isfinite(a)) and torch.equal(a[~finite], e[~finite]), (
         f"{what}: non-finite values differ"
+    )
     a, e = a[finite], e[finite]
     if scale is None:
         scale = float(e.abs().max()) if e.numel() else 0.0
@@ -167,17 +169,27 @@ def assert_close(actual, expected, *, n: int, dtype: torch.dtype | None = None, 
     bound = tolerance(n, dtype)
     if os.environ.get("RLVP_TOLERANCE_LOG"):  # the margins, for the table in the docstring above
         with open(os.environ["RLVP_TOLERANCE_LOG"], "a", encoding="utf-8") as log:
-            log.write(f"{os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}\t{what}\t{diff / scale:.3g}\t{bound:.3g}\n")
-    assert diff <= bound * scale, (f"{what or 'values'}: largest difference {diff:.3g} exceeds "
-                                   f"2 gamma_{n} x {scale:.3g} = {bound * scale:.3g} ({dtype})")
+            log.write(
+                f"{os.environ.get('PYTEST_CURRENT_TEST', '?').split(' ')[0]}\t{what}\t{diff / scale:.3g}\t{bound:.3g}\n"
+            )
+    assert diff <= bound * scale, (
+        f"{what or 'values'}: largest difference {diff:.3g} exceeds "
+        f"2 gamma_{n} x {scale:.3g} = {bound * scale:.3g} ({dtype})"
+    )
     return diff / scale
 
 
-def assert_all_close(actuals: Iterable, expecteds: Sequence, *, n: int, dtype: torch.dtype | None = None,
-                     what: str = "") -> float:
+def assert_all_close(
+    actuals: Iterable, expecteds: Sequence, *, n: int, dtype: torch.dtype | None = None, what: str = ""
+) -> float:
     """`assert_close` for each pair (each tensor against its own largest value, e.g. the gradient
     of each parameter); returns the largest relative difference."""
     actuals = list(actuals)
     assert len(actuals) == len(expecteds), f"{what}: {len(actuals)} tensors != {len(expecteds)}"
-    return max((assert_close(a, e, n=n, dtype=dtype, what=f"{what}[{k}]")
-                for k, (a, e) in enumerate(zip(actuals, expecteds, strict=True))), default=0.0)
+    return max(
+        (
+            assert_close(a, e, n=n, dtype=dtype, what=f"{what}[{k}]")
+            for k, (a, e) in enumerate(zip(actuals, expecteds, strict=True))
+        ),
+        default=0.0,
+    )

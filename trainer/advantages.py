@@ -113,8 +113,9 @@ def process_scale(totals: torch.Tensor, norm: str) -> torch.Tensor:
     raise ValueError(f"'process_norm' must be none or group_rms (got {norm!r})")
 
 
-def amplified_groups(outcomes: torch.Tensor, rewards: torch.Tensor, scale_rewards: str = "group",
-                     eps: float = 1e-4) -> torch.Tensor:
+def amplified_groups(
+    outcomes: torch.Tensor, rewards: torch.Tensor, scale_rewards: str = "group", eps: float = 1e-4
+) -> torch.Tensor:
     """Which groups scalar mode turns shaping noise into a full-size advantage.
 
     A group is *amplified* when its outcomes are all equal (`constant_groups`: say all
@@ -158,8 +159,10 @@ def _check_credits(credits: Sequence[Sequence[CallCredits]]) -> None:
         for i, cc in enumerate(group):
             for k, v in enumerate(cc.values):
                 if not math.isfinite(v):
-                    raise ValueError(f"credit of call {k} (group {g}, rollout {i}) must be finite (got {v}); "
-                                     "build CallCredits with rlvp_dsl.attach.score_calls, which flags such values")
+                    raise ValueError(
+                        f"credit of call {k} (group {g}, rollout {i}) must be finite (got {v}); "
+                        "build CallCredits with rlvp_dsl.attach.score_calls, which flags such values"
+                    )
             if not math.isfinite(cc.unattached):
                 raise ValueError(f"unattached credit (group {g}, rollout {i}) must be finite (got {cc.unattached})")
 
@@ -296,8 +299,9 @@ def compute_advantages(
                     continue
                 scale = w / float(div[g, 0])
                 row_mask = masks[b].tolist()
-                row = torch.tensor(token_credits([scale * v for v in cc.values], spans[g][i], T, row_mask),
-                                   dtype=torch.float64)
+                row = torch.tensor(
+                    token_credits([scale * v for v in cc.values], spans[g][i], T, row_mask), dtype=torch.float64
+                )
                 if cc.unattached:
                     row += scale * cc.unattached * masks[b].double()
                 total = scale * (sum(cc.values) + cc.unattached)
@@ -311,5 +315,6 @@ def compute_advantages(
     # --- dead groups: no non-zero advantage on any action token ---
     live_tok = (adv != 0) & (mask > 0)  # (B, T)
     dead = ~live_tok.reshape(n_groups, G * T).any(dim=1) if B else torch.ones(0, dtype=torch.bool)
-    return Advantages(adv.float(), A_out.float(), process.float(), dead, R_used.reshape(B).float(), amplified,
-                      overflowed.reshape(B))
+    return Advantages(
+        adv.float(), A_out.float(), process.float(), dead, R_used.reshape(B).float(), amplified, overflowed.reshape(B)
+    )

@@ -31,8 +31,15 @@ class ProcessWeightSchedule:
         decay_iterations: D.
     """
 
-    def __init__(self, weight: float, enabled: bool = True, threshold: float = 0.1, patience: int = 3,
-                 start: int | None = None, decay_iterations: int = 10):
+    def __init__(
+        self,
+        weight: float,
+        enabled: bool = True,
+        threshold: float = 0.1,
+        patience: int = 3,
+        start: int | None = None,
+        decay_iterations: int = 10,
+    ):
         if weight < 0:
             raise ValueError(f"'process_weight' must be non-negative (got {weight})")
         if patience < 1:
@@ -58,7 +65,10 @@ class ProcessWeightSchedule:
         if not self.enabled or self.t0 is not None:
             return
         if self.streak >= self.patience:
-            self.t0, self.reason = iteration, f"saturated ({self.patience} iterations at <= {self.threshold} violations/episode)"
+            self.t0, self.reason = (
+                iteration,
+                f"saturated ({self.patience} iterations at <= {self.threshold} violations/episode)",
+            )
         elif self.start is not None and iteration >= self.start:
             self.t0, self.reason = iteration, f"scheduled start at iteration {self.start}"
 

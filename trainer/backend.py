@@ -57,8 +57,9 @@ def build_backend(cfg: TrainConfig) -> Backend:
     program = load_program(rules_path)
     factory = envs.env_factory(cfg.env, **cfg.env_args)
     try:
-        gen_cfg = GenConfig(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns,
-                            **cfg.gen_args)
+        gen_cfg = GenConfig(
+            temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, **cfg.gen_args
+        )
     except TypeError as exc:
         raise ValueError(f"'gen_args': {exc}") from None
     torch.manual_seed(cfg.seed)  # LoRA init

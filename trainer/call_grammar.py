@@ -132,9 +132,17 @@ class CallConstraint:
     (None: the free reasoning vocabulary).
     """
 
-    def __init__(self, trie: CallTrie, rows: int, input_len: int, think_max: int = 0,
-                 think_open: Sequence[int] = (), think_close: Sequence[int] = (),
-                 think_ids: Sequence[int] | None = None, vocab_size: int | None = None) -> None:
+    def __init__(
+        self,
+        trie: CallTrie,
+        rows: int,
+        input_len: int,
+        think_max: int = 0,
+        think_open: Sequence[int] = (),
+        think_close: Sequence[int] = (),
+        think_ids: Sequence[int] | None = None,
+        vocab_size: int | None = None,
+    ) -> None:
         import torch
 
         self.trie, self.input_len, self.think_max = trie, input_len, think_max

@@ -78,8 +78,9 @@ class Interrupted(KeyboardInterrupt):
         return (type(self), (self.checkpoint, self.iterations, self.out_dir))
 
 
-def capture(*, model: torch.nn.Module, optimizer: torch.optim.Optimizer, schedule_state: dict, counters: dict,
-            config: dict) -> dict[str, Any]:
+def capture(
+    *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, schedule_state: dict, counters: dict, config: dict
+) -> dict[str, Any]:
     """The training state now, as copies (later steps do not change it): what `write` saves."""
     return {
         "trainable": trainable_state(model),
@@ -91,11 +92,20 @@ def capture(*, model: torch.nn.Module, optimizer: torch.optim.Optimizer, schedul
     }
 
 
-def save_checkpoint(out_dir: str | os.PathLike, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-                    schedule_state: dict, counters: dict, config: dict) -> Path:
+def save_checkpoint(
+    out_dir: str | os.PathLike,
+    *,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    schedule_state: dict,
+    counters: dict,
+    config: dict,
+) -> Path:
     """Write ``out_dir/checkpoint.pt`` atomically (temp file + rename); returns its path."""
-    return write(out_dir, capture(model=model, optimizer=optimizer, schedule_state=schedule_state,
-                                  counters=counters, config=config))
+    return write(
+        out_dir,
+        capture(model=model, optimizer=optimizer, schedule_state=schedule_state, counters=counters, config=config),
+    )
 
 
 class CheckpointWriteError(OSError):
@@ -142,10 +152,14 @@ def write(out_dir: str | os.PathLike, payload: dict[str, Any]) -> Path:
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
-        kept = (f"the previous checkpoint, of iteration {_iterations_in(path)}, is kept" if path.is_file()
-                else "no checkpoint was written")
-        raise CheckpointWriteError(exc.errno, f"cannot write the checkpoint {path}: {exc.strerror or exc}; {kept}",
-                                   str(path)) from None
+        kept = (
+            f"the previous checkpoint, of iteration {_iterations_in(path)}, is kept"
+            if path.is_file()
+            else "no checkpoint was written"
+        )
+        raise CheckpointWriteError(
+            exc.errno, f"cannot write the checkpoint {path}: {exc.strerror or exc}; {kept}", str(path)
+        ) from None
     return path
 
 
@@ -180,12 +194,14 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
         raise CheckpointReadError(f"{path}: cannot read the checkpoint: {exc.strerror or exc}") from None
     except Exception as exc:  # noqa: BLE001 - torch/pickle/zipfile raise many kinds for a damaged file
         reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise CheckpointReadError(f"{path}: not a readable checkpoint (corrupt or cut short: {reason}); "
-                                  f"{recover}") from None
+        raise CheckpointReadError(
+            f"{path}: not a readable checkpoint (corrupt or cut short: {reason}); {recover}"
+        ) from None
     missing = [k for k in KEYS if not isinstance(state, dict) or k not in state]
     if missing or not isinstance(state.get("counters"), dict) or "iteration" not in state["counters"]:
-        raise CheckpointReadError(f"{path}: not an rlvp-train checkpoint (missing {', '.join(missing) or 'counters'}); "
-                                  f"{recover}")
+        raise CheckpointReadError(
+            f"{path}: not an rlvp-train checkpoint (missing {', '.join(missing) or 'counters'}); {recover}"
+        )
     return state
 
 
@@ -206,9 +222,21 @@ def restore_model(model: torch.nn.Module, trainable: dict[str, torch.Tensor]) ->
 
 
 #: Config fields a resumed run may change: they do not change what the run computes.
-RESUMABLE_CHANGES = frozenset({"iterations", "out_dir", "checkpoint_every", "log_every", "tensorboard", "threads",
-                               "device", "success_threshold", "success_window", "token_page_every",
-                               "token_page_rollouts"})
+RESUMABLE_CHANGES = frozenset(
+    {
+        "iterations",
+        "out_dir",
+        "checkpoint_every",
+        "log_every",
+        "tensorboard",
+        "threads",
+        "device",
+        "success_threshold",
+        "success_window",
+        "token_page_every",
+        "token_page_rollouts",
+    }
+)
 
 
 class CheckpointMismatch(ValueError):
@@ -228,8 +256,10 @@ def check_resumable(saved: dict[str, Any], now: dict[str, Any], where: str | os.
             diffs.append(f"{key} = {saved[key]!r} there, {now[key]!r} now")
     if diffs:
         more = f" (and {len(diffs) - 2} more)" if len(diffs) > 2 else ""
-        raise CheckpointMismatch(f"{where} was trained with another config: {'; '.join(diffs[:2])}{more}; resume "
-                                 f"with the config it was trained with, or give --overwrite to start over")
+        raise CheckpointMismatch(
+            f"{where} was trained with another config: {'; '.join(diffs[:2])}{more}; resume "
+            f"with the config it was trained with, or give --overwrite to start over"
+        )
 
 
 def check_resume(out_dir: str | os.PathLike, now: dict[str, Any]) -> int:

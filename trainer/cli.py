@@ -31,6 +31,7 @@ from trainer.cli_support import PROG, CommaList, Command, Failure, Seed, WholeNu
 from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
 
+
 class _Main(Command):
     """`Command` that hands ``rlvp-train plot ...`` to the plot subcommand (`trainer.plot_command`),
     so ``rlvp-train CONFIG ...`` keeps its flags at the top level."""
@@ -54,12 +55,18 @@ def check_out(out_dir: str, resume: bool, overwrite: bool, resumable: bool = Tru
     found = existing_outputs(out_dir)
     if not found and Path(out_dir).is_dir() and (others := sorted(p.name for p in Path(out_dir).iterdir())):
         shown = ", ".join(others[:3]) + (" ..." if len(others) > 3 else "")
-        click.echo(f"{PROG}: warning: {out_dir} holds no run but {len(others)} other entries ({shown}); "
-                   "the run's files go beside them", err=True)
+        click.echo(
+            f"{PROG}: warning: {out_dir} holds no run but {len(others)} other entries ({shown}); "
+            "the run's files go beside them",
+            err=True,
+        )
     if found and not (resume or overwrite):
         names = ", ".join(str(p.relative_to(out_dir)) for p in found[:4]) + (" ..." if len(found) > 4 else "")
-        choices = "give --resume to continue it, --overwrite to replace it," if resumable else \
-            "give --overwrite to replace it"
+        choices = (
+            "give --resume to continue it, --overwrite to replace it,"
+            if resumable
+            else "give --overwrite to replace it"
+        )
         raise Failure(f"{out_dir} already holds a run ({names}): {choices} or another --out", EXIT_USAGE)
 
 
@@ -92,8 +99,11 @@ def _command(config: str, *parts: object) -> str:
     for flag, value in zip(parts[::2], parts[1::2], strict=True):
         if value is None or value is False:
             continue
-        words += [str(flag)] if value is True else [str(flag), ",".join(map(str, value))
-                                                    if isinstance(value, list) else str(value)]
+        words += (
+            [str(flag)]
+            if value is True
+            else [str(flag), ",".join(map(str, value)) if isinstance(value, list) else str(value)]
+        )
     return shlex.join(words)
 
 
@@ -131,9 +141,11 @@ def _check_rule_files(config: str, cfg: TrainConfig, methods: list[str]) -> None
         key = METHODS[m].rules_field
         value = getattr(cfg, key)
         if not Path(cfg.resolve(value)).is_file():
-            raise ConfigError(f"{key_location(config, key)}: {key} = {_toml(value)}: no such rule file (a relative "
-                              f"path is looked up in the current folder, then the config file's folder, "
-                              f"then the repository root)")
+            raise ConfigError(
+                f"{key_location(config, key)}: {key} = {_toml(value)}: no such rule file (a relative "
+                f"path is looked up in the current folder, then the config file's folder, "
+                f"then the repository root)"
+            )
 
 
 def _check_rules(config: str, cfg: TrainConfig, methods: list[str]) -> None:
@@ -158,14 +170,19 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
         flag = f"--out {cfg.out_dir}" if out_dir else f"out_dir = {cfg.out_dir!r}"
         raise Failure(f"{flag} lies inside the run folder {inside}: a run needs a folder of its own", EXIT_USAGE)
     if resume and not (Path(cfg.out_dir) / ckpt.FILENAME).is_file():
-        raise Failure(f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
-                      + (" (it holds a comparison: give --compare ... --resume)" if nested_runs(Path(cfg.out_dir))
-                         else ""), EXIT_USAGE)
+        raise Failure(
+            f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
+            + (" (it holds a comparison: give --compare ... --resume)" if nested_runs(Path(cfg.out_dir)) else ""),
+            EXIT_USAGE,
+        )
     check_writable(cfg.out_dir)
     check_out(cfg.out_dir, resume, overwrite)
     if resume and (done := ckpt.check_resume(cfg.out_dir, cfg.to_dict())) >= cfg.iterations:
-        click.echo(f"{cfg.out_dir} already has {done} iterations (iterations = {cfg.iterations}): nothing to train; "
-                   f"give a larger --iterations to continue it", err=True)
+        click.echo(
+            f"{cfg.out_dir} already has {done} iterations (iterations = {cfg.iterations}): nothing to train; "
+            f"give a larger --iterations to continue it",
+            err=True,
+        )
     else:
         _check_rule_files(config, cfg, [cfg.method])
         try:
@@ -178,10 +195,24 @@ def run_single(config: str, method, iterations, seed, out_dir, resume: bool, ove
         try:
             train(cfg, backend=backend, resume=resume)
         except ckpt.Interrupted as exc:
-            again = _command(config, "--method", method, "--iterations", iterations, "--seed", seed,
-                             "--out", cfg.out_dir, "--resume", True)
-            raise Failure(f"interrupted after {exc.iterations} of {cfg.iterations} iterations; checkpoint "
-                          f"{exc.checkpoint}\ncontinue with: {again}", EXIT_INTERRUPTED) from None
+            again = _command(
+                config,
+                "--method",
+                method,
+                "--iterations",
+                iterations,
+                "--seed",
+                seed,
+                "--out",
+                cfg.out_dir,
+                "--resume",
+                True,
+            )
+            raise Failure(
+                f"interrupted after {exc.iterations} of {cfg.iterations} iterations; checkpoint "
+                f"{exc.checkpoint}\ncontinue with: {again}",
+                EXIT_INTERRUPTED,
+            ) from None
     rows = read_metrics(cfg.out_dir)
     if rows:
         s = summarise_run(rows, cfg.success_threshold, cfg.success_window)
@@ -201,14 +232,23 @@ def _grid_out(cfg: TrainConfig, out: str | None, suffix: str) -> str:
     if out:
         inside = _inside_a_run(out)
         if inside is not None:
-            raise Failure(f"--out {out} lies inside the run folder {inside}: a comparison needs a folder "
-                          f"of its own", EXIT_USAGE)
+            raise Failure(
+                f"--out {out} lies inside the run folder {inside}: a comparison needs a folder of its own", EXIT_USAGE
+            )
         return out
     return f"{cfg.out_dir.rstrip('/')}_{suffix}"
 
 
-def run_compare(config: str, methods: list[str], seeds: list[int] | None, iterations: int | None, out: str | None,
-                jobs: int = 1, resume: bool = False, overwrite: bool = False) -> int:
+def run_compare(
+    config: str,
+    methods: list[str],
+    seeds: list[int] | None,
+    iterations: int | None,
+    out: str | None,
+    jobs: int = 1,
+    resume: bool = False,
+    overwrite: bool = False,
+) -> int:
     from trainer.compare import GridInterrupted, compare
 
     cfg = _load(config, iterations=iterations)
@@ -221,24 +261,45 @@ def run_compare(config: str, methods: list[str], seeds: list[int] | None, iterat
     try:
         table, _ = compare(cfg, methods, seeds or [0], out_dir, jobs=jobs, resume=resume)
     except GridInterrupted as exc:
-        again = _command(config, "--compare", methods, "--seeds", seeds, "--iterations", iterations,
-                         "--jobs", jobs if jobs > 1 else None, "--out", out_dir, "--resume", True)
+        again = _command(
+            config,
+            "--compare",
+            methods,
+            "--seeds",
+            seeds,
+            "--iterations",
+            iterations,
+            "--jobs",
+            jobs if jobs > 1 else None,
+            "--out",
+            out_dir,
+            "--resume",
+            True,
+        )
         saved = "; ".join(f"{e.out_dir} after {e.iterations} iterations" for e in exc.interrupted) or "none"
-        raise Failure(f"interrupted with {len(exc.finished)} of {len(methods) * len(seeds or [0])} runs finished; "
-                      f"checkpoints: {saved}\ncontinue with: {again}", EXIT_INTERRUPTED) from None
+        raise Failure(
+            f"interrupted with {len(exc.finished)} of {len(methods) * len(seeds or [0])} runs finished; "
+            f"checkpoints: {saved}\ncontinue with: {again}",
+            EXIT_INTERRUPTED,
+        ) from None
     click.echo(table)
     click.echo(f"\nwrote {out_dir}/summary.json, {out_dir}/summary.md, {out_dir}/curves.png")
     return EXIT_OK
 
 
-def run_paired(config: str, methods: list[str], iterations: int | None, seeds: list[int] | None, out: str | None,
-               overwrite: bool = False) -> int:
+def run_paired(
+    config: str,
+    methods: list[str],
+    iterations: int | None,
+    seeds: list[int] | None,
+    out: str | None,
+    overwrite: bool = False,
+) -> int:
     from trainer.checkpoint import Interrupted
     from trainer.compare import paired, paired_table
 
     if len(methods) < 2:
-        raise click.BadParameter("needs at least two methods, the first drives the batches",
-                                 param_hint="'--paired'")
+        raise click.BadParameter("needs at least two methods, the first drives the batches", param_hint="'--paired'")
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
     out_dir = _grid_out(cfg, out, "paired")
@@ -250,8 +311,11 @@ def run_paired(config: str, methods: list[str], iterations: int | None, seeds: l
         try:
             res = paired(cfg.replace(seed=s), methods[0], methods, Path(out_dir) / f"seed{s}")
         except Interrupted:
-            raise Failure("interrupted: the paired mode counts over whole runs and does not resume; "
-                          "run it again with --overwrite", EXIT_INTERRUPTED) from None
+            raise Failure(
+                "interrupted: the paired mode counts over whole runs and does not resume; "
+                "run it again with --overwrite",
+                EXIT_INTERRUPTED,
+            ) from None
         click.echo(f"seed {s}: " + paired_table(res))
     return EXIT_OK
 
@@ -280,31 +344,50 @@ Exit codes: 0 ok, 1 errors in the config or a rule file, 2 usage or I/O error, 1
 @click.option("--iterations", type=WholeNumber(1), help="number of iterations (overrides the config)")
 @click.option("--seed", type=Seed(), help="seed (overrides the config)")
 @click.option("--out", "out_dir", help="output folder (overrides out_dir; --compare: default <out_dir>_compare)")
-@click.option("--resume", is_flag=True, help="continue the run in the output folder from its checkpoint "
-                                             "(--compare: every run of the grid), up to --iterations")
-@click.option("--overwrite", is_flag=True, help="replace the run in the output folder (removes only the files "
-                                                "the trainer wrote there)")
-@click.option("--compare", "compare_methods", type=CommaList("method"),
-              help="comma-separated methods: run methods x seeds, print the table")
-@click.option("--paired", "paired_methods", type=CommaList("method"),
-              help="comma-separated methods: identical batches from the first")
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="continue the run in the output folder from its checkpoint "
+    "(--compare: every run of the grid), up to --iterations",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="replace the run in the output folder (removes only the files the trainer wrote there)",
+)
+@click.option(
+    "--compare",
+    "compare_methods",
+    type=CommaList("method"),
+    help="comma-separated methods: run methods x seeds, print the table",
+)
+@click.option(
+    "--paired",
+    "paired_methods",
+    type=CommaList("method"),
+    help="comma-separated methods: identical batches from the first",
+)
 @click.option("--seeds", type=CommaList("seed"), help="comma-separated seeds for --compare / --paired (default 0)")
 @click.option("--jobs", type=WholeNumber(1), help="parallel runs for --compare (default 1)")
 def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_methods, paired_methods, seeds, jobs):
     """Train a policy on a tool environment with GRPO and verifiable process rewards."""
     grid = compare_methods or paired_methods
     if config.lower().endswith(".rlvp"):
-        raise click.UsageError(f"{config} is a rule file, not a training config: give a TOML config that names it "
-                               f"(rules = \"{config}\"), e.g. {PROG} examples/chain4.toml; check the rule file with "
-                               f"rlvp-compile {config}")
+        raise click.UsageError(
+            f"{config} is a rule file, not a training config: give a TOML config that names it "
+            f'(rules = "{config}"), e.g. {PROG} examples/chain4.toml; check the rule file with '
+            f"rlvp-compile {config}"
+        )
     if compare_methods and paired_methods:
         raise click.UsageError("--compare and --paired are two different runs: give one of them")
     if seeds and not grid:
         raise click.UsageError("--seeds goes with --compare or --paired (one run takes --seed)")
     if grid and (method or seed is not None):
         flag = "--method" if method else "--seed"
-        raise click.UsageError(f"{flag} does nothing with {'--compare' if compare_methods else '--paired'}: "
-                               f"the methods and --seeds given there are run")
+        raise click.UsageError(
+            f"{flag} does nothing with {'--compare' if compare_methods else '--paired'}: "
+            f"the methods and --seeds given there are run"
+        )
     if jobs is not None and not compare_methods:
         raise click.UsageError("--jobs goes with --compare (the runs it starts in parallel)")
     if resume and overwrite:

@@ -68,8 +68,13 @@ def _interrupt_once(signum, frame):  # the first Ctrl-C interrupts the run; a se
     raise KeyboardInterrupt
 
 
-def _run_one(cfg: TrainConfig, resume: bool = False, progress: bool | str | None = None,
-             clock: GridClock | None = None, worker: bool = False) -> list[dict] | None:
+def _run_one(
+    cfg: TrainConfig,
+    resume: bool = False,
+    progress: bool | str | None = None,
+    clock: GridClock | None = None,
+    worker: bool = False,
+) -> list[dict] | None:
     """One run of the grid; returns the whole run's metric rows (read back from its metrics.jsonl),
     or None when a worker finds the grid stopped before the run started."""
     if worker:
@@ -80,17 +85,28 @@ def _run_one(cfg: TrainConfig, resume: bool = False, progress: bool | str | None
     resume = resume and (Path(cfg.out_dir) / ckpt.FILENAME).is_file()  # a run never started starts now
     try:
         if not (resume and ckpt.check_resume(cfg.out_dir, cfg.to_dict()) >= cfg.iterations):
-            train(cfg, resume=resume, progress=progress, clock=clock,
-                  log=lambda s: print(f"[{cfg.method} s{cfg.seed}] {s}", file=sys.stderr))
+            train(
+                cfg,
+                resume=resume,
+                progress=progress,
+                clock=clock,
+                log=lambda s: print(f"[{cfg.method} s{cfg.seed}] {s}", file=sys.stderr),
+            )
     finally:
         if worker:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
     return read_metrics(cfg.out_dir)
 
 
-def run_grid(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out_dir: str | os.PathLike,
-             jobs: int = 1, say: Callable[[str], None] | None = None,
-             resume: bool = False) -> dict[str, list[list[dict]]]:
+def run_grid(
+    cfg: TrainConfig,
+    methods: Sequence[str],
+    seeds: Sequence[int],
+    out_dir: str | os.PathLike,
+    jobs: int = 1,
+    say: Callable[[str], None] | None = None,
+    resume: bool = False,
+) -> dict[str, list[list[dict]]]:
     """Train every (method, seed); returns method -> per-seed metric rows (each the whole run).
 
     Each run writes to ``out_dir/<method>/seed<k>/``.  ``jobs > 1`` runs that many in
@@ -106,8 +122,9 @@ def run_grid(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out
     out = Path(out_dir)
     todo = [(m, s, cfg.replace(method=m, seed=s, out_dir=str(out / m / f"seed{s}"))) for m in methods for s in seeds]
     results: dict[str, list[list[dict]]] = {m: [[] for _ in seeds] for m in methods}
-    remaining = sum(cfg.iterations - min(cfg.iterations, ckpt.iterations_done(c.out_dir) if resume else 0)
-                    for _, _, c in todo)
+    remaining = sum(
+        cfg.iterations - min(cfg.iterations, ckpt.iterations_done(c.out_dir) if resume else 0) for _, _, c in todo
+    )
     t0 = time.perf_counter()
     finished: list[tuple[str, int]] = []
 
@@ -127,8 +144,9 @@ def run_grid(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out
         return results
     ctx = get_context("spawn")
     shared, stop = ctx.Value("i", 0), ctx.Event()
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                               initargs=(shared, remaining, time.time(), stop))
+    pool = ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(shared, remaining, time.time(), stop)
+    )
     futures = {pool.submit(_run_one, c, resume, "lines", None, True): (m, s) for m, s, c in todo}
     interrupted: list[ckpt.Interrupted] = []
     try:
@@ -183,8 +201,15 @@ def summarise(results: dict[str, list[list[dict]]], threshold: float = 0.5, wind
     for method, seeds in results.items():
         runs = [summarise_run(rows, threshold, window) for rows in seeds if rows]
         agg: dict[str, Any] = {"seeds": runs, "n": len(runs)}
-        for key in ("episodes_to_threshold", "dead_iterations", "final_success", "violations_per_episode",
-                    "episodes_generated", "frac_dead_groups", "wall_s"):
+        for key in (
+            "episodes_to_threshold",
+            "dead_iterations",
+            "final_success",
+            "violations_per_episode",
+            "episodes_generated",
+            "frac_dead_groups",
+            "wall_s",
+        ):
             m, s, n = mean_std(r[key] for r in runs)
             agg[key] = {"mean": m, "std": s, "n": n}
         out[method] = agg
@@ -218,9 +243,15 @@ def markdown_table(summary: dict[str, Any], threshold: float = 0.5) -> str:
     return "\n".join(lines)
 
 
-def compare(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out_dir: str | os.PathLike,
-            jobs: int = 1, say: Callable[[str], None] | None = None,
-            resume: bool = False) -> tuple[str, dict[str, Any]]:
+def compare(
+    cfg: TrainConfig,
+    methods: Sequence[str],
+    seeds: Sequence[int],
+    out_dir: str | os.PathLike,
+    jobs: int = 1,
+    say: Callable[[str], None] | None = None,
+    resume: bool = False,
+) -> tuple[str, dict[str, Any]]:
     """Run the grid (`run_grid`), write ``summary.json``, ``summary.md`` and ``curves.png`` into ``out_dir``.
 
     Returns:
@@ -234,11 +265,20 @@ def compare(cfg: TrainConfig, methods: Sequence[str], seeds: Sequence[int], out_
     summary = summarise(results, cfg.success_threshold, cfg.success_window)
     table = markdown_table(summary, cfg.success_threshold)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "summary.json").write_text(json.dumps({"config": cfg.to_dict(), "methods": list(methods),
-                                                  "seeds": list(seeds), "summary": summary}, indent=2) + "\n")
+    (out / "summary.json").write_text(
+        json.dumps(
+            {"config": cfg.to_dict(), "methods": list(methods), "seeds": list(seeds), "summary": summary}, indent=2
+        )
+        + "\n"
+    )
     (out / "summary.md").write_text(table + "\n")
-    plot_curves(results, out / "curves.png", window=cfg.success_window, threshold=cfg.success_threshold,
-                title=f"{cfg.env}: {', '.join(methods)} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})")
+    plot_curves(
+        results,
+        out / "curves.png",
+        window=cfg.success_window,
+        threshold=cfg.success_threshold,
+        title=f"{cfg.env}: {', '.join(methods)} ({len(seeds)} seed{'s' if len(seeds) != 1 else ''})",
+    )
     return table, summary
 
 
@@ -270,9 +310,15 @@ def paired(cfg: TrainConfig, driver: str, methods: Sequence[str], out_dir: str |
         for m in methods:
             spec = get_method(m)
             adv = compute_advantages(
-                [[r.outcome for r in g] for g in groups], credits, [[r.call_spans for r in g] for g in groups], cmask,
-                credit_mode=spec.credit_mode, process_weight=cfg.process_weight, scale_rewards=cfg.scale_rewards,
-                process_norm=cfg.process_norm, eps=cfg.adv_eps,
+                [[r.outcome for r in g] for g in groups],
+                credits,
+                [[r.call_spans for r in g] for g in groups],
+                cmask,
+                credit_mode=spec.credit_mode,
+                process_weight=cfg.process_weight,
+                scale_rewards=cfg.scale_rewards,
+                process_norm=cfg.process_norm,
+                eps=cfg.adv_eps,
             )
             dead[m] += int(adv.dead_iteration)
             dead_groups[m] += int(adv.dead_groups.sum())
@@ -293,9 +339,14 @@ def paired(cfg: TrainConfig, driver: str, methods: Sequence[str], out_dir: str |
 
 def paired_table(result: dict[str, Any]) -> str:
     """The paired result as one line and a Markdown table (dead updates and groups per method)."""
-    lines = [f"identical batches from a `{result['driver']}` policy, {result['iterations']} iterations",
-             "", "| method | dead updates | dead groups |", "| --- | --- | --- |"]
+    lines = [
+        f"identical batches from a `{result['driver']}` policy, {result['iterations']} iterations",
+        "",
+        "| method | dead updates | dead groups |",
+        "| --- | --- | --- |",
+    ]
     for m, pct in result["pct_dead"].items():
-        lines.append(f"| {m} | {result['dead'][m]}/{result['iterations']} ({pct:.0f} %) | "
-                     f"{result['pct_dead_groups'][m]:.0f} % |")
+        lines.append(
+            f"| {m} | {result['dead'][m]}/{result['iterations']} ({pct:.0f} %) | {result['pct_dead_groups'][m]:.0f} % |"
+        )
     return "\n".join(lines)

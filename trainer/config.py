@@ -230,22 +230,39 @@ class TrainConfig:
             raise ConfigError(f"{where}: {detail}", key="seed", detail=detail)
         if not self.out_dir.strip():
             bad("out_dir", "a folder name, not empty")
-        for name, choices in (("method", tuple(METHODS)), ("loss_type", LOSS_TYPES), ("scale_rewards", SCALE_REWARDS),
-                              ("process_norm", PROCESS_NORMS), ("dtype", DTYPES)):
+        for name, choices in (
+            ("method", tuple(METHODS)),
+            ("loss_type", LOSS_TYPES),
+            ("scale_rewards", SCALE_REWARDS),
+            ("process_norm", PROCESS_NORMS),
+            ("dtype", DTYPES),
+        ):
             value = getattr(self, name)
             if value not in choices:
                 hint = difflib.get_close_matches(value, choices, n=1)
                 detail = f"'{name}' must be one of {', '.join(choices)} (got {value!r})" + (
-                    f"; did you mean {hint[0]!r}?" if hint else "")
+                    f"; did you mean {hint[0]!r}?" if hint else ""
+                )
                 raise ConfigError(f"{where}: {detail}", key=name, detail=detail)
         if self.device != "cpu":
             _check_device(self.device, where)
         for name in ("max_turns", "max_new_tokens"):
-            if getattr(self, name) is not None and (not isinstance(getattr(self, name), int) or getattr(self, name) < 1):
+            if getattr(self, name) is not None and (
+                not isinstance(getattr(self, name), int) or getattr(self, name) < 1
+            ):
                 bad(name, "a positive integer or absent")
-        for name in ("iterations", "tasks_per_iteration", "num_generations",
-                     "dapo_max_rounds", "updates_per_batch", "micro_batch", "anneal_patience", "lora_rank",
-                     "success_window", "threads"):
+        for name in (
+            "iterations",
+            "tasks_per_iteration",
+            "num_generations",
+            "dapo_max_rounds",
+            "updates_per_batch",
+            "micro_batch",
+            "anneal_patience",
+            "lora_rank",
+            "success_window",
+            "threads",
+        ):
             if not isinstance(getattr(self, name), int) or getattr(self, name) < 1:
                 bad(name, "a positive integer")
         if self.num_generations < 2:
@@ -304,16 +321,32 @@ def _check_device(device: Any, where: str) -> None:
     count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if int(device.partition(":")[2] or 0) >= count:
         seen = f"{count} CUDA device(s)" if count else "no CUDA device"
-        detail = (f"'device' must be a CUDA device torch can use (got {device!r}; "
-                  f"torch {torch.__version__} sees {seen}); set device = \"cpu\"")
+        detail = (
+            f"'device' must be a CUDA device torch can use (got {device!r}; "
+            f'torch {torch.__version__} sees {seen}); set device = "cpu"'
+        )
         raise ConfigError(f"{where}: {detail}", key="device", detail=detail)
 
 
 _DICT_FIELDS = ("env_args", "model_args", "gen_args")
 #: The table names the shipped configs and docs use (any other name is allowed: tables are only
 #: for readability), so a near miss of one (``[modle]``) is caught as the typo it is.
-KNOWN_TABLES = ("run", "model", "env", "environment", "rules", "rollout", "advantage", "anneal", "annealing",
-                "dapo", "loss", "optimiser", "optimizer", "bookkeeping")
+KNOWN_TABLES = (
+    "run",
+    "model",
+    "env",
+    "environment",
+    "rules",
+    "rollout",
+    "advantage",
+    "anneal",
+    "annealing",
+    "dapo",
+    "loss",
+    "optimiser",
+    "optimizer",
+    "bookkeeping",
+)
 
 #: TOML's names for the value types a config can hold (what "got" says).
 _TOML_TYPE = {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}
@@ -343,8 +376,10 @@ def type_error(key: str, value: Any, want: str) -> str | None:
         "int": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
         "float": ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
         "str": ("a string", lambda v: isinstance(v, str)),
-        "list": ("an array of strings, e.g. [\"q_proj\", \"v_proj\"]",
-                 lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)),
+        "list": (
+            'an array of strings, e.g. ["q_proj", "v_proj"]',
+            lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+        ),
         "dict": ("a table, e.g. { num_distractors = 2 }", lambda v: isinstance(v, dict)),
     }.get(base)
     if expected is None or expected[1](value):
@@ -383,13 +418,16 @@ def _flatten(data: dict[str, Any], where: str, seen: dict[str, str] | None = Non
             continue
         if key not in names:
             hint = difflib.get_close_matches(key, sorted(names), n=1)
-            raise ConfigError(f"{where}: unknown key '{key}'" + (f"; did you mean '{hint[0]}'?" if hint else ""),
-                              key=key)
+            raise ConfigError(
+                f"{where}: unknown key '{key}'" + (f"; did you mean '{hint[0]}'?" if hint else ""), key=key
+            )
         if key in seen:
-            first, second = (f"[{w.partition('[')[2].rstrip(']')}]" if "[" in w else "the top level"
-                             for w in (seen[key], where))
-            raise ConfigError(f"{where.partition('[')[0]}: '{key}' is set twice, in {first} and in {second}; keep one",
-                              key=key)
+            first, second = (
+                f"[{w.partition('[')[2].rstrip(']')}]" if "[" in w else "the top level" for w in (seen[key], where)
+            )
+            raise ConfigError(
+                f"{where.partition('[')[0]}: '{key}' is set twice, in {first} and in {second}; keep one", key=key
+            )
         seen[key] = where
         flat[key] = value
     return flat
@@ -415,14 +453,15 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         where = re.search(r"\s*\(at line (\d+), column (\d+)\)$", str(exc))
         if where is None:
             raise ConfigError(f"{path}: {exc}") from None
-        raise ConfigError(f"{path}:{where[1]}:{where[2]}: {str(exc)[:where.start()]}") from None
+        raise ConfigError(f"{path}:{where[1]}:{where[2]}: {str(exc)[: where.start()]}") from None
     except UnicodeDecodeError as exc:
         raise ConfigReadError(f"{path}: not UTF-8 text (byte {exc.start}): a config is a TOML file") from None
     except OSError as exc:
         raise ConfigReadError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
     if not data:
-        raise ConfigError(f"{path}: the config is empty: expected TOML settings such as method = \"rlvp\" "
-                          "(see examples/chain4.toml)")
+        raise ConfigError(
+            f'{path}: the config is empty: expected TOML settings such as method = "rlvp" (see examples/chain4.toml)'
+        )
 
     def at(key: str | None) -> str:
         line = _line_of(text, key) if key else None
@@ -437,8 +476,9 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
     for key in given:
         if key not in types:  # a caller's typo: said as the file's unknown keys are
             close = difflib.get_close_matches(key, list(types), n=1)
-            raise ConfigError(f"load_config: unknown setting {key!r}" + (f"; did you mean {close[0]!r}?" if close else ""),
-                              key=key)
+            raise ConfigError(
+                f"load_config: unknown setting {key!r}" + (f"; did you mean {close[0]!r}?" if close else ""), key=key
+            )
 
     def build(values: dict[str, Any], blame) -> TrainConfig:
         for key, value in values.items():

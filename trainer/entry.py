@@ -21,8 +21,10 @@ def run() -> None:
     try:
         from trainer.cli import main
     except ModuleNotFoundError as exc:
-        print(f"{PROG}: error: the trainer needs the train extra ({exc.name} is not installed): {INSTALL}",
-              file=sys.stderr)
+        print(
+            f"{PROG}: error: the trainer needs the train extra ({exc.name} is not installed): {INSTALL}",
+            file=sys.stderr,
+        )
         sys.exit(EXIT_USAGE)
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)

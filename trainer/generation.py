@@ -115,18 +115,18 @@ def _turn_setup(model, tok, trie: CallTrie, rows: int, input_len: int, cfg: GenC
     if cfg.think_max_tokens and think_ids is None:
         special = set(tok.all_special_ids)
         think_ids = [i for i in range(min(vocab, len(tok))) if i not in special]
-    constraint = CallConstraint(trie, rows, input_len, cfg.think_max_tokens, think_open, think_close,
-                                think_ids, vocab)
+    constraint = CallConstraint(trie, rows, input_len, cfg.think_max_tokens, think_open, think_close, think_ids, vocab)
     budget = cfg.max_new_tokens or (len(think_open) + cfg.think_max_tokens + len(think_close) + trie.max_len + 1)
     return constraint, budget
 
 
-def _turn_sample(ids: list[int], lp_mask: list[float], lp_raw: list[float], state: RowState,
-                 allowed: list, trie: CallTrie, tok) -> TurnSample:
+def _turn_sample(
+    ids: list[int], lp_mask: list[float], lp_raw: list[float], state: RowState, allowed: list, trie: CallTrie, tok
+) -> TurnSample:
     """One row's `TurnSample` from its generated ids (up to and including EOS) and its mask state."""
     n = len(ids)
     # The final EOS is sampled after the processor's last call: parse the call here.
-    index = trie.parse(ids[state.call_start:n - 1]) if ids and ids[-1] == trie.eos_id else None
+    index = trie.parse(ids[state.call_start : n - 1]) if ids and ids[-1] == trie.eos_id else None
     ended = state.in_call and index is not None
     # A turn cut off before its call began is a malformed call spanning the whole turn.
     call_start = state.call_start if state.in_call else 0
@@ -134,8 +134,17 @@ def _turn_sample(ids: list[int], lp_mask: list[float], lp_raw: list[float], stat
         call_end, call, text = n - 1, trie.calls[index], trie.texts[index]
     else:
         call_end, call, text = n, None, tok.decode(ids[call_start:n])
-    return TurnSample(ids=ids, logprobs=lp_mask, policy_logprobs=lp_raw, allowed=allowed[:n], call=call,
-                      call_text=text, call_start=call_start, call_end=call_end, ended_with_eos=ended)
+    return TurnSample(
+        ids=ids,
+        logprobs=lp_mask,
+        policy_logprobs=lp_raw,
+        allowed=allowed[:n],
+        call=call,
+        call_text=text,
+        call_start=call_start,
+        call_end=call_end,
+        ended_with_eos=ended,
+    )
 
 
 class HFGenerator:
@@ -163,20 +172,31 @@ class HFGenerator:
         input_ids = torch.full((len(contexts), width), pad, dtype=torch.long)
         attention = torch.zeros((len(contexts), width), dtype=torch.long)
         for row, ctx in enumerate(contexts):
-            input_ids[row, width - len(ctx):] = torch.tensor(list(ctx), dtype=torch.long)
-            attention[row, width - len(ctx):] = 1
+            input_ids[row, width - len(ctx) :] = torch.tensor(list(ctx), dtype=torch.long)
+            attention[row, width - len(ctx) :] = 1
         constraint, budget = _turn_setup(self.model, tok, trie, len(contexts), width, cfg)
         greedy = cfg.temperature == 0
         gen_cfg = GenerationConfig(
-            do_sample=not greedy, temperature=None if greedy else cfg.temperature,
-            top_k=None if greedy else 0, top_p=None if greedy else 1.0,
-            max_new_tokens=budget, pad_token_id=pad, eos_token_id=trie.eos_id, bos_token_id=None,
-            return_dict_in_generate=True, output_logits=True, output_scores=True,
+            do_sample=not greedy,
+            temperature=None if greedy else cfg.temperature,
+            top_k=None if greedy else 0,
+            top_p=None if greedy else 1.0,
+            max_new_tokens=budget,
+            pad_token_id=pad,
+            eos_token_id=trie.eos_id,
+            bos_token_id=None,
+            return_dict_in_generate=True,
+            output_logits=True,
+            output_scores=True,
         )
         dev = device_of(self.model)
         with torch.no_grad():
-            out = self.model.generate(input_ids=input_ids.to(dev), attention_mask=attention.to(dev),
-                                      generation_config=gen_cfg, logits_processor=LogitsProcessorList([constraint]))
+            out = self.model.generate(
+                input_ids=input_ids.to(dev),
+                attention_mask=attention.to(dev),
+                generation_config=gen_cfg,
+                logits_processor=LogitsProcessorList([constraint]),
+            )
         temp = 1.0 if greedy else cfg.temperature
         new = out.sequences[:, width:]
         raw = torch.stack(out.logits, dim=1).float()  # (B, steps, V)
@@ -188,8 +208,17 @@ class HFGenerator:
         for row, state in enumerate(constraint.states):
             ids = new[row].tolist()
             n = ids.index(trie.eos_id) + 1 if trie.eos_id in ids else len(ids)
-            samples.append(_turn_sample(ids[:n], lp_mask[row, :n].tolist(), lp_raw[row, :n].tolist(), state,
-                                        constraint.allowed[row], trie, tok))
+            samples.append(
+                _turn_sample(
+                    ids[:n],
+                    lp_mask[row, :n].tolist(),
+                    lp_raw[row, :n].tolist(),
+                    state,
+                    constraint.allowed[row],
+                    trie,
+                    tok,
+                )
+            )
         return samples
 
 
@@ -211,21 +240,22 @@ def _growing_cache():
                 cap = max(64, 2 * (n + new))
                 shape = (*key_states.shape[:-2], cap, key_states.shape[-1])
                 k = torch.empty(shape, dtype=key_states.dtype, device=key_states.device)
-                v = torch.empty(shape[:-1] + (value_states.shape[-1],), dtype=value_states.dtype,
-                                device=value_states.device)
+                v = torch.empty(
+                    shape[:-1] + (value_states.shape[-1],), dtype=value_states.dtype, device=value_states.device
+                )
                 if n:
                     k[..., :n, :], v[..., :n, :] = self._k[..., :n, :], self._v[..., :n, :]
                 self._k, self._v = k, v
-            self._k[..., n:n + new, :] = key_states
-            self._v[..., n:n + new, :] = value_states
+            self._k[..., n : n + new, :] = key_states
+            self._v[..., n : n + new, :] = value_states
             self._n = n + new
-            self.keys, self.values = self._k[..., :self._n, :], self._v[..., :self._n, :]
+            self.keys, self.values = self._k[..., : self._n, :], self._v[..., : self._n, :]
             return self.keys, self.values
 
         def batch_select_indices(self, indices) -> None:
             if self.get_seq_length() > 0:
                 self._k, self._v = self._k[indices], self._v[indices]
-                self.keys, self.values = self._k[..., :self._n, :], self._v[..., :self._n, :]
+                self.keys, self.values = self._k[..., : self._n, :], self._v[..., : self._n, :]
 
         def crop(self, tokens_to_remove: int) -> None:  # pragma: no cover - never called by the sampler
             raise NotImplementedError("the sampler's cache is never cropped")
@@ -309,16 +339,22 @@ class CachedSampler:
         new = torch.zeros((len(chunks), width), dtype=torch.long)
         for row, chunk in enumerate(chunks):
             if chunk:
-                ids[row, width - len(chunk):] = torch.tensor(list(chunk), dtype=torch.long)
-                new[row, width - len(chunk):] = 1
+                ids[row, width - len(chunk) :] = torch.tensor(list(chunk), dtype=torch.long)
+                new[row, width - len(chunk) :] = 1
         ids, new = ids.to(self.dev), new.to(self.dev)
         positions = (self.length[:, None] + new.cumsum(1) - 1).clamp(min=0)
         self.attn = torch.cat([self.attn, new], dim=1)
         self.length = self.length + new.sum(1)
         if self.cache is None:
             self.cache = _growing_cache()
-        out = self.model(input_ids=ids, attention_mask=self.attn, position_ids=positions, use_cache=True,
-                         logits_to_keep=1, **{self._cache_kw: self.cache})
+        out = self.model(
+            input_ids=ids,
+            attention_mask=self.attn,
+            position_ids=positions,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self._cache_kw: self.cache},
+        )
         cache = getattr(out, "cache", None)
         self.cache = cache if cache is not None else out.past_key_values
         return out.logits[:, -1].to(dtype=torch.float32, copy=True)
@@ -339,8 +375,13 @@ class CachedSampler:
         self.attn, self.length = self.attn[idx], self.length[idx]
         return logits[idx]
 
-    def sample_turn(self, new_tokens: Sequence[Sequence[int]], trie: CallTrie, cfg: GenConfig,
-                    groups: Sequence[tuple[Sequence[int], Any]]) -> list[TurnSample]:
+    def sample_turn(
+        self,
+        new_tokens: Sequence[Sequence[int]],
+        trie: CallTrie,
+        cfg: GenConfig,
+        groups: Sequence[tuple[Sequence[int], Any]],
+    ) -> list[TurnSample]:
         """Feed `new_tokens` (one list per kept row) and sample one turn for every row.
 
         Args:
@@ -417,8 +458,10 @@ class CachedSampler:
                 logits = None
         for i, r in enumerate(self.rows):
             self.unfed[r] = pending[i]
-        return [_turn_sample(tokens[i], lp_mask[i], lp_raw[i], constraint.states[i], constraint.allowed[i], trie, tok)
-                for i in range(n)]
+        return [
+            _turn_sample(tokens[i], lp_mask[i], lp_raw[i], constraint.states[i], constraint.allowed[i], trie, tok)
+            for i in range(n)
+        ]
 
 
 def as_generator(policy, tokenizer) -> Any:

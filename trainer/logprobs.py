@@ -46,9 +46,14 @@ CHUNK_ELEMENTS = 1 << 22
 PLAIN_HEAD_MODELS = frozenset({"llama", "qwen2", "qwen3", "mistral", "smollm3"})
 
 
-def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad_id: int = 0,
-                        with_entropy: bool = False, constrained: bool = True,
-                        temperature: float = 1.0) -> tuple[torch.Tensor, torch.Tensor | None]:
+def completion_logprobs(
+    model: torch.nn.Module,
+    rollouts: Sequence[Rollout],
+    pad_id: int = 0,
+    with_entropy: bool = False,
+    constrained: bool = True,
+    temperature: float = 1.0,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-prob of every action token under ``model``.
 
     Args:
@@ -69,14 +74,27 @@ def completion_logprobs(model: torch.nn.Module, rollouts: Sequence[Rollout], pad
     # nothing after the last predicting position is needed (the last tool message, padding)
     width = max(where.pos_l, default=0) + 1
     shared = len({len(r.prompt_ids) for r in rollouts}) == 1  # then maybe one prompt: computed once
-    feats, full, rows = _features(model, ids[:, :width].to(dev), attn[:, :width].to(dev), where.b, where.pos_l,
-                                  len(rollouts[0].prompt_ids) if shared else None)
+    feats, full, rows = _features(
+        model,
+        ids[:, :width].to(dev),
+        attn[:, :width].to(dev),
+        where.b,
+        where.pos_l,
+        len(rollouts[0].prompt_ids) if shared else None,
+    )
     logp = torch.zeros(B, T, dtype=torch.float32, device=dev)
     ent = torch.zeros(B, T, dtype=torch.float32, device=dev) if with_entropy else None
     if where.masked:
         k = torch.tensor(where.masked, dtype=torch.long, device=dev)
-        vals, e = _masked_logprobs(feats[k], rows, [where.allowed[i] for i in where.masked],
-                                   [where.target[i] for i in where.masked], temperature, with_entropy, dev)
+        vals, e = _masked_logprobs(
+            feats[k],
+            rows,
+            [where.allowed[i] for i in where.masked],
+            [where.target[i] for i in where.masked],
+            temperature,
+            with_entropy,
+            dev,
+        )
         logp = _put(logp, where, where.masked, vals, dev)
         if ent is not None:
             ent = _put(ent, where, where.masked, e, dev)
@@ -198,9 +216,13 @@ def _head_rows(head: torch.nn.Module, x: torch.Tensor, ids: torch.Tensor) -> tor
         return F.linear(x, head.weight[ids], None if head.bias is None else head.bias[ids])
     base = getattr(head, "base_layer", None)
     lora_a, lora_b = getattr(head, "lora_A", None), getattr(head, "lora_B", None)
-    plain = (type(base) is torch.nn.Linear and lora_a is not None and not getattr(head, "merged", False)
-             and not any(getattr(head, "use_dora", {}).values())
-             and all(getattr(lora_b[k], "bias", None) is None for k in lora_b))
+    plain = (
+        type(base) is torch.nn.Linear
+        and lora_a is not None
+        and not getattr(head, "merged", False)
+        and not any(getattr(head, "use_dora", {}).values())
+        and all(getattr(lora_b[k], "bias", None) is None for k in lora_b)
+    )
     if not plain:
         return head(x)[..., ids]
     out = F.linear(x, base.weight[ids], None if base.bias is None else base.bias[ids])
@@ -216,8 +238,15 @@ def _head_rows(head: torch.nn.Module, x: torch.Tensor, ids: torch.Tensor) -> tor
     return out.to(dtype)
 
 
-def _masked_logprobs(x: torch.Tensor, rows: Callable, allowed: list[tuple[int, ...]], target: list[int],
-                     temperature: float, with_entropy: bool, dev) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _masked_logprobs(
+    x: torch.Tensor,
+    rows: Callable,
+    allowed: list[tuple[int, ...]],
+    target: list[int],
+    temperature: float,
+    with_entropy: bool,
+    dev,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Log-probs renormalised over each token's allowed ids, from the head rows of their union."""
     union = sorted({i for ids in allowed for i in ids} | set(target))
     local = {tok: j for j, tok in enumerate(union)}
@@ -240,8 +269,9 @@ def _masked_logprobs(x: torch.Tensor, rows: Callable, allowed: list[tuple[int, .
     return logp, ent
 
 
-def _full_logprobs(x: torch.Tensor, head: Callable, target: torch.Tensor, temperature: float,
-                   with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _full_logprobs(
+    x: torch.Tensor, head: Callable, target: torch.Tensor, temperature: float, with_entropy: bool
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Full-vocabulary log-probs in chunks of rows; under autograd each chunk's logits are
     recomputed in the backward pass rather than kept."""
     from torch.utils.checkpoint import checkpoint
@@ -260,7 +290,7 @@ def _full_logprobs(x: torch.Tensor, head: Callable, target: torch.Tensor, temper
     grad = torch.is_grad_enabled() and x.requires_grad
     parts, ents = [], []
     for s in range(0, x.shape[0], step):
-        xc, tc = x[s:s + step], target[s:s + step]
+        xc, tc = x[s : s + step], target[s : s + step]
         parts.append(checkpoint(chunk_logp, xc, tc, use_reentrant=False) if grad else chunk_logp(xc, tc))
         if with_entropy:
             with torch.no_grad():

@@ -96,10 +96,16 @@ def _seed_of(*parts: int) -> int:
 # ----------------------------------------------------------------------------
 # the loop
 # ----------------------------------------------------------------------------
-def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = False,
-          progress: bool | str | None = None, log: Callable[[str], None] | None = None,
-          on_batch: Callable[[int, list, list, float], None] | None = None,
-          clock: GridClock | None = None) -> list[dict]:
+def train(
+    cfg: TrainConfig,
+    *,
+    backend: Backend | None = None,
+    resume: bool = False,
+    progress: bool | str | None = None,
+    log: Callable[[str], None] | None = None,
+    on_batch: Callable[[int, list, list, float], None] | None = None,
+    clock: GridClock | None = None,
+) -> list[dict]:
     """Train ``cfg.iterations`` iterations; returns the metric rows of this call (the whole run,
     resumed parts included, is in ``out_dir/metrics.jsonl``: `trainer.metrics.read_metrics`).
 
@@ -134,9 +140,16 @@ def train(cfg: TrainConfig, *, backend: Backend | None = None, resume: bool = Fa
         raise ckpt.Interrupted(path, int(saved["counters"]["iteration"]), cfg.out_dir) from None
 
 
-def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bool | str | None,
-           log: Callable[[str], None] | None, on_batch: Callable[[int, list, list, float], None] | None,
-           clock: GridClock | None, run: dict) -> list[dict]:
+def _train(
+    cfg: TrainConfig,
+    backend: Backend | None,
+    resume: bool,
+    progress: bool | str | None,
+    log: Callable[[str], None] | None,
+    on_batch: Callable[[int, list, list, float], None] | None,
+    clock: GridClock | None,
+    run: dict,
+) -> list[dict]:
     say = log or (lambda s: print(s, file=sys.stderr))
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
@@ -149,8 +162,12 @@ def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bo
         raise ValueError("the model has no trainable parameters (is the LoRA adapter attached?)")
     optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
     schedule = ProcessWeightSchedule(
-        cfg.process_weight, enabled=cfg.anneal and method.anneal, threshold=cfg.anneal_threshold,
-        patience=cfg.anneal_patience, start=cfg.anneal_start, decay_iterations=cfg.anneal_iterations,
+        cfg.process_weight,
+        enabled=cfg.anneal and method.anneal,
+        threshold=cfg.anneal_threshold,
+        patience=cfg.anneal_patience,
+        start=cfg.anneal_start,
+        decay_iterations=cfg.anneal_iterations,
     )
     start_it, episodes_generated = 0, 0
     if resume:
@@ -167,14 +184,25 @@ def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bo
         say(logger.note)
     if progress is None:
         progress = "bar" if sys.stderr.isatty() else "lines"
-    bar = Progress(cfg.iterations, start_it, f"{cfg.method} seed {cfg.seed}", bar=progress in (True, "bar"),
-                   say=say if progress else None, every=cfg.log_every, clock=clock)
+    bar = Progress(
+        cfg.iterations,
+        start_it,
+        f"{cfg.method} seed {cfg.seed}",
+        bar=progress in (True, "bar"),
+        say=say if progress else None,
+        every=cfg.log_every,
+        clock=clock,
+    )
     run["close"] = [bar.close, logger.close]
 
     def snapshot(done: int) -> dict:  # the state after `done` finished iterations: what Ctrl-C writes
-        return ckpt.capture(model=model, optimizer=optimizer, schedule_state=schedule.state_dict(),
-                            counters={"iteration": done, "episodes_generated": episodes_generated},
-                            config=cfg.to_dict())
+        return ckpt.capture(
+            model=model,
+            optimizer=optimizer,
+            schedule_state=schedule.state_dict(),
+            counters={"iteration": done, "episodes_generated": episodes_generated},
+            config=cfg.to_dict(),
+        )
 
     run["saved"], run["dirty"] = snapshot(start_it), False
     rows: list[dict] = []
@@ -227,23 +255,40 @@ def _train(cfg: TrainConfig, backend: Backend | None, resume: bool, progress: bo
         if batch:
             _, _, cmask = pad_batch(batch, be.pad_id)  # (B, T)
             adv = compute_advantages(
-                [[r.outcome for r in g] for g in groups], credits, [[r.call_spans for r in g] for g in groups], cmask,
-                credit_mode=method.credit_mode, process_weight=weight, scale_rewards=cfg.scale_rewards,
-                process_norm=cfg.process_norm, eps=cfg.adv_eps,
+                [[r.outcome for r in g] for g in groups],
+                credits,
+                [[r.call_spans for r in g] for g in groups],
+                cmask,
+                credit_mode=method.credit_mode,
+                process_weight=weight,
+                scale_rewards=cfg.scale_rewards,
+                process_norm=cfg.process_norm,
+                eps=cfg.adv_eps,
             )
             dead_iteration, frac_dead = adv.dead_iteration, adv.frac_dead_groups
             flagged += int(adv.overflowed.sum())  # process credit past float32: dropped per episode
             amplified = int(adv.amplified_groups.sum())
             if amplified and not warned_amplified:
                 warned_amplified = True
-                say(f"iteration {it}: {amplified} group(s) with equal outcomes got unit-size advantages from "
+                say(
+                    f"iteration {it}: {amplified} group(s) with equal outcomes got unit-size advantages from "
                     "process credit alone (scalar_fold z-scores its differences, however small; counted in "
-                    "process/amplified_groups); the rlvp method (token credit) keeps them at w x credit")
+                    "process/amplified_groups); the rlvp method (token credit) keeps them at w x credit"
+                )
             # the tokens coloured by the advantages and mask the update below receives (trainer/token_page.py)
             token_page.maybe_write(cfg, it, batch, credits, adv, cmask, weight, decode=be.decode, log=say)
             # --- update ---
-            stats = _update(cfg, be, model, optimizer, params, batch, adv.advantages, cmask,
-                            step=not (dead_iteration and cfg.beta == 0))
+            stats = _update(
+                cfg,
+                be,
+                model,
+                optimizer,
+                params,
+                batch,
+                adv.advantages,
+                cmask,
+                step=not (dead_iteration and cfg.beta == 0),
+            )
         if not method.dynamic_sampling:
             frac_dead = frac_dead if batch else 1.0
         elif sampled.dropped_groups:
@@ -304,13 +349,23 @@ def check_outcomes(batch: list[Rollout]) -> None:
         except (TypeError, ValueError):
             ok = False
         if not ok:
-            raise ValueError(f"outcome of episode {r.episode.id!r} (task {r.task_id!r}) must be a finite number "
-                             f"(got {r.outcome!r}); the environment's reward is the outcome")
+            raise ValueError(
+                f"outcome of episode {r.episode.id!r} (task {r.task_id!r}) must be a finite number "
+                f"(got {r.outcome!r}); the environment's reward is the outcome"
+            )
 
 
-def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-            params: list, batch: list[Rollout], advantages: torch.Tensor, cmask: torch.Tensor,
-            step: bool) -> dict[str, float]:
+def _update(
+    cfg: TrainConfig,
+    be: Backend,
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    params: list,
+    batch: list[Rollout],
+    advantages: torch.Tensor,
+    cmask: torch.Tensor,
+    step: bool,
+) -> dict[str, float]:
     """One batch update (``updates_per_batch`` passes of micro-batches); returns diagnostics (floats).
 
     Advantages and the mask move to the model's device; the loss is computed there.
@@ -331,14 +386,16 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
         for k, idx in enumerate(mbs):
             rs = [batch[i] for i in idx]
             if cfg.updates_per_batch > 1:
-                old[k], _ = completion_logprobs(model, rs, be.pad_id, constrained=cfg.constrained_logprobs,
-                                                temperature=cfg.temperature)
+                old[k], _ = completion_logprobs(
+                    model, rs, be.pad_id, constrained=cfg.constrained_logprobs, temperature=cfg.temperature
+                )
             if cfg.beta > 0:
                 if be.ref_context is None:
                     raise ValueError("beta > 0 needs a reference model (the backend has no ref_context)")
                 with be.ref_context():
-                    ref[k], _ = completion_logprobs(model, rs, be.pad_id, constrained=cfg.constrained_logprobs,
-                                                    temperature=cfg.temperature)
+                    ref[k], _ = completion_logprobs(
+                        model, rs, be.pad_id, constrained=cfg.constrained_logprobs, temperature=cfg.temperature
+                    )
     stats = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0, "grad_norm": 0.0}
     ent_sum = 0.0
     for epoch in range(cfg.updates_per_batch):
@@ -347,21 +404,35 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
             rs = [batch[i] for i in idx]
             grad_ctx = torch.enable_grad() if step else torch.no_grad()
             with grad_ctx:
-                logp, ent = completion_logprobs(model, rs, be.pad_id, with_entropy=epoch == 0,
-                                                constrained=cfg.constrained_logprobs,
-                                                temperature=cfg.temperature)  # (b, t)
+                logp, ent = completion_logprobs(
+                    model,
+                    rs,
+                    be.pad_id,
+                    with_entropy=epoch == 0,
+                    constrained=cfg.constrained_logprobs,
+                    temperature=cfg.temperature,
+                )  # (b, t)
                 t = logp.shape[1]
                 m, A = cmask[idx, :t], advantages[idx, :t]  # (b, t)
                 old_lp = old[k] if k in old else logp.detach()
                 out = policy_loss(
-                    logp, old_lp, A, m, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high, beta=cfg.beta,
-                    ref_logp=ref.get(k), kl_clip=cfg.kl_clip, loss_type=cfg.loss_type, max_len=L,
+                    logp,
+                    old_lp,
+                    A,
+                    m,
+                    epsilon=cfg.epsilon,
+                    epsilon_high=cfg.epsilon_high,
+                    beta=cfg.beta,
+                    ref_logp=ref.get(k),
+                    kl_clip=cfg.kl_clip,
+                    loss_type=cfg.loss_type,
+                    max_len=L,
                 )
                 if not torch.isfinite(out.loss):
                     raise ValueError(
                         f"the loss of micro-batch {k} (episodes {[r.episode.id for r in rs]}) is {float(out.loss.detach())} "
                         f"in update pass {epoch}: the advantages are finite, so the model's log-probs are not "
-                        f"(overflow in {cfg.dtype}? try a lower learning_rate or dtype = \"float32\")"
+                        f'(overflow in {cfg.dtype}? try a lower learning_rate or dtype = "float32")'
                     )
                 # micro-batch share of the batch-level normaliser
                 share = float(normaliser(m, cfg.loss_type, L)) / batch_norm
@@ -376,8 +447,10 @@ def _update(cfg: TrainConfig, be: Backend, model: torch.nn.Module, optimizer: to
             grads = [p.grad for p in params if p.grad is not None]
             norm = float(torch.nn.utils.get_total_norm(grads)) if grads else 0.0  # before clipping
             if not math.isfinite(norm):
-                raise ValueError(f"the gradient norm is {norm} in update pass {epoch} with a finite loss; "
-                                 f"this pass made no optimiser step (the last checkpoint is intact)")
+                raise ValueError(
+                    f"the gradient norm is {norm} in update pass {epoch} with a finite loss; "
+                    f"this pass made no optimiser step (the last checkpoint is intact)"
+                )
             if epoch == 0:
                 stats["grad_norm"] = norm
             if cfg.max_grad_norm > 0:

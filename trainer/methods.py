@@ -130,6 +130,7 @@ def dynamic_sampling(
     if len(kept) < n_groups:
         message = (
             f"dynamic sampling stopped at the cap of {max_rounds} rounds with {len(kept)}/{n_groups} "
-            f"groups of differing rewards; training on those" + (" (none: no gradient this iteration)" if not kept else "")
+            f"groups of differing rewards; training on those"
+            + (" (none: no gradient this iteration)" if not kept else "")
         )
     return SamplingResult(kept[:n_groups], rounds, generated, dropped, message)

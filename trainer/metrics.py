@@ -45,8 +45,9 @@ class MetricsLogger:
             killed run logged after its last checkpoint: the resumed run logs them again).
     """
 
-    def __init__(self, out_dir: str | os.PathLike, tensorboard: bool = False, append: bool = False,
-                 keep_below: int | None = None):
+    def __init__(
+        self, out_dir: str | os.PathLike, tensorboard: bool = False, append: bool = False, keep_below: int | None = None
+    ):
         self.dir = Path(out_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / FILENAME
@@ -123,15 +124,20 @@ def read_metrics(path: str | os.PathLike, *, notes: list[str] | None = None) -> 
         except json.JSONDecodeError as exc:
             if n == len(lines) and not line.endswith("\n"):  # cut off mid-write
                 if notes is not None:
-                    notes.append(f"warning: {path}:{n}: dropped the last line, cut off mid-write "
-                                 f"({len(line)} characters)")
+                    notes.append(
+                        f"warning: {path}:{n}: dropped the last line, cut off mid-write ({len(line)} characters)"
+                    )
                     break
-                raise MetricsFileError(f"{path}:{n}: the last line is cut off mid-write (the run was stopped "
-                                       f"while logging): delete that line, or continue the run with --resume, "
-                                       f"which drops it") from None
-            raise MetricsFileError(f"{path}:{n}: not a JSON line ({exc.msg}); is this a metrics.jsonl "
-                                   f"written by rlvp-train? Delete or repair that line, or give --overwrite "
-                                   f"to start the run over") from None
+                raise MetricsFileError(
+                    f"{path}:{n}: the last line is cut off mid-write (the run was stopped "
+                    f"while logging): delete that line, or continue the run with --resume, "
+                    f"which drops it"
+                ) from None
+            raise MetricsFileError(
+                f"{path}:{n}: not a JSON line ({exc.msg}); is this a metrics.jsonl "
+                f"written by rlvp-train? Delete or repair that line, or give --overwrite "
+                f"to start the run over"
+            ) from None
         if not isinstance(row, dict) or "iteration" not in row:
             raise MetricsFileError(f"{path}:{n}: not a metrics row (a JSON object with 'iteration')")
         rows.append(row)
@@ -142,7 +148,7 @@ def trailing_mean(values: Sequence[float], window: int) -> list[float]:
     """Mean of the last ``window`` values at each position (shorter at the start)."""
     out = []
     for i in range(len(values)):
-        chunk = values[max(0, i - window + 1): i + 1]
+        chunk = values[max(0, i - window + 1) : i + 1]
         out.append(sum(chunk) / len(chunk))
     return out
 
@@ -230,8 +236,18 @@ class Progress:
     elapsed 34 s, ETA 2 min 50 s`` (+ the grid's ETA under ``--compare``).
     """
 
-    def __init__(self, total: int, initial: int, name: str, *, bar: bool, say: Callable[[str], None] | None,
-                 every: int = 5, clock: GridClock | None = None, min_interval_s: float = 60.0):
+    def __init__(
+        self,
+        total: int,
+        initial: int,
+        name: str,
+        *,
+        bar: bool,
+        say: Callable[[str], None] | None,
+        every: int = 5,
+        clock: GridClock | None = None,
+        min_interval_s: float = 60.0,
+    ):
         self.total, self.initial, self.name = total, initial, name
         self.say, self.every, self.clock, self.min_interval_s = say, every, clock, min_interval_s
         self.t0 = self._last = time.perf_counter()
@@ -247,8 +263,11 @@ class Progress:
             self.clock.tick()
         it = int(row["iteration"]) + 1  # iterations finished
         if self.bar is not None:
-            post = {"succ": f"{row['rollout/success_rate']:.2f}", "dead": f"{row['rollout/frac_dead_groups']:.2f}",
-                    "w": f"{row['process/weight']:.2f}"}
+            post = {
+                "succ": f"{row['rollout/success_rate']:.2f}",
+                "dead": f"{row['rollout/frac_dead_groups']:.2f}",
+                "w": f"{row['process/weight']:.2f}",
+            }
             if self.clock is not None:
                 post["all"] = self.clock.eta().removeprefix("all runs: ")
             self.bar.set_postfix(post)
@@ -263,9 +282,11 @@ class Progress:
         self._last = now
         elapsed = now - self.t0
         left = (self.total - it) * elapsed / max(1, it - self.initial)
-        line = (f"{self.name}: iteration {it}/{self.total}, success {row['rollout/success_rate']:.2f}, "
-                f"loss {row['loss/policy']:.4f}, dead groups {row['rollout/frac_dead_groups']:.2f}, "
-                f"elapsed {_duration(elapsed)}, ETA {_duration(left)}")
+        line = (
+            f"{self.name}: iteration {it}/{self.total}, success {row['rollout/success_rate']:.2f}, "
+            f"loss {row['loss/policy']:.4f}, dead groups {row['rollout/frac_dead_groups']:.2f}, "
+            f"elapsed {_duration(elapsed)}, ETA {_duration(left)}"
+        )
         if self.clock is not None:
             line += f"; {self.clock.eta()}"
         self.say(line)

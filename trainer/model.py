@@ -234,8 +234,10 @@ def apply_lora(model, settings: LoraSettings | None = None):
     except (MemoryError, RuntimeError) as exc:  # torch's CPU allocator raises RuntimeError, CUDA OutOfMemoryError
         if not isinstance(exc, MemoryError) and "allocate" not in str(exc):
             raise
-        raise ValueError(f"'lora_rank' = {s.r}: the LoRA adapter does not fit in memory (each targeted matrix gets "
-                         f"r x (its two sizes) new weights); a rank up to the model's hidden size is enough") from None
+        raise ValueError(
+            f"'lora_rank' = {s.r}: the LoRA adapter does not fit in memory (each targeted matrix gets "
+            f"r x (its two sizes) new weights); a rank up to the model's hidden size is enough"
+        ) from None
 
 
 def build_policy(cfg, env_factory=None):
@@ -272,6 +274,7 @@ def build_policy(cfg, env_factory=None):
     model, tokenizer = load_policy(cfg.model, words, tiny)
     model = model.to(dtype=getattr(torch, getattr(cfg, "dtype", "float32")))
     targets = tuple(getattr(cfg, "lora_target_modules", None) or LoraSettings().target_modules)
-    settings = LoraSettings(r=int(cfg.lora_rank), alpha=float(cfg.lora_alpha), dropout=float(cfg.lora_dropout),
-                            target_modules=targets)
+    settings = LoraSettings(
+        r=int(cfg.lora_rank), alpha=float(cfg.lora_alpha), dropout=float(cfg.lora_dropout), target_modules=targets
+    )
     return apply_lora(model, settings).to(getattr(cfg, "device", "cpu")), tokenizer

@@ -31,8 +31,10 @@ def _check_plot_out(out: str, runs: tuple[str, ...]) -> None:
     ext = Path(out).suffix.lstrip(".").lower()
     if ext not in formats:
         got = f"'.{ext}'" if ext else "no extension"
-        raise click.BadParameter(f"must be an image file ending in one of {', '.join('.' + f for f in formats)} "
-                                 f"(got {got})", param_hint="'-o'")
+        raise click.BadParameter(
+            f"must be an image file ending in one of {', '.join('.' + f for f in formats)} (got {got})",
+            param_hint="'-o'",
+        )
     target = Path(out).resolve()
     inputs = {Path(r).resolve() for r in runs} | {(Path(r) / FILENAME).resolve() for r in runs}
     if target in inputs or target.name == FILENAME:
@@ -41,12 +43,27 @@ def _check_plot_out(out: str, runs: tuple[str, ...]) -> None:
 
 @click.command(cls=Command, context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("runs", nargs=-1, required=True, type=click.Path())
-@click.option("-o", "--out", "out", type=click.Path(dir_okay=False),
-              help="PNG to write (default: RUN_DIR/curves.png for one run, ./curves.png for several)")
-@click.option("--window", type=WholeNumber(1), default=3, show_default=True,
-              help="trailing window (iterations) of the success curve")
-@click.option("--threshold", type=click.FloatRange(0, 1), default=0.5, show_default=True,
-              help="success level drawn as a dashed line")
+@click.option(
+    "-o",
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False),
+    help="PNG to write (default: RUN_DIR/curves.png for one run, ./curves.png for several)",
+)
+@click.option(
+    "--window",
+    type=WholeNumber(1),
+    default=3,
+    show_default=True,
+    help="trailing window (iterations) of the success curve",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="success level drawn as a dashed line",
+)
 @click.option("--title", default="", help="figure title (default: the runs' labels)")
 def plot(runs, out, window, threshold, title):
     """Write the learning curves of RUNS (run folders, metrics.jsonl files or --compare folders;

@@ -62,8 +62,14 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> dict[str, list[list[dict]]]
     return out
 
 
-def plot_curves(runs: Mapping[str, Sequence[Sequence[dict]]], path: str | os.PathLike, *, window: int = 3,
-                title: str = "", threshold: float | None = 0.5) -> Path:
+def plot_curves(
+    runs: Mapping[str, Sequence[Sequence[dict]]],
+    path: str | os.PathLike,
+    *,
+    window: int = 3,
+    title: str = "",
+    threshold: float | None = 0.5,
+) -> Path:
     """Write the learning curves of ``runs`` (method -> list of per-seed metric rows) to ``path``."""
     import matplotlib
 
@@ -82,10 +88,22 @@ def plot_curves(runs: Mapping[str, Sequence[Sequence[dict]]], path: str | os.Pat
             its = [r["iteration"] for r in rows]
             label = method if j == 0 else None
             ax_s.plot(eps, succ, color=color, alpha=0.85, lw=1.4, label=label)
-            ax_d.plot(its, trailing_mean([r["rollout/frac_dead_groups"] for r in rows], window), color=color,
-                      alpha=0.85, lw=1.2, label=label)
-            ax_v.plot(its, trailing_mean([r["process/violations_per_episode"] for r in rows], window), color=color,
-                      alpha=0.85, lw=1.2, label=label)
+            ax_d.plot(
+                its,
+                trailing_mean([r["rollout/frac_dead_groups"] for r in rows], window),
+                color=color,
+                alpha=0.85,
+                lw=1.2,
+                label=label,
+            )
+            ax_v.plot(
+                its,
+                trailing_mean([r["process/violations_per_episode"] for r in rows], window),
+                color=color,
+                alpha=0.85,
+                lw=1.2,
+                label=label,
+            )
             if any(r["process/weight"] for r in rows):
                 ax_v.plot(its, [r["process/weight"] for r in rows], color=color, ls=":", lw=1.0)
     if threshold is not None:

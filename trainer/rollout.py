@@ -89,8 +89,9 @@ class _Episode:
         # the environment's signals before any call (stages_remaining = N) ride on the task's
         # user turn, so a progress rule credits the very first stage too
         initial = getattr(env, "initial_signals", None)
-        self.events: list[Event] = [Event(index=0, kind=USER, text=observation,
-                                          signals=initial() if initial is not None else {})]
+        self.events: list[Event] = [
+            Event(index=0, kind=USER, text=observation, signals=initial() if initial is not None else {})
+        ]
         self.done = False
 
     def append(self, ids, mask_value, allowed=None) -> None:
@@ -102,8 +103,9 @@ class _Episode:
 class _Group:
     """One task's G episodes being played, and what every turn of them needs."""
 
-    def __init__(self, tokenizer, env_factory: Callable[[], ToolEnv], task: Task, num_generations: int,
-                 cfg: GenConfig, seed: int) -> None:
+    def __init__(
+        self, tokenizer, env_factory: Callable[[], ToolEnv], task: Task, num_generations: int, cfg: GenConfig, seed: int
+    ) -> None:
         if num_generations < 1:
             raise ValueError(f"'num_generations' must be >= 1 (got {num_generations})")
         fmt = CallFormat(cfg.call_style)
@@ -129,18 +131,33 @@ class _Group:
         index = len(ep.events)
         if sample.call is None:
             observation = MALFORMED_TEXT
-            ep.events.append(Event(index=index, kind=CALL, tool=None, raw_arguments=sample.call_text,
-                                   status=MALFORMED, error_text=observation))
+            ep.events.append(
+                Event(
+                    index=index,
+                    kind=CALL,
+                    tool=None,
+                    raw_arguments=sample.call_text,
+                    status=MALFORMED,
+                    error_text=observation,
+                )
+            )
             finished = False
         else:
             result = ep.env.step(sample.call)
             observation = result.text
-            ep.events.append(Event(
-                index=index, kind=CALL, tool=sample.call.tool, arguments=dict(sample.call.arguments),
-                status=OK if result.ok else ERROR,
-                error_text="" if result.ok else result.text, result=result.text if result.ok else "",
-                tags=self.tags.get(sample.call.tool, frozenset()), signals=dict(result.signals),
-            ))
+            ep.events.append(
+                Event(
+                    index=index,
+                    kind=CALL,
+                    tool=sample.call.tool,
+                    arguments=dict(sample.call.arguments),
+                    status=OK if result.ok else ERROR,
+                    error_text="" if result.ok else result.text,
+                    result=result.text if result.ok else "",
+                    tags=self.tags.get(sample.call.tool, frozenset()),
+                    signals=dict(result.signals),
+                )
+            )
             finished = result.done
         ep.done = finished or turn + 1 >= self.max_turns
         after = self.chat.after_turn_ids(self.tokenizer, observation, sample.ended_with_eos, next_turn=not ep.done)
@@ -152,24 +169,43 @@ class _Group:
         task = self.task
         for g, ep in enumerate(self.episodes):
             outcome = float(ep.env.outcome())
-            episode = Episode(id=f"{task.task_id}#{g}", events=ep.events, outcome=outcome, source=ep.env.name,
-                              meta={"task_id": task.task_id, "seed": self.seed, "generation": g})
-            out.append(Rollout(
-                task_id=task.task_id, prompt_ids=list(self.prompt_ids), completion_ids=ep.ids,
-                completion_mask=ep.mask, call_spans=ep.spans, episode=episode, outcome=outcome,
-                allowed_ids=ep.allowed,
-                info={
-                    "call_texts": ep.call_texts,
-                    "call_event_indices": [e.index for e in episode.calls],
-                    "num_turns": len(ep.spans),
-                    "env": ep.env.name,
-                },
-            ))
+            episode = Episode(
+                id=f"{task.task_id}#{g}",
+                events=ep.events,
+                outcome=outcome,
+                source=ep.env.name,
+                meta={"task_id": task.task_id, "seed": self.seed, "generation": g},
+            )
+            out.append(
+                Rollout(
+                    task_id=task.task_id,
+                    prompt_ids=list(self.prompt_ids),
+                    completion_ids=ep.ids,
+                    completion_mask=ep.mask,
+                    call_spans=ep.spans,
+                    episode=episode,
+                    outcome=outcome,
+                    allowed_ids=ep.allowed,
+                    info={
+                        "call_texts": ep.call_texts,
+                        "call_event_indices": [e.index for e in episode.calls],
+                        "num_turns": len(ep.spans),
+                        "env": ep.env.name,
+                    },
+                )
+            )
         return out
 
 
-def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: Task, num_generations: int,
-                  gen_cfg: GenConfig | None = None, seed: int = 0) -> list[Rollout]:
+def collect_group(
+    policy,
+    tokenizer,
+    env_factory: Callable[[], ToolEnv],
+    task: Task,
+    num_generations: int,
+    gen_cfg: GenConfig | None = None,
+    seed: int = 0,
+) -> list[Rollout]:
     """Play `num_generations` episodes of `task`; returns one `Rollout` per episode.
 
     Args:
@@ -187,9 +223,15 @@ def collect_group(policy, tokenizer, env_factory: Callable[[], ToolEnv], task: T
     return collect_groups(policy, tokenizer, env_factory, [task], num_generations, gen_cfg, [seed])[0]
 
 
-def collect_groups(policy, tokenizer, env_factory: Callable[[], ToolEnv], tasks: Sequence[Task],
-                   num_generations: int, gen_cfg: GenConfig | None = None,
-                   seeds: Sequence[int] | None = None) -> list[list[Rollout]]:
+def collect_groups(
+    policy,
+    tokenizer,
+    env_factory: Callable[[], ToolEnv],
+    tasks: Sequence[Task],
+    num_generations: int,
+    gen_cfg: GenConfig | None = None,
+    seeds: Sequence[int] | None = None,
+) -> list[list[Rollout]]:
     """One group of `num_generations` episodes per task, ``groups[j]`` seeded by ``seeds[j]``.
 
     A HF model plays all groups together: one `CachedSampler` batch of every episode,
@@ -247,8 +289,12 @@ def _play_cached(model, tokenizer, groups: list[_Group], cfg: GenConfig) -> None
         by_group: dict[int, list[int]] = {}
         for pos, i in enumerate(active):
             by_group.setdefault(id(rows[i][0]), []).append(pos)
-        samples = sampler.sample_turn([new[i] for i in active], groups[0].trie, cfg,
-                                      [(positions, gens[key]) for key, positions in by_group.items()])
+        samples = sampler.sample_turn(
+            [new[i] for i in active],
+            groups[0].trie,
+            cfg,
+            [(positions, gens[key]) for key, positions in by_group.items()],
+        )
         for i, sample in zip(active, samples, strict=True):
             group, ep = rows[i]
             new[i] = group.play(ep, sample, turn)

@@ -20,8 +20,10 @@ RUN_FILES = ("metrics.jsonl", "metrics.jsonl.tmp", FILENAME, FILENAME + ".tmp", 
 #: Files ``--compare`` and ``--paired`` write beside their runs.
 GRID_FILES = ("summary.json", "summary.md", "curves.png", "paired.json")
 #: Sub-folders of a run and the files the trainer writes there: TensorBoard events, token pages.
-RUN_SUBFOLDERS = {"tb": re.compile(r"events\.out\.tfevents\..*"),
-                  "token_pages": re.compile(r"iter_\d+\.html|index\.html")}
+RUN_SUBFOLDERS = {
+    "tb": re.compile(r"events\.out\.tfevents\..*"),
+    "token_pages": re.compile(r"iter_\d+\.html|index\.html"),
+}
 _MARKERS = ("metrics.jsonl", FILENAME, "summary.json", "summary.md", "paired.json")
 
 

@@ -59,13 +59,22 @@ def _credit_items(credits, event_index: int) -> list[dict]:
     out = []
     for c in credits:
         if c.event_index == event_index:
-            out.append({"rule": c.rule, "value": c.value, "reason": c.reason, "location": c.location,
-                        "trigger": c.trigger})
+            out.append(
+                {"rule": c.rule, "value": c.value, "reason": c.reason, "location": c.location, "trigger": c.trigger}
+            )
     return out
 
 
-def rollout_view(row: int, rollout: Rollout, cc: CallCredits, advantages: Sequence[float], mask: Sequence[float],
-                 outcome_adv: float, process_total: float, decode: Callable[[Sequence[int]], list[str]] | None) -> dict:
+def rollout_view(
+    row: int,
+    rollout: Rollout,
+    cc: CallCredits,
+    advantages: Sequence[float],
+    mask: Sequence[float],
+    outcome_adv: float,
+    process_total: float,
+    decode: Callable[[Sequence[int]], list[str]] | None,
+) -> dict:
     """One rollout as the page shows it.
 
     Args:
@@ -95,8 +104,11 @@ def rollout_view(row: int, rollout: Rollout, cc: CallCredits, advantages: Sequen
             call_of[t] = k
     segments: list[dict] = []
     for t in range(n):
-        if not segments or segments[-1]["call"] != call_of[t] or (call_of[t] is None and
-                                                                  segments[-1]["masked"] != tokens[t]["masked"]):
+        if (
+            not segments
+            or segments[-1]["call"] != call_of[t]
+            or (call_of[t] is None and segments[-1]["masked"] != tokens[t]["masked"])
+        ):
             segments.append({"call": call_of[t], "masked": tokens[t]["masked"], "tokens": []})
         segments[-1]["tokens"].append(tokens[t])
     calls = []
@@ -104,17 +116,40 @@ def rollout_view(row: int, rollout: Rollout, cc: CallCredits, advantages: Sequen
         start, end = rollout.call_spans[k]
         items = _credit_items(cc.credits, event.index)
         if not items and cc.values[k]:  # a plain fn(episode) -> list[float] source names no rule
-            items = [{"rule": "(credit source)", "value": cc.values[k], "reason": "the value the source gave this call",
-                      "location": "", "trigger": "fire"}]
+            items = [
+                {
+                    "rule": "(credit source)",
+                    "value": cc.values[k],
+                    "reason": "the value the source gave this call",
+                    "location": "",
+                    "trigger": "fire",
+                }
+            ]
         on_tokens = [tokens[t]["p"] for t in range(start, end) if not tokens[t]["masked"]]
-        calls.append({"k": k, "event": event.index, "tool": event.tool, "status": event.status,
-                      "span": [start, end], "value": cc.values[k], "credits": items,
-                      "token_process": on_tokens[0] if on_tokens else 0.0})
+        calls.append(
+            {
+                "k": k,
+                "event": event.index,
+                "tool": event.tool,
+                "status": event.status,
+                "span": [start, end],
+                "value": cc.values[k],
+                "credits": items,
+                "token_process": on_tokens[0] if on_tokens else 0.0,
+            }
+        )
     unattached = [item for e in rollout.episode.events if not e.is_call for item in _credit_items(cc.credits, e.index)]
     return {
-        "row": row, "id": rollout.episode.id, "task": rollout.task_id, "outcome": rollout.outcome,
-        "outcome_adv": outcome_adv, "process_total": process_total, "segments": segments, "calls": calls,
-        "unattached": unattached, "prompt_len": len(rollout.prompt_ids),
+        "row": row,
+        "id": rollout.episode.id,
+        "task": rollout.task_id,
+        "outcome": rollout.outcome,
+        "outcome_adv": outcome_adv,
+        "process_total": process_total,
+        "segments": segments,
+        "calls": calls,
+        "unattached": unattached,
+        "prompt_len": len(rollout.prompt_ids),
     }
 
 
@@ -132,18 +167,32 @@ def compare_links(out_dir: Path, page_dir: Path) -> list[dict]:
         for name in COMPARE_OUTPUTS:
             target = folder / name
             if target.exists() or folder == root:
-                links.append({"href": os.path.relpath(target, page_dir), "name": name,
-                              "present": target.exists(), "image": name.endswith(".png")})
+                links.append(
+                    {
+                        "href": os.path.relpath(target, page_dir),
+                        "name": name,
+                        "present": target.exists(),
+                        "image": name.endswith(".png"),
+                    }
+                )
     metrics = out_dir / "metrics.jsonl"
-    links.append({"href": os.path.relpath(metrics, page_dir), "name": "metrics.jsonl", "present": True,
-                  "image": False})
+    links.append({"href": os.path.relpath(metrics, page_dir), "name": "metrics.jsonl", "present": True, "image": False})
     return links
 
 
 def page_view(iteration: int, method: str, weight: float, rows: list[dict]) -> dict:
     """The page: its rollouts and the colour scale (the largest |advantage| over their action tokens)."""
-    scale = max([abs(tok[key]) for r in rows for s in r["segments"] for tok in s["tokens"] if not tok["masked"]
-                 for key in ("a", "o", "p")] + [1e-9])
+    scale = max(
+        [
+            abs(tok[key])
+            for r in rows
+            for s in r["segments"]
+            for tok in s["tokens"]
+            if not tok["masked"]
+            for key in ("a", "o", "p")
+        ]
+        + [1e-9]
+    )
     return {"iteration": iteration, "method": method, "weight": weight, "rollouts": rows, "scale": scale}
 
 
@@ -157,13 +206,29 @@ def colour(value: float, scale: float) -> str:
 
 def render_page(view: dict, links: list[dict]) -> str:
     """The page of `page_view` as HTML text (one self-contained file)."""
-    return environment(str(TEMPLATES)).get_template("token_page.html.j2").render(
-        page=view, links=links, colour=colour, data_json=script_safe_json({"scale": view["scale"]}))
+    return (
+        environment(str(TEMPLATES))
+        .get_template("token_page.html.j2")
+        .render(page=view, links=links, colour=colour, data_json=script_safe_json({"scale": view["scale"]}))
+    )
 
 
-def write(out_dir: str | os.PathLike, iteration: int, method: str, batch: Sequence[Rollout],
-          credits: Sequence[CallCredits], advantages, outcome, process, mask, weight: float, *, count: int = 4,
-          seed: int = 0, decode: Callable[[Sequence[int]], list[str]] | None = None) -> Path:
+def write(
+    out_dir: str | os.PathLike,
+    iteration: int,
+    method: str,
+    batch: Sequence[Rollout],
+    credits: Sequence[CallCredits],
+    advantages,
+    outcome,
+    process,
+    mask,
+    weight: float,
+    *,
+    count: int = 4,
+    seed: int = 0,
+    decode: Callable[[Sequence[int]], list[str]] | None = None,
+) -> Path:
     """Write the page of one iteration and refresh the index; returns the page's path.
 
     Args:
@@ -185,14 +250,26 @@ def write(out_dir: str | os.PathLike, iteration: int, method: str, batch: Sequen
     path = folder / f"iter_{iteration:04d}.html"
     path.write_text(render_page(page_view(iteration, method, weight, rows), links), encoding="utf-8")
     pages = sorted(p.name for p in folder.glob("iter_*.html"))
-    index = environment(str(TEMPLATES)).get_template("token_index.html.j2").render(
-        pages=pages, links=links, method=method, out_dir=str(out_dir))
+    index = (
+        environment(str(TEMPLATES))
+        .get_template("token_index.html.j2")
+        .render(pages=pages, links=links, method=method, out_dir=str(out_dir))
+    )
     (folder / "index.html").write_text(index, encoding="utf-8")
     return path
 
 
-def maybe_write(cfg, iteration: int, batch: Sequence[Rollout], credits: Sequence[Sequence[CallCredits]], adv,
-                mask, weight: float, decode=None, log: Callable[[str], None] | None = None) -> Path | None:
+def maybe_write(
+    cfg,
+    iteration: int,
+    batch: Sequence[Rollout],
+    credits: Sequence[Sequence[CallCredits]],
+    adv,
+    mask,
+    weight: float,
+    decode=None,
+    log: Callable[[str], None] | None = None,
+) -> Path | None:
     """`write` when iteration ``iteration`` is `due` under ``cfg.token_page_every``; a page that
     cannot be written is said through `log` and never stops the run.
 
@@ -205,10 +282,25 @@ def maybe_write(cfg, iteration: int, batch: Sequence[Rollout], credits: Sequence
         return None
     flat = [c for group in credits for c in group]
     try:
-        return write(cfg.out_dir, iteration, cfg.method, batch, flat, adv.advantages, adv.outcome, adv.process, mask,
-                     weight, count=cfg.token_page_rollouts, seed=cfg.seed, decode=decode)
+        return write(
+            cfg.out_dir,
+            iteration,
+            cfg.method,
+            batch,
+            flat,
+            adv.advantages,
+            adv.outcome,
+            adv.process,
+            mask,
+            weight,
+            count=cfg.token_page_rollouts,
+            seed=cfg.seed,
+            decode=decode,
+        )
     except OSError as exc:
         if log is not None:
-            log(f"iteration {iteration}: the token page was not written ({exc.strerror or exc}: "
-                f"{exc.filename or cfg.out_dir})")
+            log(
+                f"iteration {iteration}: the token page was not written ({exc.strerror or exc}: "
+                f"{exc.filename or cfg.out_dir})"
+            )
         return None

@@ -115,7 +115,7 @@ class ChatFormat:
         a_text, t_text = "\x01ASSISTANT\x01", "\x01TOOL\x01"
         head = [{"role": "user", "content": "\x01USER\x01"}, {"role": "assistant", "content": a_text}]
         r1 = _render(tokenizer, head, False)
-        assistant_close = r1[r1.index(a_text) + len(a_text):]
+        assistant_close = r1[r1.index(a_text) + len(a_text) :]
         tool_role, r2 = "tool", None
         for role in ("tool", "user"):
             try:
@@ -129,8 +129,8 @@ class ChatFormat:
                 "chat template: rendering [user, assistant, tool] does not start with the rendering of "
                 "[user, assistant]; cannot cut it into per-turn pieces"
             )
-        tool_open = r2[len(r1): r2.index(t_text)]
-        tool_close = r2[r2.index(t_text) + len(t_text):]
+        tool_open = r2[len(r1) : r2.index(t_text)]
+        tool_close = r2[r2.index(t_text) + len(t_text) :]
         r3 = _render(tokenizer, head + [{"role": tool_role, "content": t_text}], True)
         if not r3.startswith(r2):
             raise ValueError("chat template: the generation prompt does not extend the rendered conversation")
@@ -138,7 +138,7 @@ class ChatFormat:
             assistant_close=assistant_close,
             tool_open=tool_open,
             tool_close=tool_close,
-            generation_prompt=r3[len(r2):],
+            generation_prompt=r3[len(r2) :],
             eos_id=int(tokenizer.eos_token_id),
             eos_text=str(tokenizer.eos_token),
             tool_role=tool_role,
@@ -156,7 +156,7 @@ class ChatFormat:
         """
         close = self.assistant_close
         if ended_with_eos and self.eos_text in close:
-            close = close[close.index(self.eos_text) + len(self.eos_text):]
+            close = close[close.index(self.eos_text) + len(self.eos_text) :]
         text = close + self.tool_open + observation + self.tool_close
         return text + self.generation_prompt if next_turn else text
 

@@ -92,8 +92,10 @@ class MarkedCallGenerator:
         for marker in markers:
             ids = encode(tokenizer, marker)
             if not ids or (unk is not None and unk in ids) or tokenizer.decode(ids) != marker:
-                raise ValueError(f"call marker {marker!r} is not a token sequence of this tokenizer (ids {ids}); "
-                                 "add it to the vocabulary (`tiny_policy` does)")
+                raise ValueError(
+                    f"call marker {marker!r} is not a token sequence of this tokenizer (ids {ids}); "
+                    "add it to the vocabulary (`tiny_policy` does)"
+                )
         self._tries: dict[int, tuple[CallTrie, CallTrie]] = {}
         self._logprobs: dict[tuple[int, ...], list[float]] = {}
 
@@ -152,11 +154,21 @@ def episode_messages(episode: Episode) -> list[dict[str, Any]]:
             messages.append({"role": "assistant", "content": event.raw_arguments or ""})
             messages.append({"role": "tool", "content": event.error_text or MALFORMED_TEXT, "error": True})
             continue
-        messages.append({"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": event.tool, "arguments": dict(event.arguments)}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"type": "function", "function": {"name": event.tool, "arguments": dict(event.arguments)}}
+                ],
+            }
+        )
         ok = event.status == OK
-        tool_message: dict[str, Any] = {"role": "tool", "name": event.tool,
-                                        "content": event.result if ok else event.error_text}
+        tool_message: dict[str, Any] = {
+            "role": "tool",
+            "name": event.tool,
+            "content": event.result if ok else event.error_text,
+        }
         if not ok:
             tool_message["error"] = True
         if event.signals:
@@ -200,8 +212,15 @@ class EnvRollout:
         span_mismatches: rows whose marker spans differ from the rollout's call spans.
     """
 
-    def __init__(self, env_factory: Callable[[], ToolEnv], tasks: Sequence[Task], gen_cfg: GenConfig | None = None,
-                 *, seed: int = 0, markers: tuple[str, str] = CALL_MARKERS):
+    def __init__(
+        self,
+        env_factory: Callable[[], ToolEnv],
+        tasks: Sequence[Task],
+        gen_cfg: GenConfig | None = None,
+        *,
+        seed: int = 0,
+        markers: tuple[str, str] = CALL_MARKERS,
+    ):
         self.env_factory = env_factory
         self.gen_cfg = gen_cfg or GenConfig()
         self.seed = seed
@@ -226,8 +245,9 @@ class EnvRollout:
         message (`task_message`), so the stock `RlvpReward` reads the initial signals too."""
         from datasets import Dataset
 
-        return Dataset.from_dict({"prompt": [[task_message(text, self.initial_signals[text])]
-                                             for text in self.prompts]})
+        return Dataset.from_dict(
+            {"prompt": [[task_message(text, self.initial_signals[text])] for text in self.prompts]}
+        )
 
     def _task(self, prompt: Any) -> Task:
         if isinstance(prompt, list):  # a conversation: the task is its (last) user message
@@ -236,8 +256,9 @@ class EnvRollout:
         try:
             return self.prompts[prompt]
         except (KeyError, TypeError):
-            raise ValueError(f"EnvRollout: prompt {str(prompt)[:60]!r} names none of its tasks; train on "
-                             "EnvRollout.dataset()") from None
+            raise ValueError(
+                f"EnvRollout: prompt {str(prompt)[:60]!r} names none of its tasks; train on EnvRollout.dataset()"
+            ) from None
 
     def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list]:
         import torch
@@ -256,20 +277,24 @@ class EnvRollout:
             self._marker_ids = tuple(encode(tokenizer, m) for m in self.markers)
         gen = self._generator
         step = int(trainer.state.global_step)
-        out: dict[str, list] = {k: [] for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask",
-                                                 "rlvp_messages", "outcome", "task_id")}
+        out: dict[str, list] = {
+            k: []
+            for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "rlvp_messages", "outcome", "task_id")
+        }
         was_training = model.training
         model.eval()
         try:
             for g in range(len(prompts) // G):
-                group = prompts[g * G:(g + 1) * G]
+                group = prompts[g * G : (g + 1) * G]
                 task = self._task(group[0])
                 if any(p != group[0] for p in group):
-                    raise ValueError("EnvRollout: a group's prompts differ; TRL repeats each prompt "
-                                     "num_generations times in a row")
+                    raise ValueError(
+                        "EnvRollout: a group's prompts differ; TRL repeats each prompt num_generations times in a row"
+                    )
                 with torch.no_grad():
-                    rollouts = collect_group(gen, tokenizer, self.env_factory, task, G, self.gen_cfg,
-                                             seed=_seed_of(self.seed, step, g))
+                    rollouts = collect_group(
+                        gen, tokenizer, self.env_factory, task, G, self.gen_cfg, seed=_seed_of(self.seed, step, g)
+                    )
                 for r in rollouts:
                     found = find_call_spans(r.completion_ids, *self._marker_ids, r.completion_mask)
                     self.span_mismatches += int(found != [tuple(s) for s in r.call_spans])
@@ -285,13 +310,15 @@ class EnvRollout:
             gen.clear()
             model.train(was_training)
         self.episodes_generated += len(out["outcome"])
-        self.history.append({
-            "step": step,
-            "rollout/success_rate": sum(out["outcome"]) / max(1, len(out["outcome"])),
-            "rollout/episodes_generated": self.episodes_generated,
-            "perf/rollout_s": time.perf_counter() - t0,
-            "span_mismatches": self.span_mismatches,
-        })
+        self.history.append(
+            {
+                "step": step,
+                "rollout/success_rate": sum(out["outcome"]) / max(1, len(out["outcome"])),
+                "rollout/episodes_generated": self.episodes_generated,
+                "perf/rollout_s": time.perf_counter() - t0,
+                "span_mismatches": self.span_mismatches,
+            }
+        )
         return out
 
     def allowed_mask(self, completion_ids, completion_attention, vocab_size: int):
@@ -303,7 +330,7 @@ class EnvRollout:
         allow = torch.ones(B, T, vocab_size, dtype=torch.bool)
         lengths = completion_attention.sum(dim=1).tolist()
         for i, (row, n) in enumerate(zip(completion_ids.tolist(), lengths)):
-            for t, ids in enumerate(self.allowed.get(tuple(row[:int(n)]), [])):
+            for t, ids in enumerate(self.allowed.get(tuple(row[: int(n)]), [])):
                 if ids is not None:
                     allow[i, t] = False
                     allow[i, t, list(ids)] = True
@@ -315,14 +342,23 @@ class ConstrainedLogprobsMixin:
     token was sampled (the compact trainer's ``constrained_logprobs``): the ratio, the
     gradient and the entropy are those of the policy that sampled."""
 
-    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
-                                           compute_entropy=False, compute_aux_loss=False, **kwargs):
+    def _get_per_token_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        **kwargs,
+    ):
         import torch
 
         if not hasattr(self.rollout_func, "allowed_mask"):
             raise TypeError("ConstrainedLogprobsMixin needs an EnvRollout as rollout_func (it knows the call mask)")
         T = logits_to_keep
-        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, -T - 1:-1].float()  # (B, T, V)
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, -T - 1 : -1].float()  # (B, T, V)
         logits = logits / self.temperature
         allow = self.rollout_func.allowed_mask(input_ids[:, -T:], attention_mask[:, -T:], logits.shape[-1])
         logsm = torch.log_softmax(logits.masked_fill(~allow, float("-inf")), dim=-1)  # (B, T, V)

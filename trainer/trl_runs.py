@@ -69,8 +69,15 @@ def tiny_policy(cfg: Any, env_factory: Callable[[], ToolEnv], markers: tuple[str
     model = build_tiny_model(tokenizer, TinyModelConfig(**args))
     targets = [m for m in (cfg.lora_target_modules or LoraSettings().target_modules) if m != "lm_head"]
     torch.manual_seed(cfg.seed)  # LoRA init, as trainer.backend does
-    config = LoraConfig(r=int(cfg.lora_rank), lora_alpha=float(cfg.lora_alpha), lora_dropout=float(cfg.lora_dropout),
-                        target_modules=targets, modules_to_save=["norm"], bias="none", task_type="CAUSAL_LM")
+    config = LoraConfig(
+        r=int(cfg.lora_rank),
+        lora_alpha=float(cfg.lora_alpha),
+        lora_dropout=float(cfg.lora_dropout),
+        target_modules=targets,
+        modules_to_save=["norm"],
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
     return get_peft_model(model, config), tokenizer
 
 
@@ -87,14 +94,32 @@ def grpo_config(cfg: Any, *, steps: int, out_dir: str, **overrides: Any):
     if cfg.loss_type not in TRL_LOSS_TYPES:
         raise ValueError(f"'loss_type' {cfg.loss_type!r} has no TRL counterpart; use one of {sorted(TRL_LOSS_TYPES)}")
     args = dict(
-        output_dir=out_dir, use_cpu=True, bf16=False, report_to=[], logging_steps=1, save_strategy="no",
-        disable_tqdm=True, gradient_checkpointing=False, seed=int(cfg.seed), max_steps=int(steps),
+        output_dir=out_dir,
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        logging_steps=1,
+        save_strategy="no",
+        disable_tqdm=True,
+        gradient_checkpointing=False,
+        seed=int(cfg.seed),
+        max_steps=int(steps),
         per_device_train_batch_size=cfg.tasks_per_iteration * cfg.num_generations,
-        num_generations=cfg.num_generations, gradient_accumulation_steps=1, num_iterations=cfg.updates_per_batch,
-        learning_rate=cfg.learning_rate, lr_scheduler_type="constant", warmup_steps=0,
-        weight_decay=cfg.weight_decay, max_grad_norm=cfg.max_grad_norm, loss_type=TRL_LOSS_TYPES[cfg.loss_type],
-        scale_rewards=cfg.scale_rewards, epsilon=cfg.epsilon, beta=cfg.beta, temperature=cfg.temperature,
-        max_completion_length=1024, dataloader_num_workers=0,
+        num_generations=cfg.num_generations,
+        gradient_accumulation_steps=1,
+        num_iterations=cfg.updates_per_batch,
+        learning_rate=cfg.learning_rate,
+        lr_scheduler_type="constant",
+        warmup_steps=0,
+        weight_decay=cfg.weight_decay,
+        max_grad_norm=cfg.max_grad_norm,
+        loss_type=TRL_LOSS_TYPES[cfg.loss_type],
+        scale_rewards=cfg.scale_rewards,
+        epsilon=cfg.epsilon,
+        beta=cfg.beta,
+        temperature=cfg.temperature,
+        max_completion_length=1024,
+        dataloader_num_workers=0,
     )
     if cfg.epsilon_high is not None:
         args["epsilon_high"] = cfg.epsilon_high
@@ -106,9 +131,14 @@ def process_schedule(cfg: Any):
     """The process-weight schedule of the compact trainer's method ``rlvp`` for `cfg`."""
     from trainer.annealing import ProcessWeightSchedule
 
-    return ProcessWeightSchedule(cfg.process_weight, enabled=cfg.anneal, threshold=cfg.anneal_threshold,
-                                 patience=cfg.anneal_patience, start=cfg.anneal_start,
-                                 decay_iterations=cfg.anneal_iterations)
+    return ProcessWeightSchedule(
+        cfg.process_weight,
+        enabled=cfg.anneal,
+        threshold=cfg.anneal_threshold,
+        patience=cfg.anneal_patience,
+        start=cfg.anneal_start,
+        decay_iterations=cfg.anneal_iterations,
+    )
 
 
 @attrs.define
@@ -141,12 +171,20 @@ class TrlRun:
         rows = []
         for k, h in enumerate(self.rollout.history):
             log = logs.get(h["step"] + 1, {})
-            dead = (1.0 - log["rlvp/live_groups"]) if "rlvp/live_groups" in log else log.get("frac_reward_zero_std", 1.0)
-            rows.append({**h, "iteration": h["step"], "rollout/frac_dead_groups": float(dead),
-                         "rollout/dead_iteration": int(dead >= 1.0),
-                         "process/violations_per_episode": float(log.get("rlvp/violations_per_episode", 0.0)),
-                         "rlvp/unmatched_spans": float(log.get("rlvp/unmatched_spans", 0.0)),
-                         "perf/iteration_s": self.step_s[k] if k < len(self.step_s) else 0.0})
+            dead = (
+                (1.0 - log["rlvp/live_groups"]) if "rlvp/live_groups" in log else log.get("frac_reward_zero_std", 1.0)
+            )
+            rows.append(
+                {
+                    **h,
+                    "iteration": h["step"],
+                    "rollout/frac_dead_groups": float(dead),
+                    "rollout/dead_iteration": int(dead >= 1.0),
+                    "process/violations_per_episode": float(log.get("rlvp/violations_per_episode", 0.0)),
+                    "rlvp/unmatched_spans": float(log.get("rlvp/unmatched_spans", 0.0)),
+                    "perf/iteration_s": self.step_s[k] if k < len(self.step_s) else 0.0,
+                }
+            )
         return rows
 
     def summary(self, threshold: float = 0.5, window: int = 3) -> dict[str, Any]:
@@ -175,12 +213,15 @@ def trainer_classes(constrained: bool = True) -> tuple[type, type]:
 
     if not constrained:
         return GRPOTrainer, RlvpGRPOTrainer
-    return (type("ConstrainedGRPOTrainer", (ConstrainedLogprobsMixin, GRPOTrainer), {}),
-            type("ConstrainedRlvpGRPOTrainer", (ConstrainedLogprobsMixin, RlvpGRPOTrainer), {}))
+    return (
+        type("ConstrainedGRPOTrainer", (ConstrainedLogprobsMixin, GRPOTrainer), {}),
+        type("ConstrainedRlvpGRPOTrainer", (ConstrainedLogprobsMixin, RlvpGRPOTrainer), {}),
+    )
 
 
-def build_trl_run(method: str, cfg: Any, *, steps: int, out_dir: str, rules: str | None = None,
-                  threads: int | None = None) -> TrlRun:
+def build_trl_run(
+    method: str, cfg: Any, *, steps: int, out_dir: str, rules: str | None = None, threads: int | None = None
+) -> TrlRun:
     """A TRL run of `cfg` (`trainer.config.TrainConfig`): the tiny policy with its LoRA adapter,
     `EnvRollout` on ``cfg.env`` with tasks drawn from ``cfg.seed``, and TRL's `GRPOTrainer`
     (``grpo``: reward = outcome) or `RlvpGRPOTrainer` (``rlvp``: outcome +
@@ -205,17 +246,24 @@ def build_trl_run(method: str, cfg: Any, *, steps: int, out_dir: str, rules: str
     factory = envs.env_factory(cfg.env, **cfg.env_args)
     model, tokenizer = tiny_policy(cfg, factory)
     tasks = envs.make_tasks(steps * cfg.tasks_per_iteration, cfg.seed, prefix=f"{cfg.env}-")
-    gen_cfg = GenConfig(temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns,
-                        **cfg.gen_args)
+    gen_cfg = GenConfig(
+        temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, **cfg.gen_args
+    )
     rollout = EnvRollout(factory, tasks, gen_cfg, seed=cfg.seed)
-    common = dict(model=model, args=grpo_config(cfg, steps=steps, out_dir=out_dir), train_dataset=rollout.dataset(),
-                  processing_class=tokenizer, rollout_func=rollout)
+    common = dict(
+        model=model,
+        args=grpo_config(cfg, steps=steps, out_dir=out_dir),
+        train_dataset=rollout.dataset(),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+    )
     grpo_cls, rlvp_cls = trainer_classes(cfg.constrained_logprobs)
     rlvp_s: list[float] = []
     reward = None
     if method == "grpo":
         trainer = grpo_cls(reward_funcs=[outcome_reward], **common)
     else:
+
         class TimedRlvpReward(RlvpReward):
             def __call__(self, *args: Any, **kwargs: Any) -> list[float]:
                 t0 = time.perf_counter()
@@ -224,8 +272,9 @@ def build_trl_run(method: str, cfg: Any, *, steps: int, out_dir: str, rules: str
                 finally:
                     rlvp_s.append(time.perf_counter() - t0)
 
-        reward = TimedRlvpReward(rules or cfg.rules, mode="token", process_weight=cfg.process_weight,
-                                 call_markers=CALL_MARKERS)
+        reward = TimedRlvpReward(
+            rules or cfg.rules, mode="token", process_weight=cfg.process_weight, call_markers=CALL_MARKERS
+        )
         trainer = rlvp_cls(reward_funcs=[outcome_reward, reward], process_schedule=process_schedule(cfg), **common)
         advantages = trainer.rlvp_advantages
 
@@ -289,8 +338,9 @@ def quiet_libraries() -> None:
     transformers.logging.set_verbosity_error()
 
 
-def train_and_summarise(method: str, cfg: Any, steps: int, out_dir: str, rules: str | None = None,
-                        threads: int | None = None) -> dict[str, Any]:
+def train_and_summarise(
+    method: str, cfg: Any, steps: int, out_dir: str, rules: str | None = None, threads: int | None = None
+) -> dict[str, Any]:
     """Build (`build_trl_run`), train, and return ``{"method", "seed", "summary", "success"}``
     (`TrlRun.summary`, the success rate per step).  TRL's stdout is swallowed.  Picklable:
     the benchmark runs it in worker processes."""
@@ -301,8 +351,12 @@ def train_and_summarise(method: str, cfg: Any, steps: int, out_dir: str, rules: 
     run = build_trl_run(method, cfg, steps=steps, out_dir=out_dir, rules=rules, threads=threads)
     with contextlib.redirect_stdout(io.StringIO()):
         run.trainer.train()
-    return {"method": method, "seed": cfg.seed, "summary": run.summary(cfg.success_threshold, cfg.success_window),
-            "success": [r["rollout/success_rate"] for r in run.rows()]}
+    return {
+        "method": method,
+        "seed": cfg.seed,
+        "summary": run.summary(cfg.success_threshold, cfg.success_window),
+        "success": [r["rollout/success_rate"] for r in run.rows()],
+    }
 
 
 def _step_clock(out: list):

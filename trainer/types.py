@@ -56,13 +56,11 @@ class Rollout:
             )
         if self.allowed_ids is not None and len(self.allowed_ids) != n:
             raise ValueError(
-                f"rollout {self.task_id!r}: allowed_ids has {len(self.allowed_ids)} entries, "
-                f"completion_ids has {n}"
+                f"rollout {self.task_id!r}: allowed_ids has {len(self.allowed_ids)} entries, completion_ids has {n}"
             )
         if len(self.call_spans) != len(self.episode.calls):
             raise ValueError(
-                f"rollout {self.task_id!r}: {len(self.call_spans)} call spans for "
-                f"{len(self.episode.calls)} calls"
+                f"rollout {self.task_id!r}: {len(self.call_spans)} call spans for {len(self.episode.calls)} calls"
             )
         for k, (start, end) in enumerate(self.call_spans):
             if not 0 <= start <= end <= n:

@@ -88,8 +88,9 @@ class VLLMGenerator:
         peft_model.save_pretrained(str(path))
         self._lora = self._LoRARequest(f"policy-v{self._version}", self._version, str(path))
 
-    def sample_turns(self, contexts: Sequence[Sequence[int]], trie: CallTrie, cfg: GenConfig,
-                     seed: int | None = None) -> list[TurnSample]:
+    def sample_turns(
+        self, contexts: Sequence[Sequence[int]], trie: CallTrie, cfg: GenConfig, seed: int | None = None
+    ) -> list[TurnSample]:
         """One constrained call per context; see the module docstring for the differences."""
         if cfg.think_max_tokens:
             raise ValueError("the vLLM backend does not support think_max_tokens > 0")
@@ -100,8 +101,14 @@ class VLLMGenerator:
         if seed is None:  # collect_group seeds the torch RNG; one request seed per row
             seed = int(torch.randint(0, 2**31 - len(contexts), ()))
         params = [
-            _choice_params(self._SamplingParams, list(trie.texts), temperature=cfg.temperature,
-                           max_tokens=cfg.max_new_tokens or 4 * trie.max_len + 1, logprobs=0, seed=seed + row)
+            _choice_params(
+                self._SamplingParams,
+                list(trie.texts),
+                temperature=cfg.temperature,
+                max_tokens=cfg.max_new_tokens or 4 * trie.max_len + 1,
+                logprobs=0,
+                seed=seed + row,
+            )
             for row in range(len(contexts))
         ]
         prompts = [TokensPrompt(prompt_token_ids=list(c)) for c in contexts]
@@ -110,15 +117,25 @@ class VLLMGenerator:
         for out in outputs:
             completion = out.outputs[0]
             ids = list(completion.token_ids)
-            logprobs = [float(step[tok].logprob) if step and tok in step else 0.0
-                        for tok, step in zip(ids, completion.logprobs or [None] * len(ids), strict=False)]
+            logprobs = [
+                float(step[tok].logprob) if step and tok in step else 0.0
+                for tok, step in zip(ids, completion.logprobs or [None] * len(ids), strict=False)
+            ]
             ended = bool(ids) and ids[-1] == trie.eos_id
             call_end = len(ids) - 1 if ended else len(ids)
             text = self.tokenizer.decode(ids[:call_end])
             index = trie.texts.index(text) if text in trie.texts else None
-            samples.append(TurnSample(
-                ids=ids, logprobs=logprobs, policy_logprobs=logprobs, allowed=[None] * len(ids),
-                call=trie.calls[index] if index is not None else None, call_text=text,
-                call_start=0, call_end=call_end, ended_with_eos=ended,
-            ))
+            samples.append(
+                TurnSample(
+                    ids=ids,
+                    logprobs=logprobs,
+                    policy_logprobs=logprobs,
+                    allowed=[None] * len(ids),
+                    call=trie.calls[index] if index is not None else None,
+                    call_text=text,
+                    call_start=0,
+                    call_end=call_end,
+                    ended_with_eos=ended,
+                )
+            )
         return samples

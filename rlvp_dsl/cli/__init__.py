@@ -81,6 +81,7 @@ def json_text(value, **kwargs) -> str:
 
     return json.dumps(finite(value), allow_nan=False, **kwargs)
 
+
 def clobbers_input(path: str, inputs) -> str:
     """The input that writing `path` would overwrite (a rule file, a manifest, a trajectory, or a
     trajectory file inside an input folder), or "" when none: `--csv run.jsonl` must not
@@ -95,8 +96,11 @@ def clobbers_input(path: str, inputs) -> str:
             continue
         if os.path.isfile(item) and os.path.samefile(item, path):
             return item
-        if os.path.isdir(item) and target.startswith(os.path.realpath(item) + os.sep) \
-                and target.lower().endswith((".json", ".jsonl", ".ndjson", ".traj", ".rlvp")):
+        if (
+            os.path.isdir(item)
+            and target.startswith(os.path.realpath(item) + os.sep)
+            and target.lower().endswith((".json", ".jsonl", ".ndjson", ".traj", ".rlvp"))
+        ):
             return path
     return ""
 

@@ -1,10 +1,10 @@
 """`rlvp-compile`: check and compile rule files, or derive one from a tool manifest.
 
-    rlvp-compile rules/*.rlvp                        # check + compile; diagnostics; exit 0/1/2
-    rlvp-compile rules/x.rlvp --json                 # diagnostics as JSON
-    rlvp-compile rules/x.rlvp --emit-program -o p.json   # the compiled program (canonical JSON)
-    rlvp-compile --auto-from-tags tools.json -o build/derived.rlvp
-    rlvp-compile --explain-code RV201                  # a code's cause, fix and example (docs/diagnostics.md)
+rlvp-compile rules/*.rlvp                        # check + compile; diagnostics; exit 0/1/2
+rlvp-compile rules/x.rlvp --json                 # diagnostics as JSON
+rlvp-compile rules/x.rlvp --emit-program -o p.json   # the compiled program (canonical JSON)
+rlvp-compile --auto-from-tags tools.json -o build/derived.rlvp
+rlvp-compile --explain-code RV201                  # a code's cause, fix and example (docs/diagnostics.md)
 """
 
 from __future__ import annotations
@@ -15,8 +15,19 @@ import os
 import sys
 from collections import Counter
 
-from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
-               version_text, whole_number, write_output)
+from . import (
+    EXIT_INPUT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    clobbers_input,
+    console,
+    decided,
+    json_text,
+    nonempty,
+    version_text,
+    whole_number,
+    write_output,
+)
 from ..diagnostics import MAX_PER_FILE, Diagnostic, counted, has_errors, render_json, render_text, sort_and_cap
 from ..input_files import NotARegularFile, check_regular, read_stdin_bytes
 from ..loader import read_source
@@ -34,48 +45,91 @@ CHECK_NEEDS = "hypothesis"
 CHECK_INSTALL = "pip install 'hypothesis>=6.100'"
 
 
-
-
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rlvp-compile",
         description="Check and compile .rlvp rule files, or derive rules from a tool manifest.",
         epilog="Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error. "
-               "Every diagnostic code, its cause and fix: docs/diagnostics.md (or --explain-code CODE).",
+        "Every diagnostic code, its cause and fix: docs/diagnostics.md (or --explain-code CODE).",
     )
-    p.add_argument("rules", nargs="*", help="rule files to check and compile; - reads one from standard input "
-                                            "(its includes resolve from the current folder)")
+    p.add_argument(
+        "rules",
+        nargs="*",
+        help="rule files to check and compile; - reads one from standard input "
+        "(its includes resolve from the current folder)",
+    )
     p.add_argument("--version", action="version", version=version_text("rlvp-compile"))
-    p.add_argument("--explain-code", metavar="CODE", type=nonempty("a code (RV201)"),
-                   help="print what a diagnostic code (RV201, ...) means, its cause, its fix and an example")
-    p.add_argument("--auto-from-tags", metavar="MANIFEST", type=nonempty(),
-                   help="derive a rule file from a tool manifest (rlvp, tau2, MCP tools/list, OpenAI tools)")
-    p.add_argument("-o", "--output", metavar="PATH", type=nonempty(),
-                   help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)")
-    p.add_argument("--force", action="store_true",
-                   help="with --auto-from-tags: let -o replace a file that rlvp did not derive (a hand-written one)")
+    p.add_argument(
+        "--explain-code",
+        metavar="CODE",
+        type=nonempty("a code (RV201)"),
+        help="print what a diagnostic code (RV201, ...) means, its cause, its fix and an example",
+    )
+    p.add_argument(
+        "--auto-from-tags",
+        metavar="MANIFEST",
+        type=nonempty(),
+        help="derive a rule file from a tool manifest (rlvp, tau2, MCP tools/list, OpenAI tools)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        type=nonempty(),
+        help="write the derived rules (with --auto-from-tags) or the compiled program (with --emit-program)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --auto-from-tags: let -o replace a file that rlvp did not derive (a hand-written one)",
+    )
     p.add_argument("--emit-program", action="store_true", help="print the compiled program as canonical JSON")
-    p.add_argument("--validate", nargs="+", metavar="TRAJECTORIES",
-                   help="with --auto-from-tags: score the derived rules on trajectories with an outcome and "
-                        "report, per rule, how often it penalises successful vs failed episodes")
-    p.add_argument("--drop-harmful", action="store_true",
-                   help="with --validate: leave out derived penalties that fire more on successes than failures")
+    p.add_argument(
+        "--validate",
+        nargs="+",
+        metavar="TRAJECTORIES",
+        help="with --auto-from-tags: score the derived rules on trajectories with an outcome and "
+        "report, per rule, how often it penalises successful vs failed episodes",
+    )
+    p.add_argument(
+        "--drop-harmful",
+        action="store_true",
+        help="with --validate: leave out derived penalties that fire more on successes than failures",
+    )
     p.add_argument("--json", action="store_true", help="print diagnostics as JSON: a list, one object per file")
-    p.add_argument("--max-diagnostics", type=whole_number(1), default=MAX_PER_FILE, metavar="N",
-                   help=f"most diagnostics shown per file (default {MAX_PER_FILE})")
+    p.add_argument(
+        "--max-diagnostics",
+        type=whole_number(1),
+        default=MAX_PER_FILE,
+        metavar="N",
+        help=f"most diagnostics shown per file (default {MAX_PER_FILE})",
+    )
     p.add_argument("--warnings-as-errors", action="store_true", help="exit 1 when there are warnings")
-    p.add_argument("--test", action="store_true",
-                   help="run the `test` blocks of the rule files; exit 1 when one fails or when no test ran "
-                        "(no file has a `test` block)")
-    p.add_argument("--check", action="store_true",
-                   help="check the built-in properties (bounded, not farmable, discharge once, reachable, "
-                        "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)")
-    p.add_argument("--manifest", metavar="MANIFEST", type=nonempty(),
-                   help="with --check: generate calls of this manifest's tools (default: the rule file's tools)")
-    p.add_argument("--examples", type=whole_number(), default=200, metavar="N",
-                   help=f"with --check: examples per property (default 200, at most {MAX_EXAMPLES:,})")
+    p.add_argument(
+        "--test",
+        action="store_true",
+        help="run the `test` blocks of the rule files; exit 1 when one fails or when no test ran "
+        "(no file has a `test` block)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="check the built-in properties (bounded, not farmable, discharge once, reachable, "
+        "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)",
+    )
+    p.add_argument(
+        "--manifest",
+        metavar="MANIFEST",
+        type=nonempty(),
+        help="with --check: generate calls of this manifest's tools (default: the rule file's tools)",
+    )
+    p.add_argument(
+        "--examples",
+        type=whole_number(),
+        default=200,
+        metavar="N",
+        help=f"with --check: examples per property (default 200, at most {MAX_EXAMPLES:,})",
+    )
     return p
 
 
@@ -91,10 +145,14 @@ _DATA_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 def _not_a_rule_file(path: str) -> str:
     """One line for a JSON file given as a rule file (that does not parse as one), saying what to do."""
     if path.lower().endswith(".traj") or path.lower().endswith((".jsonl", ".ndjson")):
-        return (f"{path} is not a rule file (it looks like a trajectory): score trajectories with "
-                f"rlvp-score RULES.rlvp {path}")
-    return (f"{path} is not a rule file (it is JSON): derive rules from a tool manifest with "
-            f"rlvp-compile --auto-from-tags {path}; score a trajectory with rlvp-score RULES.rlvp {path}")
+        return (
+            f"{path} is not a rule file (it looks like a trajectory): score trajectories with "
+            f"rlvp-score RULES.rlvp {path}"
+        )
+    return (
+        f"{path} is not a rule file (it is JSON): derive rules from a tool manifest with "
+        f"rlvp-compile --auto-from-tags {path}; score a trajectory with rlvp-score RULES.rlvp {path}"
+    )
 
 
 def _read_stdin_rules() -> tuple[str | None, str]:
@@ -113,10 +171,18 @@ def _derive(args) -> int:
     from ..manifests.derive import derive_text, is_derived_file
     from ..manifests import ManifestError, load_manifest
 
-    if (args.output and os.path.isfile(args.output) and os.path.getsize(args.output) and not args.force
-            and not is_derived_file(args.output)):
-        print(f"rlvp-compile: error: -o {args.output} exists and was not derived by rlvp-compile --auto-from-tags "
-              "(a hand-written rule file?): write to another path, or add --force to replace it", file=sys.stderr)
+    if (
+        args.output
+        and os.path.isfile(args.output)
+        and os.path.getsize(args.output)
+        and not args.force
+        and not is_derived_file(args.output)
+    ):
+        print(
+            f"rlvp-compile: error: -o {args.output} exists and was not derived by rlvp-compile --auto-from-tags "
+            "(a hand-written rule file?): write to another path, or add --force to replace it",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
 
     try:
@@ -131,8 +197,11 @@ def _derive(args) -> int:
     except (ManifestError, ValueError) as exc:
         if args.auto_from_tags.lower().endswith((".jsonl", ".ndjson", ".traj", ".rlvp")):
             what = "a rule file" if args.auto_from_tags.lower().endswith(".rlvp") else "a trajectory"
-            print(f"rlvp-compile: error: {args.auto_from_tags} is {what}, not a tool manifest: --auto-from-tags "
-                  "reads a manifest (rlvp tools, tau2, MCP tools/list, OpenAI tools)", file=sys.stderr)
+            print(
+                f"rlvp-compile: error: {args.auto_from_tags} is {what}, not a tool manifest: --auto-from-tags "
+                "reads a manifest (rlvp tools, tau2, MCP tools/list, OpenAI tools)",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         print(f"rlvp-compile: error: {exc}", file=sys.stderr)
         return EXIT_INPUT_ERRORS
@@ -157,7 +226,9 @@ def _derive(args) -> int:
             return EXIT_USAGE
         if evidence:
             print(evidence)
-        print(f"{args.output}: derived {counted(len(manifest.tools), 'tool')} from {args.auto_from_tags}", file=sys.stderr)
+        print(
+            f"{args.output}: derived {counted(len(manifest.tools), 'tool')} from {args.auto_from_tags}", file=sys.stderr
+        )
     else:
         if evidence:
             print(evidence, file=sys.stderr)
@@ -188,14 +259,24 @@ def _validate(manifest, args) -> tuple[int, dict[str, str], str]:
         print(f"rlvp-compile: error: {error}", file=sys.stderr)
     evidence, used = validate(loads(derive_text(manifest), manifest.path), report.episodes)
     if not used:
-        print("rlvp-compile: error: --validate found no episodes with an outcome in " + ", ".join(args.validate),
-              file=sys.stderr)
+        print(
+            "rlvp-compile: error: --validate found no episodes with an outcome in " + ", ".join(args.validate),
+            file=sys.stderr,
+        )
         return EXIT_INPUT_ERRORS, {}, ""
-    harmful = {e.name: (f"penalised {e.success_rate:.1%} of successful and {e.failure_rate:.1%} of failed "
-                        f"episodes in --validate") for e in evidence if e.harmful}
+    harmful = {
+        e.name: (
+            f"penalised {e.success_rate:.1%} of successful and {e.failure_rate:.1%} of failed episodes in --validate"
+        )
+        for e in evidence
+        if e.harmful
+    }
     if harmful and not args.drop_harmful:
-        print(f"rlvp-compile: warning: {counted(len(harmful), 'derived rule penalises', 'derived rules penalise')} success more often than failure: "
-              f"{', '.join(harmful)} (--drop-harmful leaves them out)", file=sys.stderr)
+        print(
+            f"rlvp-compile: warning: {counted(len(harmful), 'derived rule penalises', 'derived rules penalise')} success more often than failure: "
+            f"{', '.join(harmful)} (--drop-harmful leaves them out)",
+            file=sys.stderr,
+        )
     status = EXIT_INPUT_ERRORS if report.errors else EXIT_OK
     return status, harmful if args.drop_harmful else {}, render(evidence, used)
 
@@ -216,8 +297,11 @@ def _explain_code(args) -> int:
     if text is None:
         from ..diagnostics import CODES, quoted
 
-        print(f"rlvp-compile: error: unknown diagnostic code {quoted(args.explain_code)} (the codes: {', '.join(CODES)}; "
-              "all of them in docs/diagnostics.md)", file=sys.stderr)
+        print(
+            f"rlvp-compile: error: unknown diagnostic code {quoted(args.explain_code)} (the codes: {', '.join(CODES)}; "
+            "all of them in docs/diagnostics.md)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     print(text)
     return EXIT_OK
@@ -229,8 +313,10 @@ def _check_available() -> bool:
 
     if importlib.util.find_spec(CHECK_NEEDS) is not None:
         return True
-    print(f"rlvp-compile: error: --check needs {CHECK_NEEDS}, which is not installed; install it with: "
-          f"{CHECK_INSTALL}", file=sys.stderr)
+    print(
+        f"rlvp-compile: error: --check needs {CHECK_NEEDS}, which is not installed; install it with: {CHECK_INSTALL}",
+        file=sys.stderr,
+    )
     return False
 
 
@@ -256,13 +342,23 @@ def _hypothesis_home() -> None:
 def _conflict(args) -> str:
     """A flag that does nothing in this mode (so the user's intent would be silently dropped), or ""."""
     if args.auto_from_tags:
-        given = [flag for flag, on in (("--emit-program", args.emit_program), ("--json", args.json),
-                                       ("--test", args.test), ("--check", args.check),
-                                       ("--warnings-as-errors", args.warnings_as_errors),
-                                       ("--max-diagnostics", args.max_diagnostics != MAX_PER_FILE)) if on]
+        given = [
+            flag
+            for flag, on in (
+                ("--emit-program", args.emit_program),
+                ("--json", args.json),
+                ("--test", args.test),
+                ("--check", args.check),
+                ("--warnings-as-errors", args.warnings_as_errors),
+                ("--max-diagnostics", args.max_diagnostics != MAX_PER_FILE),
+            )
+            if on
+        ]
         if given:
-            return (f"{given[0]} does not go with --auto-from-tags (it writes rules; check them afterwards with "
-                    "rlvp-compile RULES.rlvp)")
+            return (
+                f"{given[0]} does not go with --auto-from-tags (it writes rules; check them afterwards with "
+                "rlvp-compile RULES.rlvp)"
+            )
         return ""
     if (args.test or args.check) and (args.emit_program or args.output):
         flag = "--emit-program" if args.emit_program else "-o"
@@ -281,10 +377,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlvp-compile: error: {problem}", file=sys.stderr)
         return EXIT_USAGE
     if args.output:
-        clobbered = clobbers_input(args.output, [*args.rules, args.auto_from_tags, args.manifest, *(args.validate or [])])
+        clobbered = clobbers_input(
+            args.output, [*args.rules, args.auto_from_tags, args.manifest, *(args.validate or [])]
+        )
         if clobbered:
-            print(f"rlvp-compile: error: -o {args.output} would overwrite the input {clobbered}: write it somewhere else",
-                  file=sys.stderr)
+            print(
+                f"rlvp-compile: error: -o {args.output} would overwrite the input {clobbered}: write it somewhere else",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
     if args.force and not args.auto_from_tags:
         print("rlvp-compile: error: --force goes with --auto-from-tags MANIFEST -o PATH", file=sys.stderr)
@@ -315,8 +415,10 @@ def main(argv: list[str] | None = None) -> int:
         print("rlvp-compile: error: --manifest and --examples go with --check", file=sys.stderr)
         return EXIT_USAGE
     if not 1 <= args.examples <= MAX_EXAMPLES:
-        print(f"rlvp-compile: error: --examples must be between 1 and {MAX_EXAMPLES:,} (got {args.examples:,})",
-              file=sys.stderr)
+        print(
+            f"rlvp-compile: error: --examples must be between 1 and {MAX_EXAMPLES:,} (got {args.examples:,})",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if args.check:
         if not _check_available():
@@ -420,8 +522,11 @@ def _test_summary(totals: dict, files: int, out) -> int:
         return EXIT_OK  # each file's error is printed; "0 passed, 0 failed" would hide it
     if not ran:
         which = ", ".join(totals["without_tests"])
-        print(f"rlvp-compile: error: no tests ran: {which} {'has' if files == 1 else 'have'} no `test` blocks "
-              "(docs/testing-rules.md)", file=sys.stderr)
+        print(
+            f"rlvp-compile: error: no tests ran: {which} {'has' if files == 1 else 'have'} no `test` blocks "
+            "(docs/testing-rules.md)",
+            file=sys.stderr,
+        )
         return decided(EXIT_INPUT_ERRORS)
     line = f"{totals['passed']} passed, {totals['failed']} failed"
     if not_run:
@@ -450,8 +555,9 @@ def _run_tests(path: str, ruleset, totals: dict, quiet: bool = False) -> list[di
         say(f"FAIL {path}: {outcome.name} ({outcome.location})")
         for failure in outcome.failures:
             say(f"     {failure}")
-    return [{"name": o.name, "location": o.location, "passed": o.passed, "failures": list(o.failures)}
-            for o in outcomes]
+    return [
+        {"name": o.name, "location": o.location, "passed": o.passed, "failures": list(o.failures)} for o in outcomes
+    ]
 
 
 def _run_check(path: str, ruleset, args) -> int:
@@ -464,12 +570,17 @@ def _run_check(path: str, ruleset, args) -> int:
     source = f"the manifest {args.manifest}" if manifest is not None else "the rule file's tool table"
     if not (manifest.tools if manifest is not None else program.tools):
         where = f"the manifest {args.manifest} declares" if manifest is not None else f"{path} declares"
-        print(f"rlvp-compile: error: --check generates calls of known tools, and {where} none: declare tools "
-              "(`tool NAME : TAGS`, `tools from \"...\"`) or pass --manifest MANIFEST", file=sys.stderr)
+        print(
+            f"rlvp-compile: error: --check generates calls of known tools, and {where} none: declare tools "
+            '(`tool NAME : TAGS`, `tools from "..."`) or pass --manifest MANIFEST',
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     results = check_program(program, tools=manifest, tools_source=source, examples=args.examples)
-    header = (f"{path}: {counted(len(program.rules), 'rule')}, episodes over {source}, "
-              f"{counted(args.examples, 'example')} per property")
+    header = (
+        f"{path}: {counted(len(program.rules), 'rule')}, episodes over {source}, "
+        f"{counted(args.examples, 'example')} per property"
+    )
     print(render(results, program, header))
     failed = any(r.status == "fail" or (r.status == "warn" and args.warnings_as_errors) for r in results)
     return EXIT_INPUT_ERRORS if failed else EXIT_OK

@@ -21,8 +21,19 @@ import os
 import sys
 from collections import Counter
 
-from . import (EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, clobbers_input, console, decided, json_text, nonempty,
-               version_text, whole_number, write_output)
+from . import (
+    EXIT_INPUT_ERRORS,
+    EXIT_OK,
+    EXIT_USAGE,
+    clobbers_input,
+    console,
+    decided,
+    json_text,
+    nonempty,
+    version_text,
+    whole_number,
+    write_output,
+)
 from ..diagnostics import counted, quoted, render_json, render_text, sort_and_cap
 from ..input_files import NotARegularFile, check_regular
 from ..pipeline import check_file
@@ -34,39 +45,65 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rlvp-score",
         description="Score agent trajectories with an .rlvp rule file: per-call credits, a summary per rule, "
-                    "and each rule's correlation with the outcome reward.",
+        "and each rule's correlation with the outcome reward.",
         epilog="Formats: tau2 results, tau-bench v1, OpenAI chat (JSON/JSONL, MCP results), SWE-agent .traj. "
-               "The JSON and CSV outputs: docs/scoring.md. "
-               "Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error.",
+        "The JSON and CSV outputs: docs/scoring.md. "
+        "Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error.",
     )
     p.add_argument("rules", help="the .rlvp rule file")
     p.add_argument("trajectories", nargs="+", help="trajectory files or folders; - reads standard input")
     p.add_argument("--version", action="version", version=version_text("rlvp-score"))
-    p.add_argument("--format", choices=["tau2", "tau_bench_v1", "openai", "swe_agent"],
-                   help="the trajectory format (default: detected per file)")
+    p.add_argument(
+        "--format",
+        choices=["tau2", "tau_bench_v1", "openai", "swe_agent"],
+        help="the trajectory format (default: detected per file)",
+    )
     p.add_argument("--explain", action="store_true", help="print every credit with its explanation")
     p.add_argument("--json", action="store_true", help="print the scores as JSON (per episode, per credit, summary)")
-    p.add_argument("--limit", type=whole_number(0), default=0, metavar="N",
-                   help="with --explain: show at most N episodes (0: all)")
-    p.add_argument("--domain", action="append", default=[], metavar="NAME",
-                   type=nonempty("a domain name"),
-                   help="score only the episodes of this domain (as the trajectory records it: tau2's "
-                        "domain_name, tau-bench's policy heading, a chat record's meta.domain); repeatable")
-    p.add_argument("--by", choices=["domain", "file"],
-                   help="one summary per domain or per file instead of one over all episodes")
-    p.add_argument("--csv", metavar="PATH", type=nonempty(),
-                   help="write one CSV row per episode (outcome, totals, each rule's total) to PATH; - for stdout")
-    p.add_argument("--html", metavar="PATH", type=nonempty(),
-                   help="write the HTML credit report (one self-contained file: rules, episodes, timelines) to PATH")
-    p.add_argument("--error-prefix", action="append", default=[], metavar="TEXT", type=nonempty("some text"),
-                   help="a tool result starting with TEXT is an error (adds to the default of --format, "
-                        "which it needs)")
-    p.add_argument("--error-flag", action="append", default=[], metavar="FIELD", type=nonempty("a field name"),
-                   help="a tool message with FIELD true is an error (adds to the default of --format, "
-                        "which it needs)")
+    p.add_argument(
+        "--limit", type=whole_number(0), default=0, metavar="N", help="with --explain: show at most N episodes (0: all)"
+    )
+    p.add_argument(
+        "--domain",
+        action="append",
+        default=[],
+        metavar="NAME",
+        type=nonempty("a domain name"),
+        help="score only the episodes of this domain (as the trajectory records it: tau2's "
+        "domain_name, tau-bench's policy heading, a chat record's meta.domain); repeatable",
+    )
+    p.add_argument(
+        "--by", choices=["domain", "file"], help="one summary per domain or per file instead of one over all episodes"
+    )
+    p.add_argument(
+        "--csv",
+        metavar="PATH",
+        type=nonempty(),
+        help="write one CSV row per episode (outcome, totals, each rule's total) to PATH; - for stdout",
+    )
+    p.add_argument(
+        "--html",
+        metavar="PATH",
+        type=nonempty(),
+        help="write the HTML credit report (one self-contained file: rules, episodes, timelines) to PATH",
+    )
+    p.add_argument(
+        "--error-prefix",
+        action="append",
+        default=[],
+        metavar="TEXT",
+        type=nonempty("some text"),
+        help="a tool result starting with TEXT is an error (adds to the default of --format, which it needs)",
+    )
+    p.add_argument(
+        "--error-flag",
+        action="append",
+        default=[],
+        metavar="FIELD",
+        type=nonempty("a field name"),
+        help="a tool message with FIELD true is an error (adds to the default of --format, which it needs)",
+    )
     return p
-
-
 
 
 def _undeclared_note(program, episodes) -> str:
@@ -82,16 +119,19 @@ def _undeclared_note(program, episodes) -> str:
         return ""
     names = sorted(counts, key=lambda t: (-counts[t], str(t)))
     shown = ", ".join(str(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
-    return (f"note: {sum(counts.values()):,} of {counted(calls, 'call goes', 'calls go')} to "
-            f"{counted(len(counts), 'tool')} the rules do not declare "
-            f"({shown}); rules that name tools or tags never match them")
+    return (
+        f"note: {sum(counts.values()):,} of {counted(calls, 'call goes', 'calls go')} to "
+        f"{counted(len(counts), 'tool')} the rules do not declare "
+        f"({shown}); rules that name tools or tags never match them"
+    )
 
 
 def _bad_names_note(episodes) -> str:
     """A warning when calls have a tool name that is not text (``"name": 5``): a data problem, not
     the agent's; the calls are scored as malformed, and the first one is named."""
-    problems = [f"{episode.source}: {problem}" for episode in episodes
-                for problem in episode.meta.get("bad_tool_names", ())]
+    problems = [
+        f"{episode.source}: {problem}" for episode in episodes for problem in episode.meta.get("bad_tool_names", ())
+    ]
     if not problems:
         return ""
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -100,15 +140,23 @@ def _bad_names_note(episodes) -> str:
 
 
 #: What a malformed call's problem says when its arguments (not its name or its length) are what broke it.
-_BAD_ARGUMENTS = ("arguments are not valid JSON", "arguments must be a JSON object", "tool call is not valid JSON",
-                  "tool call arguments are not valid JSON")
+_BAD_ARGUMENTS = (
+    "arguments are not valid JSON",
+    "arguments must be a JSON object",
+    "tool call is not valid JSON",
+    "tool call arguments are not valid JSON",
+)
 
 
 def _bad_arguments_note(episodes) -> str:
     """A note when calls had arguments that are not a JSON object: they are scored as failed (malformed)
     calls, which is easy to miss without --explain."""
-    calls = sum(1 for episode in episodes for event in episode.calls
-                if event.status == "malformed" and any(p in (event.error_text or "") for p in _BAD_ARGUMENTS))
+    calls = sum(
+        1
+        for episode in episodes
+        for event in episode.calls
+        if event.status == "malformed" and any(p in (event.error_text or "") for p in _BAD_ARGUMENTS)
+    )
     if not calls:
         return ""
     had = "1 call had" if calls == 1 else f"{calls:,} calls had"
@@ -131,8 +179,10 @@ def _explain(scored, limit: int) -> str:
             break
         total = sum(c.value for c in credits)
         outcome = "n/a" if episode.outcome is None else f"{episode.outcome:g}"
-        lines.append(f"== {episode.id}  outcome={outcome}  events={len(episode.events)}  "
-                     f"calls={len(episode.calls)}  process total={fixed(total, '+.2f')}")
+        lines.append(
+            f"== {episode.id}  outcome={outcome}  events={len(episode.events)}  "
+            f"calls={len(episode.calls)}  process total={fixed(total, '+.2f')}"
+        )
         by_event: dict[int, list] = {}
         for c in credits:
             by_event.setdefault(c.event_index, []).append(c)
@@ -185,7 +235,9 @@ def _select_domains(episodes, wanted: list[str]) -> tuple[list, str]:
     keep = {w.casefold() for w in wanted}
     kept = [e for e in episodes if (domain_of(e) or "").casefold() in keep]
     left = Counter(domain_of(e) for e in episodes if e not in kept)
-    note = f"--domain {', '.join(wanted)}: {counted(len(kept), 'episode')}; left out {_domains_text(left)}" if left else ""
+    note = (
+        f"--domain {', '.join(wanted)}: {counted(len(kept), 'episode')}; left out {_domains_text(left)}" if left else ""
+    )
     return kept, note
 
 
@@ -219,8 +271,9 @@ def _episode_row(program, episode, credits) -> dict:
 
 
 #: The CSV columns that hold numbers.
-_NUMERIC_COLUMNS = frozenset({"outcome", "events", "calls", "malformed_calls", "orphan_results", "ambiguous_results",
-                              "total"})
+_NUMERIC_COLUMNS = frozenset(
+    {"outcome", "events", "calls", "malformed_calls", "orphan_results", "ambiguous_results", "total"}
+)
 
 #: Decimal places kept in CSV numbers: float sums (0.1 + 0.2) are shown as 0.3, never 0.30000000000000004.
 CSV_DECIMALS = 9
@@ -245,13 +298,22 @@ def _csv_text(program, scored) -> str:
     names = [r.name for r in program.rules]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    columns = ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls", "orphan_results",
-               "ambiguous_results", "total"]
+    columns = [
+        "id",
+        "source",
+        "domain",
+        "outcome",
+        "events",
+        "calls",
+        "malformed_calls",
+        "orphan_results",
+        "ambiguous_results",
+        "total",
+    ]
     writer.writerow(columns + [f"rule:{n}" for n in names])
     for episode, credits in scored:
         row = _episode_row(program, episode, credits)
-        cells = [csv_number(row[k]) if k in _NUMERIC_COLUMNS else ("" if row[k] is None else row[k])
-                 for k in columns]
+        cells = [csv_number(row[k]) if k in _NUMERIC_COLUMNS else ("" if row[k] is None else row[k]) for k in columns]
         writer.writerow(cells + [csv_number(row["rules"][n]) for n in names])
     return buffer.getvalue()
 
@@ -305,9 +367,15 @@ def _usage_problem(args) -> str:
         return "standard input (-) can be read once"
     rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and _reads_as_text(t)]
     if rule_files:
-        return (f"{rule_files[0]} is a rule file, not a trajectory: the rule file comes first, and once: "
-                "rlvp-score RULES.rlvp TRAJECTORY...")
-    if args.csv not in (None, "-") and args.html is not None and os.path.abspath(args.csv) == os.path.abspath(args.html):
+        return (
+            f"{rule_files[0]} is a rule file, not a trajectory: the rule file comes first, and once: "
+            "rlvp-score RULES.rlvp TRAJECTORY..."
+        )
+    if (
+        args.csv not in (None, "-")
+        and args.html is not None
+        and os.path.abspath(args.csv) == os.path.abspath(args.html)
+    ):
         return f"--csv and --html name the same file ({args.csv}): give each its own"
     for flag, path, what in (("--csv", args.csv, "the CSV"), ("--html", args.html, "the report")):
         clobbered = clobbers_input(path, [args.rules, *args.trajectories]) if path is not None else None
@@ -346,22 +414,32 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     result = check_file(args.rules)
     if not result.ok and os.path.splitext(args.rules)[1].lower() in _TRAJECTORY_SUFFIXES:
-        print(f"rlvp-score: error: {args.rules} is not a rule file (it looks like a trajectory); the rule file "
-              "comes first: rlvp-score RULES.rlvp TRAJECTORY...", file=sys.stderr)
+        print(
+            f"rlvp-score: error: {args.rules} is not a rule file (it looks like a trajectory); the rule file "
+            "comes first: rlvp-score RULES.rlvp TRAJECTORY...",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     if not result.ok:
         kept, dropped = sort_and_cap(result.diagnostics)
         decided(EXIT_INPUT_ERRORS)
         if args.json:
-            print(json_text({"rules": args.rules, "ok": False, **json.loads(render_json(kept, dropped=dropped))},
-                             indent=1, ensure_ascii=False))
+            print(
+                json_text(
+                    {"rules": args.rules, "ok": False, **json.loads(render_json(kept, dropped=dropped))},
+                    indent=1,
+                    ensure_ascii=False,
+                )
+            )
         else:
             print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
         return EXIT_INPUT_ERRORS
     program = compile_ruleset(result.ruleset)
     if (args.error_prefix or args.error_flag) and not args.format:
-        print("rlvp-score: error: --error-prefix/--error-flag need --format (they extend that format's default)",
-              file=sys.stderr)
+        print(
+            "rlvp-score: error: --error-prefix/--error-flag need --format (they extend that format's default)",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
 
     from ..readers import ReaderError, read_report
@@ -373,8 +451,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlvp-score: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        report = read_report(args.trajectories, format=args.format, error_signal=_error_signal(args),
-                             keep_going=True)
+        report = read_report(args.trajectories, format=args.format, error_signal=_error_signal(args), keep_going=True)
     except ReaderError as exc:
         print(f"rlvp-score: error: {exc}", file=sys.stderr)
         return decided(EXIT_INPUT_ERRORS)
@@ -382,13 +459,18 @@ def main(argv: list[str] | None = None) -> int:
     for error in report.errors:  # the other files are still scored; the exit status says 1
         print(f"rlvp-score: error: {error}", file=sys.stderr)
     if not report.episodes:
-        print("rlvp-score: error: no episodes found in "
-              + ", ".join("standard input" if t == "-" else t for t in args.trajectories), file=sys.stderr)
+        print(
+            "rlvp-score: error: no episodes found in "
+            + ", ".join("standard input" if t == "-" else t for t in args.trajectories),
+            file=sys.stderr,
+        )
         for skipped in report.skipped:
             print(f"  skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
         for file in report.files:
-            print(f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)",
-                  file=sys.stderr)
+            print(
+                f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)",
+                file=sys.stderr,
+            )
         for folder in _empty_folders(args.trajectories):
             print(f"  {folder}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)", file=sys.stderr)
         return EXIT_INPUT_ERRORS
@@ -404,13 +486,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"rlvp-score: warning: {hints}", file=sys.stderr)
         if not episodes:
             hints = _domain_hints(args.domain, domains)
-            print(f"rlvp-score: error: no episodes of domain {', '.join(args.domain)} (found: "
-                  f"{_domains_text(domains)}){'; ' + hints if hints else ''}", file=sys.stderr)
+            print(
+                f"rlvp-score: error: no episodes of domain {', '.join(args.domain)} (found: "
+                f"{_domains_text(domains)}){'; ' + hints if hints else ''}",
+                file=sys.stderr,
+            )
             return decided(EXIT_INPUT_ERRORS)
     elif args.by != "domain" and len([d for d in domains if d is not None]) > 1:
-        print(f"rlvp-score: warning: the episodes come from {len([d for d in domains if d])} domains "
-              f"({_domains_text(domains)}) and one summary blends them: --domain NAME keeps one, "
-              "--by domain summarises each", file=sys.stderr)
+        print(
+            f"rlvp-score: warning: the episodes come from {len([d for d in domains if d])} domains "
+            f"({_domains_text(domains)}) and one summary blends them: --domain NAME keeps one, "
+            "--by domain summarises each",
+            file=sys.stderr,
+        )
 
     scored = [(episode, program.score(episode)) for episode in episodes]
     groups = _groups(scored, args.by)
@@ -435,12 +523,17 @@ def main(argv: list[str] | None = None) -> int:
             "domains": {("" if d is None else d): n for d, n in sorted(domains.items(), key=lambda x: str(x[0]))},
             "selected_domains": args.domain,
             "summary": summary.to_json(),
-            "groups": ([{"by": args.by, "key": key, "summary": summarise(program, part).to_json()}
-                        for key, part in groups] if args.by else []),
+            "groups": (
+                [{"by": args.by, "key": key, "summary": summarise(program, part).to_json()} for key, part in groups]
+                if args.by
+                else []
+            ),
             "episodes": [
-                {**{k: v for k, v in _episode_row(program, episode, credits).items() if k != "rules"},
-                 "rule_totals": _episode_row(program, episode, credits)["rules"],
-                 "credits": [c.to_json() for c in credits]}
+                {
+                    **{k: v for k, v in _episode_row(program, episode, credits).items() if k != "rules"},
+                    "rule_totals": _episode_row(program, episode, credits)["rules"],
+                    "credits": [c.to_json() for c in credits],
+                }
                 for episode, credits in scored
             ],
         }
@@ -451,12 +544,17 @@ def main(argv: list[str] | None = None) -> int:
         print()
     orphans = sum(int(episode.meta.get("orphan_results", 0)) for episode in episodes)
     ambiguous = sum(int(episode.meta.get("ambiguous_results", 0)) for episode in episodes)
-    print(f"rules: {args.rules} ({counted(len(program.rules), 'rule')})   skipped files: {len(report.skipped)}"
-          + (f"   read errors: {len(report.errors)}" if report.errors else "")
-          + (f"   orphan tool results (matching no call): {orphans}" if orphans else "")
-          + (f"   ambiguous tool results (could be a same-name call's; skipped by error rules): {ambiguous}"
-             if ambiguous else "")
-          + (f"   domain: {', '.join(args.domain)}" if args.domain else ""))
+    print(
+        f"rules: {args.rules} ({counted(len(program.rules), 'rule')})   skipped files: {len(report.skipped)}"
+        + (f"   read errors: {len(report.errors)}" if report.errors else "")
+        + (f"   orphan tool results (matching no call): {orphans}" if orphans else "")
+        + (
+            f"   ambiguous tool results (could be a same-name call's; skipped by error rules): {ambiguous}"
+            if ambiguous
+            else ""
+        )
+        + (f"   domain: {', '.join(args.domain)}" if args.domain else "")
+    )
     if args.by:
         for key, part in groups:
             print()

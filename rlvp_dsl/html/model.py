@@ -116,8 +116,13 @@ def script_safe_json(doc: Any) -> str:
     """``json.dumps(doc)`` with ``<``, ``>``, ``&`` and the two JavaScript line separators escaped,
     so that no text of a trajectory can close the ``<script>`` element it is embedded in."""
     text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for char, escaped in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(char, escaped)
     return text
 
@@ -180,8 +185,10 @@ def histogram(totals: Sequence[float], outcomes: Sequence[float | None], max_bar
     else:
         lo, hi = distinct[0], distinct[-1]
         width = (hi - lo) / max_bars
-        labels = tuple(f"[{lo + k * width:+.3g}, {lo + (k + 1) * width:+.3g}{']' if k == max_bars - 1 else ')'}"
-                       for k in range(max_bars))
+        labels = tuple(
+            f"[{lo + k * width:+.3g}, {lo + (k + 1) * width:+.3g}{']' if k == max_bars - 1 else ')'}"
+            for k in range(max_bars)
+        )
         bar_of = [min(max_bars - 1, int((t - lo) / width)) for t in totals]
     n = len(labels)
     low, high, unknown = [0] * n, [0] * n, [0] * n
@@ -211,8 +218,14 @@ def _arguments_text(event) -> str:
     return event.raw_arguments or ""
 
 
-def episode_record(number: int, episode: Episode, credits: Sequence[Credit], rule_index: Mapping[str, int],
-                   source_index: Mapping[str, int], result_limit: int = RESULT_LIMIT) -> dict[str, Any]:
+def episode_record(
+    number: int,
+    episode: Episode,
+    credits: Sequence[Credit],
+    rule_index: Mapping[str, int],
+    source_index: Mapping[str, int],
+    result_limit: int = RESULT_LIMIT,
+) -> dict[str, Any]:
     """One episode as the page's script draws it (JSON-ready).
 
     Keys: ``n`` (its position), ``id``, ``source``, ``domain``, ``outcome``, ``total`` (process
@@ -232,8 +245,14 @@ def episode_record(number: int, episode: Episode, credits: Sequence[Credit], rul
         row: dict[str, Any] = {"index": e.index, "kind": e.kind, "credits": [], "marks": []}
         if e.kind == CALL:
             result, result_len = _shorten(e.result, result_limit)
-            row.update(tool=e.tool, args=_arguments_text(e), status=e.status, error=e.error_text,
-                       result=result, result_len=result_len)
+            row.update(
+                tool=e.tool,
+                args=_arguments_text(e),
+                status=e.status,
+                error=e.error_text,
+                result=result,
+                result_len=result_len,
+            )
             if e.requestor != "assistant":
                 row["requestor"] = e.requestor
         else:
@@ -246,17 +265,27 @@ def episode_record(number: int, episode: Episode, credits: Sequence[Credit], rul
     for c in credits:
         path, line = split_location(c.location)
         link = linked_event(c, len(events))
-        item = {"rule": c.rule, "r": rule_index.get(c.rule, -1), "value": c.value, "reason": c.reason,
-                "kind": c.kind, "trigger": c.trigger, "location": c.location, "src": source_index.get(path),
-                "line": line, "link": None}
+        item = {
+            "rule": c.rule,
+            "r": rule_index.get(c.rule, -1),
+            "value": c.value,
+            "reason": c.reason,
+            "kind": c.kind,
+            "trigger": c.trigger,
+            "location": c.location,
+            "src": source_index.get(path),
+            "line": line,
+            "link": None,
+        }
         totals[c.rule] = totals.get(c.rule, 0.0) + c.value
         if not 0 <= c.event_index < len(events):
             unplaced.append(item)
             continue
         if link is not None and 0 <= link[0] < len(events):
             item["link"] = {"event": link[0], "what": link[1]}
-            events[link[0]]["marks"].append({"rule": c.rule, "r": item["r"], "event": c.event_index,
-                                             "trigger": c.trigger, "what": link[1]})
+            events[link[0]]["marks"].append(
+                {"rule": c.rule, "r": item["r"], "event": c.event_index, "trigger": c.trigger, "what": link[1]}
+            )
         events[c.event_index]["credits"].append(item)
     return {
         "n": number,
@@ -268,17 +297,24 @@ def episode_record(number: int, episode: Episode, credits: Sequence[Credit], rul
         "calls": len(episode.calls),
         "rule_totals": totals,
         "hit": sorted({rule_index[c.rule] for c in credits if c.rule in rule_index}),
-        "chips": [{"r": rule_index[rule], "rule": rule, "total": total, "sign": sign_of(total)}
-                  for rule, total in sorted(totals.items(), key=lambda x: rule_index.get(x[0], -1))
-                  if rule in rule_index],
+        "chips": [
+            {"r": rule_index[rule], "rule": rule, "total": total, "sign": sign_of(total)}
+            for rule, total in sorted(totals.items(), key=lambda x: rule_index.get(x[0], -1))
+            if rule in rule_index
+        ],
         "unplaced": unplaced,
         "events": events,
     }
 
 
-def build_report(program, scored: Sequence[tuple[Episode, Sequence[Credit]]],
-                 sources: Mapping[str, Any] | None = None, *, title: str = "",
-                 result_limit: int = RESULT_LIMIT) -> Report:
+def build_report(
+    program,
+    scored: Sequence[tuple[Episode, Sequence[Credit]]],
+    sources: Mapping[str, Any] | None = None,
+    *,
+    title: str = "",
+    result_limit: int = RESULT_LIMIT,
+) -> Report:
     """Decide what the report shows.
 
     Args:
@@ -303,7 +339,8 @@ def build_report(program, scored: Sequence[tuple[Episode, Sequence[Credit]]],
         per_episode = [sum(c.value for c in credits if c.rule == rs.name) for _, credits in scored]
         path, line = split_location(rs.location)
         rows.append(RuleRow(k, rs, source_index.get(path), line, histogram(per_episode, outcomes)))
-    episodes = tuple(episode_record(n, ep, credits, rule_index, source_index, result_limit)
-                     for n, (ep, credits) in enumerate(scored))
+    episodes = tuple(
+        episode_record(n, ep, credits, rule_index, source_index, result_limit) for n, (ep, credits) in enumerate(scored)
+    )
     files = tuple(SourceText(k, p, tuple(t.split("\n"))) for k, (p, t) in enumerate(zip(paths, texts)))
     return Report(title or (paths[0] if paths else "rlvp credit report"), summary, tuple(rows), episodes, files)

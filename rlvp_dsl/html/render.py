@@ -40,8 +40,9 @@ def _signed(x: float | None, spec: str = "+.2f") -> str:
 def render_report(report: Report) -> str:
     """The report page as HTML text."""
     template = environment().get_template("report.html.j2")
-    return template.render(report=report, data_json=report.data_json(), preview=RESULT_PREVIEW, signed=_signed,
-                           sign=sign_of)
+    return template.render(
+        report=report, data_json=report.data_json(), preview=RESULT_PREVIEW, signed=_signed, sign=sign_of
+    )
 
 
 def write_report(report: Report, path: str | os.PathLike) -> Path:

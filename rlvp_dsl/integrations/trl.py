@@ -84,8 +84,15 @@ from rlvp_dsl.attach import CallCredits, call_credits
 from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
-from rlvp_dsl.readers import (HERMES_MARKERS, THINK_MARKERS, ReaderError, checked_markers, episode_from_messages,
-                              episode_from_text, marked_calls)
+from rlvp_dsl.readers import (
+    HERMES_MARKERS,
+    THINK_MARKERS,
+    ReaderError,
+    checked_markers,
+    episode_from_messages,
+    episode_from_text,
+    marked_calls,
+)
 from rlvp_dsl.readers import error_signal as resolve_error_signal
 from rlvp_dsl.spans import align_call_spans, find_call_spans
 from trainer.advantages import amplified_groups, compute_advantages
@@ -99,8 +106,12 @@ TESTED_TRL = "1.16"
 log = logging.getLogger(__name__)
 
 if not trl.__version__.startswith(TESTED_TRL + "."):  # pragma: no cover - depends on the install
-    log.warning("rlvp_dsl.integrations.trl is tested with TRL %s.x; this is TRL %s "
-                "(pip install 'rlvp[trl]' installs the tested version)", TESTED_TRL, trl.__version__)
+    log.warning(
+        "rlvp_dsl.integrations.trl is tested with TRL %s.x; this is TRL %s "
+        "(pip install 'rlvp[trl]' installs the tested version)",
+        TESTED_TRL,
+        trl.__version__,
+    )
 
 
 @attrs.frozen
@@ -151,15 +162,19 @@ def _check_batch(prompts: Any, completions: Any, messages: Any) -> None:
     """
     for name, value in (("prompts", prompts), ("completions", completions), ("rlvp_messages", messages)):
         if value is not None and (isinstance(value, (str, bytes)) or not hasattr(value, "__len__")):
-            raise ValueError(f"RlvpReward: {name!r} must be a list, one entry per completion (got {type(value).__name__})")
+            raise ValueError(
+                f"RlvpReward: {name!r} must be a list, one entry per completion (got {type(value).__name__})"
+            )
     if prompts is None or completions is None:
         raise ValueError("RlvpReward: needs prompts and completions (lists of the same length)")
     lengths = {"prompts": len(prompts), "completions": len(completions)}
     if messages is not None:
         lengths["rlvp_messages"] = len(messages)
     if len(set(lengths.values())) > 1:
-        raise ValueError("RlvpReward: one prompt (and message list) per completion, got "
-                         + ", ".join(f"{n} {name}" for name, n in lengths.items()))
+        raise ValueError(
+            "RlvpReward: one prompt (and message list) per completion, got "
+            + ", ".join(f"{n} {name}" for name, n in lengths.items())
+        )
 
 
 class RlvpReward:
@@ -202,8 +217,16 @@ class RlvpReward:
     #: The markers of the model's thought (set to None on an instance for a template without them).
     reasoning_markers: tuple[str, str] | None = THINK_MARKERS
 
-    def __init__(self, rules: Program | str | os.PathLike, *, mode: str = "token", process_weight: float = 1.0,
-                 error_signal: Any = "trl", call_markers: tuple[str, str] = HERMES_MARKERS, name: str = "rlvp"):
+    def __init__(
+        self,
+        rules: Program | str | os.PathLike,
+        *,
+        mode: str = "token",
+        process_weight: float = 1.0,
+        error_signal: Any = "trl",
+        call_markers: tuple[str, str] = HERMES_MARKERS,
+        name: str = "rlvp",
+    ):
         if not isinstance(mode, str) or mode not in ("token", "scalar"):
             raise ValueError(f"'mode' must be token or scalar (got {mode!r})")
         if not isinstance(name, str) or not name:
@@ -228,23 +251,36 @@ class RlvpReward:
     def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
         """The episode of one prompt + completion; never raises for a bad completion."""
         try:
-            prompt_part = prompt if isinstance(prompt, list) else (
-                [{"role": "user", "content": prompt}] if isinstance(prompt, str) and prompt else [])
+            prompt_part = (
+                prompt
+                if isinstance(prompt, list)
+                else ([{"role": "user", "content": prompt}] if isinstance(prompt, str) and prompt else [])
+            )
             if messages is None and isinstance(completion, str):
                 head = episode_from_messages(prompt_part, error_signal=self.error_signal)
-                tail = episode_from_text(completion, call_markers=self.call_markers,
-                                         reasoning_markers=self.reasoning_markers)
+                tail = episode_from_text(
+                    completion, call_markers=self.call_markers, reasoning_markers=self.reasoning_markers
+                )
                 events = head.events + tuple(attrs.evolve(e, index=len(head.events) + e.index) for e in tail.events)
                 return ScoredRow(Episode("completion", events), len(head.events), len(head.calls))
             completion_part = messages if messages is not None else completion
             if not isinstance(completion_part, (list, tuple)):
-                raise TypeError(f"a completion must be text or a list of chat messages (got "
-                                f"{type(completion_part).__name__})")
-            head = episode_from_messages(prompt_part, error_signal=self.error_signal, call_markers=self.call_markers,
-                                         reasoning_markers=self.reasoning_markers)
-            whole = episode_from_messages(list(prompt_part) + list(completion_part), error_signal=self.error_signal,
-                                          call_markers=self.call_markers, reasoning_markers=self.reasoning_markers,
-                                          id="completion")
+                raise TypeError(
+                    f"a completion must be text or a list of chat messages (got {type(completion_part).__name__})"
+                )
+            head = episode_from_messages(
+                prompt_part,
+                error_signal=self.error_signal,
+                call_markers=self.call_markers,
+                reasoning_markers=self.reasoning_markers,
+            )
+            whole = episode_from_messages(
+                list(prompt_part) + list(completion_part),
+                error_signal=self.error_signal,
+                call_markers=self.call_markers,
+                reasoning_markers=self.reasoning_markers,
+                id="completion",
+            )
             return ScoredRow(whole, len(head.events), len(head.calls))
         except (ReaderError, TypeError, ValueError) as exc:
             self.unscorable_rows += 1
@@ -258,8 +294,9 @@ class RlvpReward:
         return call_credits(episode, credits, source=self.__name__)
 
     # ---- TRL's reward-function contract ------------------------------------------------
-    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
-                 **kwargs: Any) -> list[float]:
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None, **kwargs: Any
+    ) -> list[float]:
         trainer = _calling_trainer(kwargs)
         by_trainer = trainer is not None or "trainer_state" in kwargs  # TRL passes both; a hand call neither
         owned = isinstance(trainer, RlvpAdvantageMixin) if trainer is not None else self.owned_by_mixin
@@ -269,13 +306,16 @@ class RlvpReward:
                 "is not an RlvpAdvantageMixin: token-mode credit reaches only that mixin's per-token advantages, so "
                 "this trainer would train on 0 for every completion. Use RlvpGRPOTrainer (or add "
                 "RlvpAdvantageMixin in front of your GRPOTrainer subclass), or RlvpReward(..., mode='scalar') "
-                "with the stock GRPOTrainer")
+                "with the stock GRPOTrainer"
+            )
         if self.mode == "scalar" and trainer is not None:
             self._watch(trainer)
         messages = kwargs.get("rlvp_messages")
         _check_batch(prompts, completions, messages)
-        self.last_rows = [self.read(p, c, messages[k] if messages is not None else None)
-                          for k, (p, c) in enumerate(zip(prompts, completions, strict=True))]
+        self.last_rows = [
+            self.read(p, c, messages[k] if messages is not None else None)
+            for k, (p, c) in enumerate(zip(prompts, completions, strict=True))
+        ]
         if self.mode == "token":
             return [0.0] * len(self.last_rows)
         return [self.process_weight * self.credits(row).total for row in self.last_rows]
@@ -316,10 +356,14 @@ class RlvpReward:
         trainer._log_metric("rlvp/amplified_groups", float(n))
         if n and not self._warned_amplified:
             self._warned_amplified = True
-            log.warning("rlvp scalar mode: %d of %d groups have equal outcomes and rule credit that differs; "
-                        "TRL's group std scales those differences up to unit-size advantages (shaping noise as a "
-                        "full-size gradient; counted in rlvp/amplified_groups). RlvpGRPOTrainer with "
-                        "mode='token' keeps each call's credit at w x |c|", n, found.numel())
+            log.warning(
+                "rlvp scalar mode: %d of %d groups have equal outcomes and rule credit that differs; "
+                "TRL's group std scales those differences up to unit-size advantages (shaping noise as a "
+                "full-size gradient; counted in rlvp/amplified_groups). RlvpGRPOTrainer with "
+                "mode='token' keeps each call's credit at w x |c|",
+                n,
+                found.numel(),
+            )
 
 
 def _marker_ids(tokenizer: Any, marker: str) -> list[int]:
@@ -362,26 +406,33 @@ class RlvpAdvantageMixin:
         super().__init__(*args, **kwargs)
         found = [k for k, f in enumerate(self.reward_funcs) if isinstance(f, RlvpReward) and f.mode == "token"]
         if len(found) != 1:
-            raise ValueError(f"{type(self).__name__} needs exactly one RlvpReward(rules, mode='token') among "
-                             f"reward_funcs (found {len(found)}); for scalar credit use the stock GRPOTrainer "
-                             "with RlvpReward(rules, mode='scalar')")
+            raise ValueError(
+                f"{type(self).__name__} needs exactly one RlvpReward(rules, mode='token') among "
+                f"reward_funcs (found {len(found)}); for scalar credit use the stock GRPOTrainer "
+                "with RlvpReward(rules, mode='scalar')"
+            )
         self.rlvp_index = found[0]
         self.rlvp_reward: RlvpReward = self.reward_funcs[self.rlvp_index]
         self.rlvp_reward.owned_by_mixin = True
         weights = self.reward_weights.tolist()
         if not any(w != 0 for k, w in enumerate(weights) if k != self.rlvp_index):
-            log.warning("%s has no outcome reward: reward_funcs holds only the RlvpReward (or the others weigh 0), "
-                        "so every group's outcome advantage is 0 and the policy learns the rules alone; add the "
-                        "task's reward function to reward_funcs", type(self).__name__)
+            log.warning(
+                "%s has no outcome reward: reward_funcs holds only the RlvpReward (or the others weigh 0), "
+                "so every group's outcome advantage is 0 and the policy learns the rules alone; add the "
+                "task's reward function to reward_funcs",
+                type(self).__name__,
+            )
         self._rlvp_warned_markers = False
         self.rlvp_schedule = process_schedule or ProcessWeightSchedule(self.rlvp_reward.process_weight, enabled=False)
         tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
         self._rlvp_tokenizer = tokenizer
         self._rlvp_markers = tuple(_marker_ids(tokenizer, m) for m in self.rlvp_reward.call_markers)
         if self._rlvp_markers[0] == self._rlvp_markers[1]:
-            raise ValueError(f"the tokenizer encodes both call markers {self.rlvp_reward.call_markers!r} as the same "
-                             f"tokens {self._rlvp_markers[0]}, so no call's end can be found; give "
-                             "RlvpReward(call_markers=...) markers in the tokenizer's vocabulary")
+            raise ValueError(
+                f"the tokenizer encodes both call markers {self.rlvp_reward.call_markers!r} as the same "
+                f"tokens {self._rlvp_markers[0]}, so no call's end can be found; give "
+                "RlvpReward(call_markers=...) markers in the tokenizer's vocabulary"
+            )
         self._rlvp_rewards_per_func: torch.Tensor | None = None
 
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -404,7 +455,7 @@ class RlvpAdvantageMixin:
         summed = (rewards * weights.unsqueeze(0)).nansum(dim=1)  # (B_global,)
         summed[torch.isnan(rewards[:, others]).all(dim=1)] = torch.nan  # no outcome at all: unscorable
         start = self.accelerator.process_index * n_rows
-        local = summed[start:start + n_rows].double()
+        local = summed[start : start + n_rows].double()
         G = self.num_generations
         groups = local.view(-1, G)
         fill = torch.nanmean(groups, dim=1, keepdim=True).nan_to_num(0.0).expand_as(groups)
@@ -434,9 +485,11 @@ class RlvpAdvantageMixin:
         B, T = mask.shape
         G = self.num_generations
         if B % G:
-            raise ValueError(f"RlvpGRPOTrainer needs whole groups on each process: {B} local rows for "
-                             f"num_generations={G}; make per_device_train_batch_size * steps_per_generation "
-                             "a multiple of num_generations")
+            raise ValueError(
+                f"RlvpGRPOTrainer needs whole groups on each process: {B} local rows for "
+                f"num_generations={G}; make per_device_train_batch_size * steps_per_generation "
+                "a multiple of num_generations"
+            )
         rows = self.rlvp_reward.last_rows
         if len(rows) != B:
             raise RuntimeError(f"RlvpReward scored {len(rows)} completions for a batch of {B}")
@@ -461,10 +514,14 @@ class RlvpAdvantageMixin:
         w = self.rlvp_schedule.weight(step)
         outcomes = self._local_outcomes(B)
         result = compute_advantages(
-            [outcomes[g * G:(g + 1) * G] for g in range(B // G)],
-            [credits[g * G:(g + 1) * G] for g in range(B // G)],
-            [spans[g * G:(g + 1) * G] for g in range(B // G)],
-            mask.detach().cpu(), credit_mode="token", process_weight=w, scale_rewards=self.scale_rewards)
+            [outcomes[g * G : (g + 1) * G] for g in range(B // G)],
+            [credits[g * G : (g + 1) * G] for g in range(B // G)],
+            [spans[g * G : (g + 1) * G] for g in range(B // G)],
+            mask.detach().cpu(),
+            credit_mode="token",
+            process_weight=w,
+            scale_rewards=self.scale_rewards,
+        )
         mode = "train" if self.model.training else "eval"
         metrics = self._metrics[mode]
         metrics["rlvp/live_groups"].append(1.0 - result.frac_dead_groups)
@@ -475,10 +532,12 @@ class RlvpAdvantageMixin:
         metrics["rlvp/unmatched_spans"].append(float(unmatched))
         metrics["rlvp/calls_without_span"].append(float(without_span))
         metrics["rlvp/unscorable_rows"].append(float(sum(1 for r in rows if r.problem)))
-        metrics["rlvp/flagged_credits"].append(float(sum(len(cc.flagged) for cc in credits)
-                                                     + int(result.overflowed.sum())))
-        metrics["rlvp/ambiguous_results"].append(float(sum(
-            sum(1 for call in r.episode.calls[r.first_call:] if call.ambiguous) for r in rows)))
+        metrics["rlvp/flagged_credits"].append(
+            float(sum(len(cc.flagged) for cc in credits) + int(result.overflowed.sum()))
+        )
+        metrics["rlvp/ambiguous_results"].append(
+            float(sum(sum(1 for call in r.episode.calls[r.first_call :] if call.ambiguous) for r in rows))
+        )
         if markerless:
             self._rlvp_warn_markers(markerless)
         return result.advantages.to(completion_mask.device)
@@ -488,12 +547,14 @@ class RlvpAdvantageMixin:
         if self._rlvp_warned_markers:
             return
         self._rlvp_warned_markers = True
-        log.warning("rlvp: the call markers %r never occur among the generated tokens of %d completion(s) whose "
-                    "episodes have calls, so those calls' credit reaches no token (counted in "
-                    "rlvp/calls_without_span); pass your chat template's markers as RlvpReward(call_markers=...)",
-                    self.rlvp_reward.call_markers, rows)
+        log.warning(
+            "rlvp: the call markers %r never occur among the generated tokens of %d completion(s) whose "
+            "episodes have calls, so those calls' credit reaches no token (counted in "
+            "rlvp/calls_without_span); pass your chat template's markers as RlvpReward(call_markers=...)",
+            self.rlvp_reward.call_markers,
+            rows,
+        )
 
 
 class RlvpGRPOTrainer(RlvpAdvantageMixin, GRPOTrainer):
     """`trl.GRPOTrainer` with rlvp's per-token advantages (see `RlvpAdvantageMixin`)."""
-

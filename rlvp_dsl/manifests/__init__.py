@@ -6,9 +6,28 @@
 """
 
 from ..tools import ToolSpec
-from .formats import (OURS, Manifest, ManifestError, ManifestNotFound, SignalSpec, detect_manifest_format,
-                      load_manifest, parse_manifest)
+from .formats import (
+    OURS,
+    Manifest,
+    ManifestError,
+    ManifestNotFound,
+    SignalSpec,
+    detect_manifest_format,
+    load_manifest,
+    parse_manifest,
+)
 from .targets import infer_targets, is_identifier_param
 
-__all__ = ["OURS", "Manifest", "ManifestError", "ManifestNotFound", "SignalSpec", "ToolSpec", "detect_manifest_format",
-           "infer_targets", "is_identifier_param", "load_manifest", "parse_manifest"]
+__all__ = [
+    "OURS",
+    "Manifest",
+    "ManifestError",
+    "ManifestNotFound",
+    "SignalSpec",
+    "ToolSpec",
+    "detect_manifest_format",
+    "infer_targets",
+    "is_identifier_param",
+    "load_manifest",
+    "parse_manifest",
+]

@@ -144,8 +144,7 @@ def _is_additive(spec: ToolSpec) -> bool:
 
 def _is_closed_read(spec: ToolSpec) -> bool:
     """A read-only tool whose answer changes only through the episode's own writes (MCP ``openWorldHint: false``)."""
-    return ("read" in spec.tags and not _is_write(spec)
-            and "closed_world" in spec.tags and "open_world" not in spec.tags)
+    return "read" in spec.tags and not _is_write(spec) and "closed_world" in spec.tags and "open_world" not in spec.tags
 
 
 def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived], list[str]]:
@@ -154,38 +153,60 @@ def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived],
     items: list[_Derived] = []
     skipped: list[str] = []
     for spec in tools:
-        items.append(_Derived(ast.ToolDecl(
-            _n(spec.name), tuple(_n(t) for t in sorted(spec.tags)),
-            _n(spec.target) if spec.target is not None else None, None)))
+        items.append(
+            _Derived(
+                ast.ToolDecl(
+                    _n(spec.name),
+                    tuple(_n(t) for t in sorted(spec.tags)),
+                    _n(spec.target) if spec.target is not None else None,
+                    None,
+                )
+            )
+        )
 
     sides = _side_tags(tools)
     agent = [s for s in tools if not any(t in s.tags for t in sides)]
     not_side = [ast.Not(ast.TagAtom(_n(t))) for t in sides]
     present = {t for s in agent for t in s.tags}
 
-    items.append(_Derived(
-        ast.RepeatError(_n("repeat_error"), _w(weights.repeat_error),
-                        on=_and(ast.CallAtom(), *not_side) if not_side else None),
-        "repeating a call that just failed, unchanged, repeats a known failure"))
+    items.append(
+        _Derived(
+            ast.RepeatError(
+                _n("repeat_error"), _w(weights.repeat_error), on=_and(ast.CallAtom(), *not_side) if not_side else None
+            ),
+            "repeating a call that just failed, unchanged, repeats a known failure",
+        )
+    )
 
-    items.append(_Derived(
-        ast.Violation(_n("errored_call"), _w(weights.errored_call), _and(ast.CallAtom(), ast.StatusAtom("error"), *not_side)),
-        "the environment's error signal: every failed tool call costs a little"))
+    items.append(
+        _Derived(
+            ast.Violation(
+                _n("errored_call"), _w(weights.errored_call), _and(ast.CallAtom(), ast.StatusAtom("error"), *not_side)
+            ),
+            "the environment's error signal: every failed tool call costs a little",
+        )
+    )
 
     targeted = [s for s in agent if _is_write(s) and s.target is not None]
     writes = [s for s in targeted if not _is_additive(s)]
     additive = [s.name for s in targeted if _is_additive(s)]
     reads = [s for s in agent if "read" in s.tags and not _is_write(s) and s.target is not None]
     if additive and reads:
-        skipped.append("additive writes (MCP destructiveHint: false) left out of blind_destructive: "
-                       + ", ".join(additive))
+        skipped.append(
+            "additive writes (MCP destructiveHint: false) left out of blind_destructive: " + ", ".join(additive)
+        )
     if writes and reads:
-        items.append(_Derived(
-            ast.BlindDestructive(
-                _n("blind_destructive"), _w(weights.blind_destructive),
-                ast.CallAtom(tuple(_n(s.name) for s in writes)),
-                _and(ast.CallAtom(), ast.TagAtom(_n("read")), ast.StatusAtom("ok"))),
-            "changing an object the agent has not looked at: each write with a target needs a successful read of it first"))
+        items.append(
+            _Derived(
+                ast.BlindDestructive(
+                    _n("blind_destructive"),
+                    _w(weights.blind_destructive),
+                    ast.CallAtom(tuple(_n(s.name) for s in writes)),
+                    _and(ast.CallAtom(), ast.TagAtom(_n("read")), ast.StatusAtom("ok")),
+                ),
+                "changing an object the agent has not looked at: each write with a target needs a successful read of it first",
+            )
+        )
     elif writes or additive:
         skipped.append("no blind_destructive rule: no read tool has a target")
     else:
@@ -197,16 +218,26 @@ def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived],
         user = ast.KindAtom("user")  # the other actor: between turns the user may change the state (edit a file)
         since = ast.Or((_and(ast.CallAtom(), _any_tag(changing)), user)) if changing else user
         repeat = ast.Seen(_and(ast.CallAtom(), ast.StatusAtom("ok")), ast.Binding("call"), since)
-        items.append(_Derived(
-            ast.Violation(_n("redundant_read"), _w(weights.redundant_read),
-                          _and(ast.CallAtom(tuple(_n(s.name) for s in closed)), repeat)),
-            "asking a closed-world read-only tool the same question again, with nothing written since, learns nothing"))
+        items.append(
+            _Derived(
+                ast.Violation(
+                    _n("redundant_read"),
+                    _w(weights.redundant_read),
+                    _and(ast.CallAtom(tuple(_n(s.name) for s in closed)), repeat),
+                ),
+                "asking a closed-world read-only tool the same question again, with nothing written since, learns nothing",
+            )
+        )
 
     for signal in manifest.signals:
-        items.append(_Derived(
-            ast.Progress(_n(f"progress_{signal.name}"), _w(weights.progress), _n(signal.name), signal.direction),
-            f"the environment's declared progress signal: {signal.name} reaching a new best"
-            + (f" ({signal.description})" if signal.description else "") + " earns credit, once per level"))
+        items.append(
+            _Derived(
+                ast.Progress(_n(f"progress_{signal.name}"), _w(weights.progress), _n(signal.name), signal.direction),
+                f"the environment's declared progress signal: {signal.name} reaching a new best"
+                + (f" ({signal.description})" if signal.description else "")
+                + " earns credit, once per level",
+            )
+        )
 
     verify_tags = [t for t in _VERIFY if t in present]
     write_tools = [s for s in agent if "write" in s.tags]
@@ -215,21 +246,32 @@ def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived],
         bound = all(s.target is not None for s in write_tools + verifiers)
         submit = _SUBMIT in present
         name = "verify_before_submit" if submit else "verify_after_write"
-        deadline = (ast.Deadline("before", _and(ast.CallAtom(), ast.TagAtom(_n(_SUBMIT)))) if submit
-                    else ast.Deadline("end"))
-        items.append(_Derived(
-            ast.Obligation(
-                _n(name), _w(weights.verify_credit), _w(weights.verify_expire),
-                _and(ast.CallAtom(), ast.TagAtom(_n("write")), *not_side),
-                _and(ast.CallAtom(), _any_tag(verify_tags), ast.StatusAtom("ok")),
-                ast.Binding("target") if bound else None,
-                deadline),
-            "every write must be verified (" + " or ".join(f"tag {t}" for t in verify_tags) + ") "
-            + ("before the next submit" if submit else "by the end of the episode")
-            + (", on the same target" if bound else "")))
+        deadline = (
+            ast.Deadline("before", _and(ast.CallAtom(), ast.TagAtom(_n(_SUBMIT)))) if submit else ast.Deadline("end")
+        )
+        items.append(
+            _Derived(
+                ast.Obligation(
+                    _n(name),
+                    _w(weights.verify_credit),
+                    _w(weights.verify_expire),
+                    _and(ast.CallAtom(), ast.TagAtom(_n("write")), *not_side),
+                    _and(ast.CallAtom(), _any_tag(verify_tags), ast.StatusAtom("ok")),
+                    ast.Binding("target") if bound else None,
+                    deadline,
+                ),
+                "every write must be verified ("
+                + " or ".join(f"tag {t}" for t in verify_tags)
+                + ") "
+                + ("before the next submit" if submit else "by the end of the episode")
+                + (", on the same target" if bound else ""),
+            )
+        )
     elif write_tools:
-        skipped.append("no verify obligation: no tool is tagged verify or test "
-                       "(reading back after a write is not derived without one)")
+        skipped.append(
+            "no verify obligation: no tool is tagged verify or test "
+            "(reading back after a write is not derived without one)"
+        )
     return items, skipped
 
 
@@ -237,7 +279,9 @@ def _default_path(manifest: Manifest) -> str:
     return os.path.splitext(os.path.basename(manifest.path))[0] + ".rlvp"
 
 
-def derive_rules(manifest: Manifest, *, weights: DeriveWeights = DeriveWeights(), path: str | None = None) -> ast.RuleFile:
+def derive_rules(
+    manifest: Manifest, *, weights: DeriveWeights = DeriveWeights(), path: str | None = None
+) -> ast.RuleFile:
     """The derived rule file as a syntax tree (`path` defaults to ``<manifest stem>.rlvp``)."""
     items, _ = _derive(manifest, weights)
     return ast.RuleFile(path or _default_path(manifest), tuple(d.item for d in items))
@@ -259,8 +303,9 @@ def is_derived_file(path: str) -> bool:
     return first.decode("utf-8-sig", errors="replace").startswith(DERIVED_HEADER)
 
 
-def derive_text(manifest: Manifest, *, weights: DeriveWeights = DeriveWeights(),
-                drop: dict[str, str] | None = None) -> str:
+def derive_text(
+    manifest: Manifest, *, weights: DeriveWeights = DeriveWeights(), drop: dict[str, str] | None = None
+) -> str:
     """The derived rule file as commented `.rlvp` text (parses back to `derive_rules(manifest)`).
 
     `drop` maps names of derived rules to leave out to the reason (said in the header)."""
@@ -268,8 +313,10 @@ def derive_text(manifest: Manifest, *, weights: DeriveWeights = DeriveWeights(),
     drop = drop or {}
     items = [d for d in items if not (isinstance(d.item, ast.RULE_TYPES) and d.item.name.text in drop)]
     skipped = skipped + [f"left out {name}: {why}" for name, why in drop.items()]
-    lines = [f"{DERIVED_HEADER} from {manifest.path}",
-             f"# manifest format: {manifest.format}, {len(manifest.tools)} tools"]
+    lines = [
+        f"{DERIVED_HEADER} from {manifest.path}",
+        f"# manifest format: {manifest.format}, {len(manifest.tools)} tools",
+    ]
     lines += [f"# {note}" for note in manifest.notes]
     lines += [f"# {note}" for note in skipped]
     lines.append("")

@@ -175,11 +175,18 @@ def detect_manifest_format(data: Any, path: str = "<manifest>") -> str:
             return "mcp"
         if first.get("type") == "function" or "function" in first:
             return "openai"
-        raise ManifestError(path, "cannot tell the format of tools[0]: expected an MCP tool (with 'inputSchema') "
-                            "or an OpenAI tool ({'type': 'function', 'function': {...}})", record="tools[0]")
-    raise ManifestError(path, "unknown manifest format: expected {'format': 'rlvp-tools/1', 'tools': [...]}, a tau2 "
-                        "manifest ('toolkits'), MCP tools/list output ('tools' or 'result.tools') or a list of "
-                        f"OpenAI tool schemas; got an object with keys {sorted(data)[:8]}")
+        raise ManifestError(
+            path,
+            "cannot tell the format of tools[0]: expected an MCP tool (with 'inputSchema') "
+            "or an OpenAI tool ({'type': 'function', 'function': {...}})",
+            record="tools[0]",
+        )
+    raise ManifestError(
+        path,
+        "unknown manifest format: expected {'format': 'rlvp-tools/1', 'tools': [...]}, a tau2 "
+        "manifest ('toolkits'), MCP tools/list output ('tools' or 'result.tools') or a list of "
+        f"OpenAI tool schemas; got an object with keys {sorted(data)[:8]}",
+    )
 
 
 def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
@@ -194,8 +201,9 @@ def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
     seen: dict[str, str] = {}
     for record, spec in specs:
         if spec.name in seen:
-            raise ManifestError(path, f"duplicate tool name '{spec.name}' (first at {seen[spec.name]})",
-                                record=record, field="name")
+            raise ManifestError(
+                path, f"duplicate tool name '{spec.name}' (first at {seen[spec.name]})", record=record, field="name"
+            )
         seen[spec.name] = record
     tools, notes = infer_targets([spec for _, spec in specs])
     if fmt == "mcp":
@@ -211,9 +219,11 @@ def _mcp_assumptions(data: dict) -> list[str]:
     if not bare:
         return []
     shown = ", ".join(bare[:8]) + (f" and {len(bare) - 8} more" if len(bare) > 8 else "")
-    return [f"{len(bare)} tool(s) carry no annotations ({shown}): assumed, as the MCP specification says, "
-            "not read-only and possibly destructive (tags write, destructive, open_world); "
-            "add annotations.readOnlyHint / destructiveHint to say otherwise"]
+    return [
+        f"{len(bare)} tool(s) carry no annotations ({shown}): assumed, as the MCP specification says, "
+        "not read-only and possibly destructive (tags write, destructive, open_world); "
+        "add annotations.readOnlyHint / destructiveHint to say otherwise"
+    ]
 
 
 def _signals(data: dict, path: str) -> tuple[SignalSpec, ...]:
@@ -224,8 +234,14 @@ def _signals(data: dict, path: str) -> tuple[SignalSpec, ...]:
     for record, rec in _records(data["signals"], path, "signals"):
         name = _name(rec, path, record)
         direction = rec.get("direction")
-        _need(direction in ("decreasing", "increasing"), path, record, "direction",
-              "'decreasing' or 'increasing'", direction)
+        _need(
+            direction in ("decreasing", "increasing"),
+            path,
+            record,
+            "direction",
+            "'decreasing' or 'increasing'",
+            direction,
+        )
         description = rec.get("description", "")
         _need(isinstance(description, str), path, record, "description", "a string", description)
         out.append(SignalSpec(name, direction, description))
@@ -236,8 +252,15 @@ def _signals(data: dict, path: str) -> tuple[SignalSpec, ...]:
 
 
 def _kind(value: Any) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null",
-            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+    return {
+        dict: "an object",
+        list: "a list",
+        str: "a string",
+        bool: "a boolean",
+        type(None): "null",
+        int: "a number",
+        float: "a number",
+    }.get(type(value), type(value).__name__)
 
 
 def _show(value: Any) -> str:
@@ -247,8 +270,9 @@ def _show(value: Any) -> str:
 
 def _need(cond: bool, path: str, record: str, field: str, expected: str, value: Any) -> None:
     if not cond:
-        raise ManifestError(path, f"expected {expected}, got {_kind(value)} {_show(value)}".rstrip(),
-                            record=record, field=field)
+        raise ManifestError(
+            path, f"expected {expected}, got {_kind(value)} {_show(value)}".rstrip(), record=record, field=field
+        )
 
 
 def _records(tools: Any, path: str, where: str) -> list[tuple[str, dict]]:
@@ -285,7 +309,9 @@ def _schema_params(schema: Any, path: str, record: str, field: str) -> tuple[str
     return tuple(props)
 
 
-def _target(rec: dict, params: tuple[str, ...], path: str, record: str, field: str = "target") -> tuple[str | None, bool]:
+def _target(
+    rec: dict, params: tuple[str, ...], path: str, record: str, field: str = "target"
+) -> tuple[str | None, bool]:
     """(target, still_to_infer)."""
     if field.split(".")[-1] not in rec:
         return None, True
@@ -294,8 +320,9 @@ def _target(rec: dict, params: tuple[str, ...], path: str, record: str, field: s
         return None, False
     _need(isinstance(target, str) and target != "", path, record, field, "a parameter name or null", target)
     if params and target not in params:
-        raise ManifestError(path, f"expected one of the parameters {list(params)}, got {target!r}",
-                            record=record, field=field)
+        raise ManifestError(
+            path, f"expected one of the parameters {list(params)}, got {target!r}", record=record, field=field
+        )
     return target, False
 
 
@@ -313,8 +340,14 @@ def _read_ours(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
             if isinstance(p, dict):
                 params.append(_name(p, path, f"{record}.parameters[{i}]"))
             else:
-                _need(isinstance(p, str) and p != "", path, record, f"parameters[{i}]",
-                      "a parameter name or {\"name\": ..., \"type\": ...}", p)
+                _need(
+                    isinstance(p, str) and p != "",
+                    path,
+                    record,
+                    f"parameters[{i}]",
+                    'a parameter name or {"name": ..., "type": ...}',
+                    p,
+                )
                 params.append(p)
         params_t = tuple(params)
         target, infer = _target(rec, params_t, path, record)
@@ -352,7 +385,20 @@ def _read_tau2(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
                 names.append(_name(p, path, f"{record}.parameters[{i}]"))
             params = tuple(names)
             description = rec.get("doc_first_sentence") or ""
-            out.append((record, ToolSpec(name, frozenset(tags), None, params, target_inferred=True, description=str(description), side=side)))
+            out.append(
+                (
+                    record,
+                    ToolSpec(
+                        name,
+                        frozenset(tags),
+                        None,
+                        params,
+                        target_inferred=True,
+                        description=str(description),
+                        side=side,
+                    ),
+                )
+            )
     return out
 
 
@@ -367,8 +413,12 @@ def _read_mcp(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
         ann = rec.get("annotations") or {}
         _need(isinstance(ann, dict), path, record, "annotations", "an object of hints", ann)
         hints = {}
-        for hint, default in (("readOnlyHint", False), ("destructiveHint", True),
-                              ("idempotentHint", False), ("openWorldHint", True)):
+        for hint, default in (
+            ("readOnlyHint", False),
+            ("destructiveHint", True),
+            ("idempotentHint", False),
+            ("openWorldHint", True),
+        ):
             value = ann.get(hint, default)
             _need(isinstance(value, bool), path, record, f"annotations.{hint}", "true or false", value)
             hints[hint] = value
@@ -390,7 +440,9 @@ def _read_mcp(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
         description = rec.get("description") or ""
         _need(isinstance(description, str), path, record, "description", "a string", description)
         target, infer = _target(rec, params, path, record)
-        out.append((record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description)))
+        out.append(
+            (record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description))
+        )
     return out
 
 
@@ -415,5 +467,7 @@ def _read_openai(data: Any, path: str) -> list[tuple[str, ToolSpec]]:
         target, infer = _target(holder, params, path, record, field)
         description = fn.get("description") or ""
         _need(isinstance(description, str), path, record, f"{prefix}description", "a string", description)
-        out.append((record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description)))
+        out.append(
+            (record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description))
+        )
     return out

@@ -84,25 +84,38 @@ def validate(program: Program, episodes: Iterable[Episode]) -> tuple[list[RuleEv
     success = [o >= SUCCESS for o in outcomes]
     out = []
     for n in names:
-        out.append(RuleEvidence(
-            n, kinds[n],
-            sum(1 for p, s in zip(penalised[n], success) if p and s), sum(success),
-            sum(1 for p, s in zip(penalised[n], success) if p and not s), len(success) - sum(success),
-            pearson(totals[n], outcomes)))
+        out.append(
+            RuleEvidence(
+                n,
+                kinds[n],
+                sum(1 for p, s in zip(penalised[n], success) if p and s),
+                sum(success),
+                sum(1 for p, s in zip(penalised[n], success) if p and not s),
+                len(success) - sum(success),
+                pearson(totals[n], outcomes),
+            )
+        )
     return out, len(outcomes)
 
 
 def render(evidence: list[RuleEvidence], n_episodes: int) -> str:
     """A Markdown table of the evidence, harmful rules marked."""
-    lines = [f"validation on {n_episodes} episodes with an outcome (success: outcome >= {SUCCESS:g})", "",
-             "| rule | kind | penalised on successes | penalised on failures | corr w/ outcome | verdict |",
-             "|---|---|---:|---:|---:|---|"]
+    lines = [
+        f"validation on {n_episodes} episodes with an outcome (success: outcome >= {SUCCESS:g})",
+        "",
+        "| rule | kind | penalised on successes | penalised on failures | corr w/ outcome | verdict |",
+        "|---|---|---:|---:|---:|---|",
+    ]
     for e in evidence:
         corr = "n/a" if e.correlation is None else fixed(e.correlation)
         verdict = "HARMFUL: penalises success more often than failure" if e.harmful else "ok"
-        lines.append(f"| {e.name} | {e.kind} | {e.penalised_successes}/{e.successes} ({e.success_rate:.1%}) "
-                     f"| {e.penalised_failures}/{e.failures} ({e.failure_rate:.1%}) | {corr} | {verdict} |")
+        lines.append(
+            f"| {e.name} | {e.kind} | {e.penalised_successes}/{e.successes} ({e.success_rate:.1%}) "
+            f"| {e.penalised_failures}/{e.failures} ({e.failure_rate:.1%}) | {corr} | {verdict} |"
+        )
     lines.append("")
-    lines.append("corr w/ outcome: Pearson r of the rule's per-episode total credit with the outcome; "
-                 "for a penalty, > 0 means it goes with failure (as it should)")
+    lines.append(
+        "corr w/ outcome: Pearson r of the rule's per-episode total credit with the outcome; "
+        "for a penalty, > 0 means it goes with failure (as it should)"
+    )
     return "\n".join(lines)

@@ -196,8 +196,10 @@ class _Slot:
 
 
 #: The error text of a call whose status is unknown (`EpisodeBuilder`, ambiguous results).
-AMBIGUOUS_TEXT = ("its result could be another {tool!r} call's: results without ids came back out of call "
-                  "order, and these calls' results differ in status")
+AMBIGUOUS_TEXT = (
+    "its result could be another {tool!r} call's: results without ids came back out of call "
+    "order, and these calls' results differ in status"
+)
 
 
 class EpisodeBuilder:
@@ -276,8 +278,10 @@ class EpisodeBuilder:
             if tool in (None, ""):
                 problems.insert(0, "call has no tool name")
             else:
-                problems.insert(0, f"{where + ': ' if where else ''}field {name_field!r}: "
-                                   + expected_got("a tool name (text)", tool))
+                problems.insert(
+                    0,
+                    f"{where + ': ' if where else ''}field {name_field!r}: " + expected_got("a tool name (text)", tool),
+                )
                 self.bad_names.append(problems[0])
             tool = None
         if isinstance(raw_arguments, dict) and problems:
@@ -299,8 +303,15 @@ class EpisodeBuilder:
         self._items.append(slot)
         self._pending.append(slot)
 
-    def result(self, text: str, *, call_id: Any = None, name: Any = None, records: Iterable[Any] = (),
-               signals: Mapping[str, Any] | None = None) -> bool:
+    def result(
+        self,
+        text: str,
+        *,
+        call_id: Any = None,
+        name: Any = None,
+        records: Iterable[Any] = (),
+        signals: Mapping[str, Any] | None = None,
+    ) -> bool:
         """Attach a tool result to its call.
 
         Args:
@@ -323,7 +334,8 @@ class EpisodeBuilder:
                 slot = self._pending[0]
             else:
                 slot = next((s for s in self._pending if s.call_id == call_id), None) or next(
-                    (s for s in self._pending if s.call_id is None), None)
+                    (s for s in self._pending if s.call_id is None), None
+                )
         else:
             slot = None
             if isinstance(name, str) and name:
@@ -428,4 +440,6 @@ class EpisodeBuilder:
             full_meta["ambiguous_results"] = ambiguous
         if self.bad_names:
             full_meta["bad_tool_names"] = list(self.bad_names)
-        return Episode(id=id, events=events, outcome=None if outcome is None else float(outcome), source=source, meta=full_meta)
+        return Episode(
+            id=id, events=events, outcome=None if outcome is None else float(outcome), source=source, meta=full_meta
+        )

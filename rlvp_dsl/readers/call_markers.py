@@ -29,6 +29,7 @@ HERMES_MARKERS = ("<tool_call>", "</tool_call>")
 #: The reasoning markers of Qwen3 / DeepSeek-R1 style templates: the text between them is the model's thought.
 THINK_MARKERS = ("<think>", "</think>")
 
+
 def checked_markers(markers: Any, *, field: str = "'call_markers'") -> tuple[str, str]:
     """`markers` as an ``(opener, closer)`` pair, checked: two different non-empty strings.
 
@@ -37,13 +38,20 @@ def checked_markers(markers: Any, *, field: str = "'call_markers'") -> tuple[str
             advance), or the same string twice (no call's end could be told from the next start);
             the message names `field`.
     """
-    if (not isinstance(markers, (list, tuple)) or len(markers) != 2
-            or not all(isinstance(m, str) and m for m in markers)):
-        raise ValueError(f"{field} must be two non-empty strings, the chat template's opening and closing "
-                         f"tool-call markers (got {markers!r}); Qwen/Hermes: {HERMES_MARKERS!r}")
+    if (
+        not isinstance(markers, (list, tuple))
+        or len(markers) != 2
+        or not all(isinstance(m, str) and m for m in markers)
+    ):
+        raise ValueError(
+            f"{field} must be two non-empty strings, the chat template's opening and closing "
+            f"tool-call markers (got {markers!r}); Qwen/Hermes: {HERMES_MARKERS!r}"
+        )
     if markers[0] == markers[1]:
-        raise ValueError(f"{field} must be two different strings (got {markers[0]!r} twice): with one "
-                         "marker for both ends no call's end can be told from the next call's start")
+        raise ValueError(
+            f"{field} must be two different strings (got {markers[0]!r} twice): with one "
+            "marker for both ends no call's end can be told from the next call's start"
+        )
     return (markers[0], markers[1])
 
 
@@ -107,8 +115,9 @@ class MarkedCall:
     problem: str
 
 
-def marked_calls(text: str, markers: tuple[str, str] = HERMES_MARKERS,
-                 reasoning: tuple[str, str] | None = THINK_MARKERS) -> tuple[str, list[MarkedCall]]:
+def marked_calls(
+    text: str, markers: tuple[str, str] = HERMES_MARKERS, reasoning: tuple[str, str] | None = THINK_MARKERS
+) -> tuple[str, list[MarkedCall]]:
     """Split `text` into its text outside marked blocks and the blocks, in order.
 
     A block opened but never closed (generation cut off) runs to the end of the text.
@@ -170,8 +179,11 @@ def _parse_block(inner: str, closed: bool) -> MarkedCall:
     if isinstance(arguments, dict):
         return MarkedCall(value["name"], inner, arguments, "")
     # the block's JSON was the first decode: a string value gets one more (`ARGUMENT_DECODES` in all)
-    parsed, _, problem = parse_arguments(arguments, decodes=ARGUMENT_DECODES - 1) if isinstance(arguments, str) else (
-        {}, None, f"arguments must be a JSON object, got JSON {type(arguments).__name__}")
+    parsed, _, problem = (
+        parse_arguments(arguments, decodes=ARGUMENT_DECODES - 1)
+        if isinstance(arguments, str)
+        else ({}, None, f"arguments must be a JSON object, got JSON {type(arguments).__name__}")
+    )
     if problem:
         return MarkedCall(value["name"], inner, None, f"tool call {problem}")
     return MarkedCall(value["name"], inner, parsed, "")

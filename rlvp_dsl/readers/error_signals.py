@@ -45,7 +45,9 @@ class ErrorSignal:
     markers: tuple[str, ...] = attrs.field(default=(), converter=_names)
     case_sensitive: bool = True
 
-    def extended(self, flags: Iterable[str] = (), prefixes: Iterable[str] = (), markers: Iterable[str] = ()) -> "ErrorSignal":
+    def extended(
+        self, flags: Iterable[str] = (), prefixes: Iterable[str] = (), markers: Iterable[str] = ()
+    ) -> "ErrorSignal":
         """A copy with more flags, prefixes and markers (duplicates dropped)."""
 
         def merge(old: tuple[str, ...], new: Iterable[str]) -> tuple[str, ...]:
@@ -122,14 +124,16 @@ ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
     "openai": ErrorSignal(flags=("error", "isError", "is_error"), prefixes=("Error",)),
     "swe_agent": ErrorSignal(markers=SWE_AGENT_MARKERS),
     "trl": ErrorSignal(flags=("error", "isError", "is_error"), prefixes=("{'error':", '{"error":', "Error")),
-    "verl": ErrorSignal(flags=("isError", "is_error"),
-                        prefixes=("Unknown function '", "Invalid JSON in arguments for '", "Error")),
+    "verl": ErrorSignal(
+        flags=("isError", "is_error"), prefixes=("Unknown function '", "Invalid JSON in arguments for '", "Error")
+    ),
     "mcp": ErrorSignal(flags=("isError", "is_error")),
 }
 
 #: The error signal each trajectory format uses unless the caller passes its own (entries of `ERROR_SIGNALS`).
 DEFAULT_ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
-    fmt: ERROR_SIGNALS[fmt] for fmt in ("tau2", "tau_bench_v1", "openai", "swe_agent")}
+    fmt: ERROR_SIGNALS[fmt] for fmt in ("tau2", "tau_bench_v1", "openai", "swe_agent")
+}
 
 
 def error_signal(signal: "ErrorSignal | str | None", default: str = "openai") -> ErrorSignal:
@@ -147,11 +151,14 @@ def error_signal(signal: "ErrorSignal | str | None", default: str = "openai") ->
         return signal
     name = default if signal is None else signal
     if not isinstance(name, str):
-        raise TypeError(f"error_signal must be an ErrorSignal or one of {', '.join(ERROR_SIGNALS)} "
-                        f"(got {type(name).__name__} {name!r})")
+        raise TypeError(
+            f"error_signal must be an ErrorSignal or one of {', '.join(ERROR_SIGNALS)} "
+            f"(got {type(name).__name__} {name!r})"
+        )
     if name not in ERROR_SIGNALS:
         close = difflib.get_close_matches(name, list(ERROR_SIGNALS), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown error signal {name!r}{hint}: expected an ErrorSignal or one of "
-                         f"{', '.join(ERROR_SIGNALS)}")
+        raise ValueError(
+            f"unknown error signal {name!r}{hint}: expected an ErrorSignal or one of {', '.join(ERROR_SIGNALS)}"
+        )
     return ERROR_SIGNALS[name]

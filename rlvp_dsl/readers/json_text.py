@@ -113,11 +113,12 @@ def json_problem(exc: json.JSONDecodeError, text: str) -> str:
     """json's message as a whole sentence (``Unterminated string starting at`` names no place
     by itself), and a hint when the error is at the very end: the file was cut off."""
     msg = exc.msg + (" this position" if exc.msg.endswith(" at") else "")
-    rest = text[exc.pos:].strip()
+    rest = text[exc.pos :].strip()
     # nothing after the error, an unterminated string, or a literal cut off (`"refusal": nul`);
     # not other text (`garbage`, data after a complete value): that is no cut file
-    cut_literal = exc.msg != "Extra data" and any(word.startswith(rest) and word != rest
-                                                  for word in ("null", "true", "false"))
+    cut_literal = exc.msg != "Extra data" and any(
+        word.startswith(rest) and word != rest for word in ("null", "true", "false")
+    )
     if not rest or exc.msg.startswith("Unterminated") or cut_literal:
         msg += " -- the text ends early: is the file truncated?"
     return msg

@@ -177,20 +177,37 @@ def _load(path: Path, file: str) -> tuple[str, Any, bool]:
         raise
 
 
-def _read_loaded(path: Path, file: str, text: str, data: Any, fmt: str, signal: ErrorSignal | None,
-                 line_errors: list | None = None, jsonl: bool = False) -> list[Episode]:
+def _read_loaded(
+    path: Path,
+    file: str,
+    text: str,
+    data: Any,
+    fmt: str,
+    signal: ErrorSignal | None,
+    line_errors: list | None = None,
+    jsonl: bool = False,
+) -> list[Episode]:
     signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[fmt]
     shown, name = _shown(file), (STDIN_NAME if file == STDIN else path.name)
     if jsonl:
         if fmt != "openai":
-            raise ReaderError(shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat "
-                                            f"episodes, not {fmt!r}")
+            raise ReaderError(
+                shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
+            )
         return read_openai_jsonl(text, shown, name, signal, line_errors=line_errors)
     return _READERS[fmt](data, shown, name, signal)
 
 
-def _read_given(path: Path, file: str, text: str, data: Any, fmt: str, signal: ErrorSignal | None,
-                line_errors: list | None = None, jsonl: bool = False) -> list[Episode]:
+def _read_given(
+    path: Path,
+    file: str,
+    text: str,
+    data: Any,
+    fmt: str,
+    signal: ErrorSignal | None,
+    line_errors: list | None = None,
+    jsonl: bool = False,
+) -> list[Episode]:
     """`_read_loaded` with a format the caller gave: where detection sees another format (or
     none) and reading as `fmt` fails or finds no event, the error says what the content looks like."""
     if jsonl:
@@ -198,9 +215,11 @@ def _read_given(path: Path, file: str, text: str, data: Any, fmt: str, signal: E
     detected, reason = detect_trajectory_format(data, file)
     if detected == fmt:
         return _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
-    looks = (f"the content looks like {detected!r}, not {fmt!r} (leave the format out to detect it, "
-             f"or give {detected!r})" if detected else f"the content is not a trajectory of any format "
-             f"({reason.removeprefix('not a trajectory: ')})")
+    looks = (
+        f"the content looks like {detected!r}, not {fmt!r} (leave the format out to detect it, or give {detected!r})"
+        if detected
+        else f"the content is not a trajectory of any format ({reason.removeprefix('not a trajectory: ')})"
+    )
     try:
         episodes = _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
     except ReaderError as exc:
@@ -214,8 +233,11 @@ def _too_deep(file: str, data: Any) -> ReaderError:
     """The error for a file whose values nest so deeply that reading them ran out of stack
     (RecursionError), naming where when the parsed JSON is at hand."""
     where = nested_too_deep(data) if data is not None else None
-    return ReaderError(_shown(file), record=where or "", detail=f"arrays and objects nested more than {MAX_DEPTH} "
-                                                                "levels deep (docs/readers.md, \"Limits\")")
+    return ReaderError(
+        _shown(file),
+        record=where or "",
+        detail=f'arrays and objects nested more than {MAX_DEPTH} levels deep (docs/readers.md, "Limits")',
+    )
 
 
 def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
@@ -230,8 +252,14 @@ def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
             if event.kind == CALL and args and any(isinstance(v, (dict, list)) for v in args.values()):
                 where = nested_too_deep(args, MAX_DEPTH - 1)  # the arguments sit one level inside their call
                 if where is not None:
-                    events[k] = attrs.evolve(event, status=MALFORMED, arguments={}, error_text=(
-                        f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"))
+                    events[k] = attrs.evolve(
+                        event,
+                        status=MALFORMED,
+                        arguments={},
+                        error_text=(
+                            f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"
+                        ),
+                    )
         out.append(episode if events == list(episode.events) else attrs.evolve(episode, events=events))
     return out
 
@@ -246,8 +274,9 @@ def _signal(signal: ErrorSignal | str | None) -> ErrorSignal | None:
     return None if signal is None else resolve_signal(signal)
 
 
-def read_episodes(path: str | os.PathLike[str], *, format: str | None = None,
-                  error_signal: ErrorSignal | str | None = None) -> list[Episode]:
+def read_episodes(
+    path: str | os.PathLike[str], *, format: str | None = None, error_signal: ErrorSignal | str | None = None
+) -> list[Episode]:
     """Read the episodes of one trajectory file.
 
     Args:
@@ -310,8 +339,13 @@ def _walk(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
     return unique
 
 
-def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *, format: str | None = None,
-                error_signal: ErrorSignal | str | None = None, keep_going: bool = False) -> ReadReport:
+def read_report(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    *,
+    format: str | None = None,
+    error_signal: ErrorSignal | str | None = None,
+    keep_going: bool = False,
+) -> ReadReport:
     """Read files and folders (folders recursively: ``*.json``, ``*.jsonl``, ``*.ndjson``, ``*.traj``;
     ``-`` is standard input); a file named twice, directly or inside a named folder, is read once.
 
@@ -337,7 +371,9 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
     if paths is not None:
         wrong = next((f"paths[{k}]" for k, p in enumerate(paths) if not isinstance(p, (str, os.PathLike))), "")
     if wrong:
-        raise TypeError(f"read_paths/read_report take a path or a list of paths (str or os.PathLike); {wrong} is not one")
+        raise TypeError(
+            f"read_paths/read_report take a path or a list of paths (str or os.PathLike); {wrong} is not one"
+        )
     episodes: list[Episode] = []
     files: list[str] = []
     skipped: list[SkippedFile] = []
@@ -356,8 +392,19 @@ def read_report(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]]
                         continue
                 read = _read_given if format is not None else _read_loaded
                 try:
-                    found = _shallow(read(path, file, text, data, fmt, error_signal,
-                                          line_errors=errors if keep_going else None, jsonl=jsonl), file)
+                    found = _shallow(
+                        read(
+                            path,
+                            file,
+                            text,
+                            data,
+                            fmt,
+                            error_signal,
+                            line_errors=errors if keep_going else None,
+                            jsonl=jsonl,
+                        ),
+                        file,
+                    )
                 except RecursionError:
                     raise _too_deep(file, data) from None
                 episodes.extend(found)

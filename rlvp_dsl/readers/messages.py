@@ -36,6 +36,7 @@ from .error_signals import ErrorSignal, error_signal as resolve_signal
 from .call_markers import HERMES_MARKERS, THINK_MARKERS, checked_markers, marked_calls
 from .openai_chat import read_messages
 
+
 def _tool_table(tools: Any) -> Mapping[str, ToolSpec]:
     if tools is None:
         return {}
@@ -45,8 +46,9 @@ def _tool_table(tools: Any) -> Mapping[str, ToolSpec]:
         return _tool_table(tools.tools)
     listed = list(tools) if hasattr(tools, "__iter__") and not isinstance(tools, (str, bytes)) else None
     if listed is None or not all(isinstance(t, ToolSpec) for t in listed):
-        raise TypeError("tools must be a mapping or list of ToolSpec, a Manifest or a Program "
-                        f"(got {type(tools).__name__})")
+        raise TypeError(
+            f"tools must be a mapping or list of ToolSpec, a Manifest or a Program (got {type(tools).__name__})"
+        )
     return {t.name: t for t in listed}
 
 
@@ -54,8 +56,10 @@ def _with_tags(episode: Episode, tools: Any) -> Episode:
     table = _tool_table(tools)
     if not table:
         return episode
-    events = tuple(attrs.evolve(e, tags=e.tags | table[e.tool].tags) if e.kind == CALL and e.tool in table else e
-                   for e in episode.events)
+    events = tuple(
+        attrs.evolve(e, tags=e.tags | table[e.tool].tags) if e.kind == CALL and e.tool in table else e
+        for e in episode.events
+    )
     return attrs.evolve(episode, events=events)
 
 
@@ -101,14 +105,20 @@ def episode_from_messages(
     if outcome is not None and not is_reward(outcome):
         raise ValueError(f"outcome must be a finite number or None (got {outcome!r})")
     builder = EpisodeBuilder(resolve_signal(error_signal))
-    meta = read_messages(messages, builder, "<messages>", "", call_markers=call_markers,
-                         reasoning_markers=reasoning_markers)
+    meta = read_messages(
+        messages, builder, "<messages>", "", call_markers=call_markers, reasoning_markers=reasoning_markers
+    )
     return _with_tags(builder.episode(id, outcome=outcome, source="", meta=meta), tools)
 
 
-def episode_from_text(text: str, *, call_markers: tuple[str, str] = HERMES_MARKERS,
-                      reasoning_markers: tuple[str, str] | None = THINK_MARKERS,
-                      tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | None = None, id: str = "episode") -> Episode:
+def episode_from_text(
+    text: str,
+    *,
+    call_markers: tuple[str, str] = HERMES_MARKERS,
+    reasoning_markers: tuple[str, str] | None = THINK_MARKERS,
+    tools: Mapping[str, ToolSpec] | Iterable[ToolSpec] | None = None,
+    id: str = "episode",
+) -> Episode:
     """An `Episode` from a completion that is plain text: the text outside marked blocks is
     one assistant turn; each block is a call (``no_result``: text carries no tool output),
     or a malformed call when it does not parse.  A block inside the model's reasoning
@@ -117,6 +127,7 @@ def episode_from_text(text: str, *, call_markers: tuple[str, str] = HERMES_MARKE
     rest, blocks = marked_calls(text, call_markers, reasoning_markers)
     builder.message(ASSISTANT, rest)
     for block in blocks:
-        builder.call(block.tool, dict(block.arguments) if block.arguments is not None else block.raw,
-                     problem=block.problem)
+        builder.call(
+            block.tool, dict(block.arguments) if block.arguments is not None else block.raw, problem=block.problem
+        )
     return _with_tags(builder.episode(id, outcome=None, source="", meta={}), tools)

@@ -55,17 +55,29 @@ def tool_result(content: Any) -> tuple[str, list[Any]]:
 def _call_parts(entry: Any) -> tuple[Any, Any, Any, str, str]:
     """(name, arguments, id, problem, the name's field) of one ``tool_calls[]`` entry, tolerating broken ones."""
     if not isinstance(entry, dict):
-        return (None, json.dumps(entry, ensure_ascii=False), None,
-                f"tool call must be a JSON object, got {type(entry).__name__}", "name")
+        return (
+            None,
+            json.dumps(entry, ensure_ascii=False),
+            None,
+            f"tool call must be a JSON object, got {type(entry).__name__}",
+            "name",
+        )
     function = entry.get("function")
     if isinstance(function, dict):
         return function.get("name"), function.get("arguments"), entry.get("id"), "", "function.name"
     return entry.get("name"), entry.get("arguments"), entry.get("id"), "", "name"
 
 
-def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str, field: str = "messages",
-                  *, call_markers: tuple[str, str] | None = None,
-                  reasoning_markers: tuple[str, str] | None = THINK_MARKERS) -> dict[str, Any]:
+def read_messages(
+    messages: Any,
+    builder: EpisodeBuilder,
+    file: str,
+    record: str,
+    field: str = "messages",
+    *,
+    call_markers: tuple[str, str] | None = None,
+    reasoning_markers: tuple[str, str] | None = THINK_MARKERS,
+) -> dict[str, Any]:
     """Feed a chat message list into ``builder``.
 
     Args:
@@ -114,8 +126,13 @@ def read_messages(messages: Any, builder: EpisodeBuilder, file: str, record: str
             _assistant(message, content, builder, file, where, call_markers, reasoning_markers)
         else:
             text, records = tool_result(content)
-            builder.result(text, call_id=message.get("tool_call_id"), name=message.get("name"),
-                           records=[message, *records], signals=signals)
+            builder.result(
+                text,
+                call_id=message.get("tool_call_id"),
+                name=message.get("name"),
+                records=[message, *records],
+                signals=signals,
+            )
     return meta
 
 
@@ -126,19 +143,30 @@ def _sep(record: str) -> str:
     return ": " if record.startswith("line ") else "."
 
 
-def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, file: str, where: str,
-               call_markers: tuple[str, str] | None = None,
-               reasoning_markers: tuple[str, str] | None = THINK_MARKERS) -> None:
+def _assistant(
+    message: dict[str, Any],
+    content: Any,
+    builder: EpisodeBuilder,
+    file: str,
+    where: str,
+    call_markers: tuple[str, str] | None = None,
+    reasoning_markers: tuple[str, str] | None = THINK_MARKERS,
+) -> None:
     text = message_text(content)
     if call_markers is not None and call_markers[0] in text:
         text, blocks = marked_calls(text, call_markers, reasoning_markers)
         builder.message(ASSISTANT, text)
         for block in blocks:
-            builder.call(block.tool, block.raw, problem=block.problem or "the trainer did not run this call "
-                         "(it stayed text in the message)")
+            builder.call(
+                block.tool,
+                block.raw,
+                problem=block.problem or "the trainer did not run this call (it stayed text in the message)",
+            )
     else:
         builder.message(ASSISTANT, text)
-    cut = "call cut off by the length limit (finish_reason 'length')" if message.get("finish_reason") == "length" else ""
+    cut = (
+        "call cut off by the length limit (finish_reason 'length')" if message.get("finish_reason") == "length" else ""
+    )
     calls = message.get("tool_calls")
     if calls is None and isinstance(message.get("function_call"), dict):
         calls = [message["function_call"]]
@@ -151,9 +179,14 @@ def _assistant(message: dict[str, Any], content: Any, builder: EpisodeBuilder, f
         name, arguments, call_id, problem, name_field = _call_parts(entry)
         # The length limit cuts the message's last call; earlier ones were complete.
         last_cut = cut if position == len(calls) - 1 else ""
-        builder.call(name, arguments, call_id=call_id, problem="; ".join(p for p in (last_cut, problem) if p),
-                     where=f"{where}.{field}" + ("" if field == "function_call" else f"[{position}]"),
-                     name_field=name_field)
+        builder.call(
+            name,
+            arguments,
+            call_id=call_id,
+            problem="; ".join(p for p in (last_cut, problem) if p),
+            where=f"{where}.{field}" + ("" if field == "function_call" else f"[{position}]"),
+            name_field=name_field,
+        )
 
 
 def _is_message_list(value: Any) -> bool:
@@ -195,8 +228,9 @@ def read_openai_json(data: Any, file: str, name: str, signal: ErrorSignal) -> li
     return [_episode(item, file, name, f"[{i}]", f"{name}#[{i}]", signal) for i, item in enumerate(data)]
 
 
-def read_openai_jsonl(text: str, file: str, name: str, signal: ErrorSignal, *,
-                      line_errors: list | None = None) -> list[Episode]:
+def read_openai_jsonl(
+    text: str, file: str, name: str, signal: ErrorSignal, *, line_errors: list | None = None
+) -> list[Episode]:
     """Episodes of an OpenAI chat JSONL file: one episode object (or message list) per non-blank line.
 
     Ids default to ``<name>:<line>``.  With a `line_errors` list, a bad line is appended to it

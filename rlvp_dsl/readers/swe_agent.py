@@ -34,7 +34,9 @@ from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, messa
 from .openai_chat import tool_result
 
 #: Commands that act on the file currently open in SWE-agent's editor window.
-WINDOW_COMMANDS = frozenset({"edit", "goto", "scroll_up", "scroll_down", "insert", "append", "set_cursors", "search_file"})
+WINDOW_COMMANDS = frozenset(
+    {"edit", "goto", "scroll_up", "scroll_down", "insert", "append", "set_cursors", "search_file"}
+)
 #: Commands that open a file (it becomes the current file).
 OPENING_COMMANDS = frozenset({"open", "create"})
 #: Commands whose first non-option argument is a file.
@@ -112,8 +114,11 @@ def read_swe_agent(data: Any, file: str, name: str, signal: ErrorSignal) -> list
     if not isinstance(data, dict):
         raise ReaderError(file, detail=expected_got("a SWE-agent trajectory object", data))
     if "history" not in data and "trajectory" not in data:  # else an empty episode, silently
-        raise ReaderError(file, detail="a SWE-agent trajectory has a 'history' or a 'trajectory' list; this "
-                                       f"object has neither (keys: {', '.join(map(repr, list(data)[:8])) or 'none'})")
+        raise ReaderError(
+            file,
+            detail="a SWE-agent trajectory has a 'history' or a 'trajectory' list; this "
+            f"object has neither (keys: {', '.join(map(repr, list(data)[:8])) or 'none'})",
+        )
     history = data.get("history") or []
     if not isinstance(history, list):
         raise ReaderError(file, "", "history", expected_got("a list of messages", history))
@@ -202,8 +207,14 @@ def _read_history(history: list[Any], file: str, builder: EpisodeBuilder, meta: 
                         builder.call(None, None, problem="tool call has no 'function' object")
                         continue
                     extra, open_file = _function_call(function.get("name"), function.get("arguments"), open_file)
-                    builder.call(function.get("name"), function.get("arguments"), call_id=entry.get("id"),
-                                 extra_arguments=extra, where=f"{where}.tool_calls[{number}]", name_field="function.name")
+                    builder.call(
+                        function.get("name"),
+                        function.get("arguments"),
+                        call_id=entry.get("id"),
+                        extra_arguments=extra,
+                        where=f"{where}.tool_calls[{number}]",
+                        name_field="function.name",
+                    )
             elif isinstance(message.get("action"), str):
                 tool, arguments, open_file = command_call(message["action"], open_file)
                 _command(builder, tool, arguments)

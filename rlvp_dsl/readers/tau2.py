@@ -119,5 +119,11 @@ def _message(message: Any, where: str, file: str, builder: EpisodeBuilder) -> No
         if requestor not in ("assistant", "user"):
             requestor = role
         last_cut = cut if position == len(calls) - 1 else ""  # the length limit cuts the last call only
-        builder.call(entry.get("name"), entry.get("arguments"), call_id=entry.get("id"), requestor=requestor,
-                     problem=last_cut, where=f"{where}.tool_calls[{position}]")
+        builder.call(
+            entry.get("name"),
+            entry.get("arguments"),
+            call_id=entry.get("id"),
+            requestor=requestor,
+            problem=last_cut,
+            where=f"{where}.tool_calls[{position}]",
+        )

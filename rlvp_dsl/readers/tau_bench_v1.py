@@ -52,8 +52,12 @@ def read_tau_bench_v1(data: Any, file: str, name: str, signal: ErrorSignal) -> l
         if not is_reward(reward):
             raise ReaderError(file, record, "reward", expected_got("a finite number or null", reward))
         task = entry.get("info", {}).get("task") if isinstance(entry.get("info"), dict) else None
-        meta.update(format="tau_bench_v1", task_id=entry.get("task_id"), trial=entry.get("trial"),
-                    domain=policy_domain(meta.get("policy")))
+        meta.update(
+            format="tau_bench_v1",
+            task_id=entry.get("task_id"),
+            trial=entry.get("trial"),
+            domain=policy_domain(meta.get("policy")),
+        )
         if isinstance(task, dict) and "user_id" in task:
             meta["user_id"] = task["user_id"]
         episodes.append(builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta))

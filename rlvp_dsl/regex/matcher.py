@@ -50,7 +50,16 @@ from typing import Optional
 
 from .prefilter import required_strings
 from .syntax import (  # noqa: F401  (MAX_REPEAT, RegexSyntaxError are re-exported)
-    _BOL, _BOL_M, _EOL, _EOL_M, _NWORDB, _WORDB, MAX_REPEAT, RegexSyntaxError, _is_word, parse_pattern,
+    _BOL,
+    _BOL_M,
+    _EOL,
+    _EOL_M,
+    _NWORDB,
+    _WORDB,
+    MAX_REPEAT,
+    RegexSyntaxError,
+    _is_word,
+    parse_pattern,
 )
 
 __all__ = ["Regex", "RegexSyntaxError", "compile_regex", "MAX_REPEAT", "MAX_STATES"]
@@ -83,8 +92,11 @@ def _size(node: tuple, offset: int = 0) -> int:
         body, m, n, offset = _size(node[1], offset), node[2], node[3], node[4]
         total = (m * body + 1 if m else body + 1) if n is None else m * body + (n - m) * (body + 1)
     if total > MAX_STATES:
-        raise RegexSyntaxError(f"pattern is too large: its automaton would have over {MAX_STATES} states",
-                               offset, "use smaller repeat counts, or * / + instead of {m,n}")
+        raise RegexSyntaxError(
+            f"pattern is too large: its automaton would have over {MAX_STATES} states",
+            offset,
+            "use smaller repeat counts, or * / + instead of {m,n}",
+        )
     return total
 
 

@@ -39,9 +39,14 @@ def _is_word(c: str) -> bool:
     return c.isalnum() or c == "_"
 
 
-_CLASS_TESTS: dict[str, Test] = {"d": str.isdecimal, "D": lambda c: not c.isdecimal(),
-                                 "w": _is_word, "W": lambda c: not _is_word(c),
-                                 "s": str.isspace, "S": lambda c: not c.isspace()}
+_CLASS_TESTS: dict[str, Test] = {
+    "d": str.isdecimal,
+    "D": lambda c: not c.isdecimal(),
+    "w": _is_word,
+    "W": lambda c: not _is_word(c),
+    "s": str.isspace,
+    "S": lambda c: not c.isspace(),
+}
 _SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
 
 
@@ -106,8 +111,11 @@ class _Parser:
         m, text = int(lo or 0), self.p[start : end + 1]
         n = (int(hi) if hi else None) if comma else m
         if max(m, n or 0) > MAX_REPEAT:
-            self.fail(f"repeat count in {text} exceeds the maximum {MAX_REPEAT}", start,
-                      "rule files must run in bounded time; use * or + for 'any number'")
+            self.fail(
+                f"repeat count in {text} exceeds the maximum {MAX_REPEAT}",
+                start,
+                "rule files must run in bounded time; use * or + for 'any number'",
+            )
         if n is not None and m > n:
             self.fail(f"repeat {text} has min {m} greater than max {n}", start)
         self.i = end + 1
@@ -235,8 +243,9 @@ class _Parser:
                 self.i += 1
                 hi = self.set_item()
                 if not isinstance(lo, str) or not isinstance(hi, str) or lo > hi:
-                    self.fail(f"bad character range {self.p[item_start:self.i]}", item_start,
-                              r"write a literal '-' as \-")
+                    self.fail(
+                        f"bad character range {self.p[item_start : self.i]}", item_start, r"write a literal '-' as \-"
+                    )
                 ranges.append((lo, hi))
             elif isinstance(lo, str):
                 chars.add(lo)

@@ -44,10 +44,26 @@ def describe_terminal(name: str) -> str:
     return name.lower().replace("_", " ")
 
 
-_CONDITION_START = frozenset({
-    "CALL", "USER", "ASSISTANT", "TAG", "OK", "ERROR", "MALFORMED", "NO_RESULT",
-    "ERROR_TEXT", "RESULT", "TEXT", "ARG", "SIGNAL", "SEEN", "NOT", "LPAR",
-})
+_CONDITION_START = frozenset(
+    {
+        "CALL",
+        "USER",
+        "ASSISTANT",
+        "TAG",
+        "OK",
+        "ERROR",
+        "MALFORMED",
+        "NO_RESULT",
+        "ERROR_TEXT",
+        "RESULT",
+        "TEXT",
+        "ARG",
+        "SIGNAL",
+        "SEEN",
+        "NOT",
+        "LPAR",
+    }
+)
 
 
 def _describe_expected(expected: set[str]) -> str:
@@ -117,7 +133,7 @@ _EXAMPLES: dict[str, list[str]] = {
     "`seen` takes a parenthesised condition: `seen (call tag read ok same target)`": [
         "violation x (-1) { on call unless seen call }",
     ],
-    "strings use double quotes: \"text\"": [
+    'strings use double quotes: "text"': [
         "violation x (-1) { on call error_text contains 'x' }",
     ],
 }
@@ -128,7 +144,8 @@ _EXAMPLES: dict[str, list[str]] = {
 # brackets it counts: one regex scan, so a file of 50 MB is not walked character by character.
 _BRACKET_SCAN = re.compile(
     r'#[^\n]*|"[^"\\\n]*(?:\\[\s\S]?[^"\\\n]*)*["\n]?|/[^/\\\n]*(?:\\[\s\S]?[^/\\\n]*)*[/\n]?'
-    r'|`[^`\n]*[`\n]?|[{}()\[\]]')
+    r"|`[^`\n]*[`\n]?|[{}()\[\]]"
+)
 
 
 def _unclosed_opener(text: str, upto: int) -> tuple[int, str] | None:
@@ -186,8 +203,11 @@ def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) ->
     text = source.text
     wanted = {w for w in map(_keyword_of, expected) if w}
     value = str(token.value)
-    glued = (token.start_pos is not None and value in keywords()
-             and _WORD.fullmatch(text[token.start_pos + len(value):token.start_pos + len(value) + 1] or " "))
+    glued = (
+        token.start_pos is not None
+        and value in keywords()
+        and _WORD.fullmatch(text[token.start_pos + len(value) : token.start_pos + len(value) + 1] or " ")
+    )
     if (token.type == "NAME" or glued) and token.start_pos is not None:
         start, end = token.start_pos, token.start_pos + len(value)
         split = glued or (start > 0 and _WORD.fullmatch(text[start - 1]))
@@ -202,8 +222,9 @@ def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) ->
             close = _closest_keyword(word, wanted | (set(keywords()) if split else set()))
         if close:
             hint = _generic_hint(expected) if _TOP_LEVEL <= expected else f"expected {_describe_expected(expected)}"
-            return Diagnostic("RV101", f"unexpected name {quoted(word)}; did you mean '{close}'?",
-                              source.span(start, end), help=hint)
+            return Diagnostic(
+                "RV101", f"unexpected name {quoted(word)}; did you mean '{close}'?", source.span(start, end), help=hint
+            )
     if token.start_pos is None:
         return None
     end = token.start_pos
@@ -218,19 +239,27 @@ def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) ->
     close = _closest_keyword(previous, wanted)
     if close is None:
         return None
-    return Diagnostic("RV101", f"unexpected name {quoted(previous)}; did you mean '{close}'?", source.span(start, end),
-                      help=f"'{previous}' was read as a name, so {_describe_token(token)} could not follow; "
-                           f"'{close}' is expected here")
+    return Diagnostic(
+        "RV101",
+        f"unexpected name {quoted(previous)}; did you mean '{close}'?",
+        source.span(start, end),
+        help=f"'{previous}' was read as a name, so {_describe_token(token)} could not follow; "
+        f"'{close}' is expected here",
+    )
 
 
 def _generic_hint(expected: set[str]) -> str:
     """A help line for an unexpected token when no known mistake matched."""
     if len(expected & _CONDITION_START) >= len(_CONDITION_START) // 2:
-        return ("a condition starts with e.g. `call NAME`, `tag NAME`, `ok`, `error`, `arg NAME ...`, "
-                "`user says /.../`, `seen (...)`, `not` or `(`")
+        return (
+            "a condition starts with e.g. `call NAME`, `tag NAME`, `ok`, `error`, `arg NAME ...`, "
+            "`user says /.../`, `seen (...)`, `not` or `(`"
+        )
     if _TOP_LEVEL <= expected:
-        return ("a file holds declarations (`tool`, `tools from`, `const`, `include`) and rules "
-                "(`violation`, `obligation`, `repeat_error`, `blind_destructive`, `progress`)")
+        return (
+            "a file holds declarations (`tool`, `tools from`, `const`, `include`) and rules "
+            "(`violation`, `obligation`, `repeat_error`, `blind_destructive`, `progress`)"
+        )
     return "see docs/language.md for the syntax"
 
 
@@ -242,17 +271,25 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
         span = source.span(exc.pos_in_stream, exc.pos_in_stream + 1)
         shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}" if ch else "end of file"
         if shown != ch:
-            return [Diagnostic("RV101", f"unexpected invisible character {shown}", span,
-                               help="delete it (it may come from copying text from a web page)")]
+            return [
+                Diagnostic(
+                    "RV101",
+                    f"unexpected invisible character {shown}",
+                    span,
+                    help="delete it (it may come from copying text from a web page)",
+                )
+            ]
         hint = "strings use double quotes" if ch == "'" else "remove it, or put it inside a string or a comment (#)"
-        after = text[exc.pos_in_stream + 1:exc.pos_in_stream + 2]
+        after = text[exc.pos_in_stream + 1 : exc.pos_in_stream + 2]
         if ch in "\u201c\u201d\u201e\u2018\u2019\u00ab\u00bb":
             hint = 'a typographic quote: strings use plain double quotes "..." (an editor or a web page may have curled them)'
         elif ch in "+-" and (after.isalpha() or after == "_"):
-            hint = (f"a sign goes on a number, not on a constant's name: define the constant with its sign "
-                    f"(`const W = {ch}0.5`) and write `(W)`")
+            hint = (
+                f"a sign goes on a number, not on a constant's name: define the constant with its sign "
+                f"(`const W = {ch}0.5`) and write `(W)`"
+            )
         elif ch == "/" and text.startswith(("//", "/*"), exc.pos_in_stream):
-            hint = f"comments start with `#`, not `{text[exc.pos_in_stream:exc.pos_in_stream + 2]}`"
+            hint = f"comments start with `#`, not `{text[exc.pos_in_stream : exc.pos_in_stream + 2]}`"
         elif ch == "/":
             hint = "a regular expression is written /.../ on one line"
         elif ch == '"':
@@ -269,15 +306,33 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
         if opener is not None:
             pos, ch = opener
             closer = {"{": "}", "(": ")", "[": "]"}[ch]
-            return [Diagnostic("RV103", f"this '{ch}' is never closed", source.span(pos, pos + 1),
-                               help=f"add '{closer}' to close it; the file ends before it is closed")]
-        return [Diagnostic("RV101", f"unexpected end of file; expected {_describe_expected(expected)}",
-                           source.end_span, help="the last rule is incomplete")]
+            return [
+                Diagnostic(
+                    "RV103",
+                    f"this '{ch}' is never closed",
+                    source.span(pos, pos + 1),
+                    help=f"add '{closer}' to close it; the file ends before it is closed",
+                )
+            ]
+        return [
+            Diagnostic(
+                "RV101",
+                f"unexpected end of file; expected {_describe_expected(expected)}",
+                source.end_span,
+                help="the last rule is incomplete",
+            )
+        ]
 
     span = source.span(offset, offset + len(str(token.value)))
     if token.value in keywords() and ("NAME" in expected or "QUOTED_NAME" in expected):
-        return [Diagnostic("RV102", f"'{token.value}' is a reserved word and cannot be used as a name", span,
-                           help=f"write it in backticks to use it as a name: `{token.value}`")]
+        return [
+            Diagnostic(
+                "RV102",
+                f"'{token.value}' is a reserved word and cannot be used as a name",
+                span,
+                help=f"write it in backticks to use it as a name: `{token.value}`",
+            )
+        ]
     misspelled = _misspelled_keyword(token, expected, source)
     if misspelled is not None:
         return [misspelled]
@@ -289,8 +344,10 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
         label = None
     hint = label or _generic_hint(expected)
     if token.type == "SIGNED_NUMBER" and ("NAME" in expected or "QUOTED_NAME" in expected):
-        hint = (f"a name starts with a letter or '_'; to use {quoted(shorten(str(token.value)))} as a name, "
-                f"write it in backticks: `{shorten(str(token.value))}`")
+        hint = (
+            f"a name starts with a letter or '_'; to use {quoted(shorten(str(token.value)))} as a name, "
+            f"write it in backticks: `{shorten(str(token.value))}`"
+        )
     elif opener is not None and opener[1] == "{" and "RBRACE" in expected:
         line, col = source.position(opener[0])
         hint = f"the block opened at {line}:{col} is not closed before this" + (f"; {label}" if label else "")

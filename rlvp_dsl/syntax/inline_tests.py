@@ -26,7 +26,6 @@ def _json(value):
     return value
 
 
-
 class InlineTestTransformer:
     """Transformer methods for `test_block` and everything inside it."""
 
@@ -54,8 +53,17 @@ class InlineTestTransformer:
     def call_event(self, meta, children):
         name, arguments, status, result, *signals = children
         status, error_text = status or ("ok", "")
-        return ast.EpisodeEvent("call", name, tuple(arguments) if arguments else (), status, error_text, result or "",
-                                "", tuple(signals), self._span(meta))
+        return ast.EpisodeEvent(
+            "call",
+            name,
+            tuple(arguments) if arguments else (),
+            status,
+            error_text,
+            result or "",
+            "",
+            tuple(signals),
+            self._span(meta),
+        )
 
     def status_ok(self, children):
         return "ok", ""
@@ -81,8 +89,14 @@ class InlineTestTransformer:
         kind, index = at if at is not None else (None, 0)
         span = self._span(meta)
         if str(op) != "==":
-            self.diagnostics.append(Diagnostic("RV209", f"an expectation compares with == (got {op})", span,
-                                               help="write e.g. `expect total == -0.5`"))
+            self.diagnostics.append(
+                Diagnostic(
+                    "RV209",
+                    f"an expectation compares with == (got {op})",
+                    span,
+                    help="write e.g. `expect total == -0.5`",
+                )
+            )
         return ast.Expect(target, value, kind, index, span)
 
     def expect_target(self, children):
@@ -110,8 +124,14 @@ class InlineTestTransformer:
 
     def _index(self, value: float, meta) -> int:
         if value != int(value) or value < 0:
-            self.diagnostics.append(Diagnostic("RV209", f"an index is a whole number from 0 (got {value:g})",
-                                               self._span(meta), help="calls and events are counted from 0"))
+            self.diagnostics.append(
+                Diagnostic(
+                    "RV209",
+                    f"an index is a whole number from 0 (got {value:g})",
+                    self._span(meta),
+                    help="calls and events are counted from 0",
+                )
+            )
         return max(0, int(value))
 
     def json_object(self, children):

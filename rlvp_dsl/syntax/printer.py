@@ -142,8 +142,12 @@ def _is_says(expr: ast.Expr) -> bool:
     if not (isinstance(expr, ast.And) and len(expr.items) == 2):
         return False
     kind, test = expr.items
-    return (isinstance(kind, ast.KindAtom) and isinstance(test, ast.TextTest) and test.field == "text"
-            and (test.op == "matches" or (test.op == "contains" and not test.flags)))
+    return (
+        isinstance(kind, ast.KindAtom)
+        and isinstance(test, ast.TextTest)
+        and test.field == "text"
+        and (test.op == "matches" or (test.op == "contains" and not test.flags))
+    )
 
 
 def _text_test(op: str, value: str, flags: str) -> str:
@@ -226,8 +230,10 @@ def _expr(expr: ast.Expr, context: int) -> str:
             simple = all(isinstance(item, _PHRASE_ATOMS) for item in expr.items)
             level, word = _AND, " " if simple else " and "
             # an And directly inside an And must keep its parentheses, or the parser flattens it
-            parts = [_expr(item, _UNARY) if isinstance(item, ast.And) and not _is_says(item) else _expr(item, _AND)
-                     for item in expr.items]
+            parts = [
+                _expr(item, _UNARY) if isinstance(item, ast.And) and not _is_says(item) else _expr(item, _AND)
+                for item in expr.items
+            ]
         text = word.join(parts)
         return f"({text})" if level < context else text
     if isinstance(expr, ast.Not):
@@ -292,7 +298,8 @@ def print_item(item: ast.Item) -> str:
         head = "repeat_error" + ("" if item.name.text == "repeat_error" else " " + print_name(item.name))
         head += f" ({print_weight(item.weight)})"
         lines = ([] if item.on is None else ["on " + print_expr(item.on)]) + (
-            [] if item.reset is None else ["reset on " + print_expr(item.reset)])
+            [] if item.reset is None else ["reset on " + print_expr(item.reset)]
+        )
         return _block(head, lines) if lines else head
     if isinstance(item, ast.BlindDestructive):
         head = "blind_destructive" + ("" if item.name.text == "blind_destructive" else " " + print_name(item.name))

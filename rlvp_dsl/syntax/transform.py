@@ -74,8 +74,12 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         self.depth[id(node)] = d
         if d == MAX_DEPTH + 1:
             self.diagnostics.append(
-                Diagnostic("RV106", f"conditions nested more than {MAX_DEPTH} deep", node.span,
-                           help="split the condition into several rules or use `and`/`or` chains, which may be any length")
+                Diagnostic(
+                    "RV106",
+                    f"conditions nested more than {MAX_DEPTH} deep",
+                    node.span,
+                    help="split the condition into several rules or use `and`/`or` chains, which may be any length",
+                )
             )
         return node
 
@@ -89,8 +93,12 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         text = unicodedata.normalize("NFC", _strip_backticks(str(tok)))
         if tok.type == "NAME" and text in keywords():
             self.diagnostics.append(
-                Diagnostic("RV102", f"'{text}' is a reserved word and cannot be used as a name",
-                           self._tok_span(tok), help=f"write it in backticks to use it as a name: `{text}`")
+                Diagnostic(
+                    "RV102",
+                    f"'{text}' is a reserved word and cannot be used as a name",
+                    self._tok_span(tok),
+                    help=f"write it in backticks to use it as a name: `{text}`",
+                )
             )
         elif tok.type == "NAME":
             self._glued(tok)
@@ -106,11 +114,16 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         begin = start
         while begin > 0 and (source[begin - 1].isalnum() or source[begin - 1] == "_"):
             begin -= 1
-        word, head = source[begin:tok.end_pos], source[begin:start]
+        word, head = source[begin : tok.end_pos], source[begin:start]
         span = self.source.span(begin, tok.end_pos)
-        self.diagnostics.append(Diagnostic(
-            "RV101", f"'{word}' reads as '{head}' followed by the name '{tok}'", span,
-            help=f"put a space after '{head}' if you meant `{head} {tok}`; a name cannot start there"))
+        self.diagnostics.append(
+            Diagnostic(
+                "RV101",
+                f"'{word}' reads as '{head}' followed by the name '{tok}'",
+                span,
+                help=f"put a space after '{head}' if you meant `{head} {tok}`; a name cannot start there",
+            )
+        )
 
     def number(self, children):
         tok = children[0]
@@ -118,16 +131,25 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         if math.isfinite(value):
             return value
         shown = str(tok) if len(str(tok)) <= 40 else str(tok)[:37] + "..."
-        self.diagnostics.append(Diagnostic("RV104", f"number {shown} is out of range (it overflows to infinity)",
-                                           self._tok_span(tok), help="write a number whose magnitude is below 1e308"))
+        self.diagnostics.append(
+            Diagnostic(
+                "RV104",
+                f"number {shown} is out of range (it overflows to infinity)",
+                self._tok_span(tok),
+                help="write a number whose magnitude is below 1e308",
+            )
+        )
         return 0.0
 
     def _string(self, tok: Token) -> str:
         try:
             return _unescape(str(tok)[1:-1])
         except ValueError as exc:
-            self.diagnostics.append(Diagnostic("RV104", str(exc), self._tok_span(tok),
-                                               help='escapes are \\n \\t \\r \\" \\\\ \\/ and \\uXXXX'))
+            self.diagnostics.append(
+                Diagnostic(
+                    "RV104", str(exc), self._tok_span(tok), help='escapes are \\n \\t \\r \\" \\\\ \\/ and \\uXXXX'
+                )
+            )
             return str(tok)[1:-1]
 
     def _regex(self, tok: Token) -> tuple[str, str]:
@@ -212,8 +234,14 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
     def deadline_within(self, meta, children):
         value = children[0]
         if value != int(value) or value < 1:
-            self.diagnostics.append(Diagnostic("RV209", f"'within' takes a whole number of calls of at least 1 (got {value:g})",
-                                               self._span(meta), help="write e.g. `within 3 calls`"))
+            self.diagnostics.append(
+                Diagnostic(
+                    "RV209",
+                    f"'within' takes a whole number of calls of at least 1 (got {value:g})",
+                    self._span(meta),
+                    help="write e.g. `within 3 calls`",
+                )
+            )
         return ast.Deadline("within", None, max(1, int(value)), self._span(meta))
 
     @v_args(meta=True)
@@ -252,7 +280,9 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
     @v_args(meta=True)
     def obligation(self, meta, children):
         name, credit, expire, open_, (discharge, same), deadline = children
-        return ast.Obligation(name, credit, expire, open_, discharge, same, deadline or ast.Deadline("end"), self._span(meta))
+        return ast.Obligation(
+            name, credit, expire, open_, discharge, same, deadline or ast.Deadline("end"), self._span(meta)
+        )
 
     @v_args(meta=True)
     def repeat_error(self, meta, children):
@@ -327,6 +357,7 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         @v_args(meta=True)
         def method(self, meta, children):
             return ast.StatusAtom(status, self._span(meta))
+
         return method
 
     ok_atom = _status("ok")
@@ -349,8 +380,14 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
     def text_compare(self, meta, children):
         op = str(children[0])
         if op not in ("==", "!="):
-            self.diagnostics.append(Diagnostic("RV209", f"text can only be compared with == or != (got {op})",
-                                               self._span(meta), help="use `contains`, `startswith` or `matches`"))
+            self.diagnostics.append(
+                Diagnostic(
+                    "RV209",
+                    f"text can only be compared with == or != (got {op})",
+                    self._span(meta),
+                    help="use `contains`, `startswith` or `matches`",
+                )
+            )
         return (op, self._string(children[1]), "")
 
     def _text_atom(field):
@@ -358,6 +395,7 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         def method(self, meta, children):
             op, value, flags = children[0]
             return ast.TextTest(field, op, value, flags, self._span(meta))
+
         return method
 
     error_text_atom = _text_atom("error_text")
@@ -378,8 +416,11 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive):
         name, (op, value, flags) = children
         span = self._span(meta)
         if op in ("<", "<=", ">", ">=") and (isinstance(value, bool) or not isinstance(value, float)):
-            self.diagnostics.append(Diagnostic("RV209", f"'{op}' compares numbers (got {value!r})", span,
-                                               help="use == or != to compare text"))
+            self.diagnostics.append(
+                Diagnostic(
+                    "RV209", f"'{op}' compares numbers (got {value!r})", span, help="use == or != to compare text"
+                )
+            )
         return ast.ArgTest(name, op, value, flags, span)
 
     @v_args(meta=True)

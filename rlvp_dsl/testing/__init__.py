@@ -15,8 +15,17 @@ from __future__ import annotations
 
 import importlib
 
-_STRATEGIES = ("Vocabulary", "vocabulary", "calls", "events", "episodes", "regex_samples", "reindexed",
-               "noop_read", "read_only_tools")
+_STRATEGIES = (
+    "Vocabulary",
+    "vocabulary",
+    "calls",
+    "events",
+    "episodes",
+    "regex_samples",
+    "reindexed",
+    "noop_read",
+    "read_only_tools",
+)
 
 __all__ = list(_STRATEGIES)
 

@@ -84,8 +84,14 @@ class _AllReached(Exception):
 
 
 def _settings(examples: int) -> settings:
-    return settings(max_examples=examples, derandomize=True, deadline=None, database=None,
-                    phases=(Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=examples,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=(Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 def _search(strategy, violated: Callable[[Any], str | None], examples: int):
@@ -157,8 +163,13 @@ class _PropertySearch:
         case, n = _search(self.strategy, violated, self.examples)
         if case is not None:
             return PropertyResult("bounded", "fail", n, finding=Finding(violated(case), case))
-        return PropertyResult("bounded", "ok", n, f"event bound {self.bound:g}; observed max |credit| on one "
-                              f"event {self.stats['event']:g}, max |episode total| {self.stats['episode']:g}")
+        return PropertyResult(
+            "bounded",
+            "ok",
+            n,
+            f"event bound {self.bound:g}; observed max |credit| on one "
+            f"event {self.stats['event']:g}, max |episode total| {self.stats['episode']:g}",
+        )
 
     def not_farmable(self) -> PropertyResult:
         reads = read_only_tools(self.vocab, self.program)
@@ -173,34 +184,50 @@ class _PropertySearch:
                 variant = _insert(episode, i + 1, episode.events[i])
                 after = _total(self.program.score(variant))
                 if after > total + TOLERANCE:
-                    return (f"repeating event {i}, which earned positive credit, right after it raises the "
-                            f"episode's total from {total:g} to {after:g}", variant, f"with a copy of event {i} "
-                            f"inserted at event {i + 1}")
+                    return (
+                        f"repeating event {i}, which earned positive credit, right after it raises the "
+                        f"episode's total from {total:g} to {after:g}",
+                        variant,
+                        f"with a copy of event {i} inserted at event {i + 1}",
+                    )
             if read is None:
                 return None
             targets = {t.name: t.target for t in self.vocab.tools}
-            used = sorted({normalise_value(e.arguments[targets[e.tool]]) for e in episode.calls
-                           if targets.get(e.tool) in e.arguments})
+            used = sorted(
+                {
+                    normalise_value(e.arguments[targets[e.tool]])
+                    for e in episode.calls
+                    if targets.get(e.tool) in e.arguments
+                }
+            )
             fresh = next(f"fresh{k}" for k in range(len(used) + 1) if f"fresh{k}" not in used)
             for value in [fresh] + used if read.target else [fresh]:
                 for at in range(len(episode.events) + 1):
                     variant = _insert(episode, at, noop_read(read, at, value))
                     # a read may complete an obligation a real action opened (verify-after-write): the
                     # discharges landing on the read itself are not counted; anything else it adds is farmed
-                    after = sum(c.value for c in self.program.score(variant)
-                                if c.value > 0 and not (c.event_index == at and c.trigger == "discharge"))
+                    after = sum(
+                        c.value
+                        for c in self.program.score(variant)
+                        if c.value > 0 and not (c.event_index == at and c.trigger == "discharge")
+                    )
                     if after > positive + TOLERANCE:
-                        return (f"inserting a no-op read `{read.name}` (ok, empty result, target {value!r}) at "
-                                f"event {at} raises the positive credit of the other events from {positive:g} "
-                                f"to {after:g}", variant, f"with the no-op read inserted at event {at}")
+                        return (
+                            f"inserting a no-op read `{read.name}` (ok, empty result, target {value!r}) at "
+                            f"event {at} raises the positive credit of the other events from {positive:g} "
+                            f"to {after:g}",
+                            variant,
+                            f"with the no-op read inserted at event {at}",
+                        )
             return None
 
         case, n = _search(strategy, farmed, self.examples)
         notes = () if reads else ("no read-only tool: only repetition was checked",)
         if case is not None:
             message, variant, label = farmed(case)
-            return PropertyResult("not_farmable", "fail", n, finding=Finding(message, case[0], variant, label),
-                                  notes=notes)
+            return PropertyResult(
+                "not_farmable", "fail", n, finding=Finding(message, case[0], variant, label), notes=notes
+            )
         return PropertyResult("not_farmable", "ok", n, notes=notes)
 
     def discharge_once(self) -> PropertyResult:
@@ -227,8 +254,11 @@ class _PropertySearch:
         return PropertyResult("discharge_once", "ok", n)
 
     def deterministic(self) -> PropertyResult:
-        free = [r.name for r in self.program.rules if isinstance(r, ViolationRule)
-                and not any(isinstance(node, ast.Seen) for node in walk(r.cond))]
+        free = [
+            r.name
+            for r in self.program.rules
+            if isinstance(r, ViolationRule) and not any(isinstance(node, ast.Seen) for node in walk(r.cond))
+        ]
 
         @st.composite
         def cases(draw):
@@ -250,32 +280,47 @@ class _PropertySearch:
             before = _per_event(first, free, range(len(order)))
             after = _per_event(self.program.score(permuted), free, order)
             if before != after:
-                return ("a rule without history (" + ", ".join(free) + ") gives an event another credit when "
-                        "the episode's events are reordered", permuted, "with the events reordered")
+                return (
+                    "a rule without history (" + ", ".join(free) + ") gives an event another credit when "
+                    "the episode's events are reordered",
+                    permuted,
+                    "with the events reordered",
+                )
             return None
 
         case, n = _search(cases(), violated, self.examples)
         sensitive = [r.name for r in self.program.rules if r.name not in free]
-        notes = (f"order-insensitive: {', '.join(free) or 'none'}; order-sensitive by declaration "
-                 f"(seen, obligation, progress): {', '.join(sensitive) or 'none'}",)
+        notes = (
+            f"order-insensitive: {', '.join(free) or 'none'}; order-sensitive by declaration "
+            f"(seen, obligation, progress): {', '.join(sensitive) or 'none'}",
+        )
         if case is not None:
             message, variant, label = violated(case)
-            return PropertyResult("deterministic", "fail", n, finding=Finding(message, case[0], variant, label),
-                                  notes=notes)
+            return PropertyResult(
+                "deterministic", "fail", n, finding=Finding(message, case[0], variant, label), notes=notes
+            )
         return PropertyResult("deterministic", "ok", n, notes=notes)
 
     def reachable(self, tools_source: str) -> PropertyResult:
         goals = []
         for r in self.program.rules:
-            goals += [(r.name, "discharge"), (r.name, "expire")] if isinstance(r, ObligationRule) else [(r.name, "fire")]
+            goals += (
+                [(r.name, "discharge"), (r.name, "expire")] if isinstance(r, ObligationRule) else [(r.name, "fire")]
+            )
         reached: set = set()
         sample: list[Episode] = []
 
         # Coverage accumulates across examples, so this is not a predicate `find` may replay:
         # generate only (no shrinking, no replay of a "failure"), and stop by raising once
         # everything is covered -- which stays true, so a replay raises again.
-        @settings(max_examples=self.examples * REACH_FACTOR, derandomize=True, deadline=None, database=None,
-                  phases=(Phase.generate,), suppress_health_check=list(HealthCheck))
+        @settings(
+            max_examples=self.examples * REACH_FACTOR,
+            derandomize=True,
+            deadline=None,
+            database=None,
+            phases=(Phase.generate,),
+            suppress_health_check=list(HealthCheck),
+        )
         @given(self.strategy)
         def search(episode) -> None:
             if not reached.issuperset(goals):
@@ -298,8 +343,13 @@ class _PropertySearch:
             what = name if outcome == "fire" else f"{name} ({outcome})"
             lines.append(f"{what} {'can never fire' if static else 'never fired'}: {text}")
         status = "fail" if fatal else "warn"
-        return PropertyResult("reachable", status, len(sample),
-                              f"{len(lines)} of {len(goals)} rule outcomes never reached", notes=tuple(lines))
+        return PropertyResult(
+            "reachable",
+            status,
+            len(sample),
+            f"{len(lines)} of {len(goals)} rule outcomes never reached",
+            notes=tuple(lines),
+        )
 
 
 def _per_event(credits: list[Credit], rules: list[str], order) -> dict:
@@ -315,9 +365,15 @@ def _per_event(credits: list[Credit], rules: list[str], order) -> dict:
 # ---- running and printing ------------------------------------------------------------
 
 
-def check_program(program: Program, *, tools: Any = None, tools_source: str = "the rule file's tools",
-                  examples: int = DEFAULT_EXAMPLES, max_events: int = MAX_EVENTS,
-                  properties: tuple[str, ...] = PROPERTIES) -> list[PropertyResult]:
+def check_program(
+    program: Program,
+    *,
+    tools: Any = None,
+    tools_source: str = "the rule file's tools",
+    examples: int = DEFAULT_EXAMPLES,
+    max_events: int = MAX_EVENTS,
+    properties: tuple[str, ...] = PROPERTIES,
+) -> list[PropertyResult]:
     """Run the built-in properties on `program`, generating episodes over `tools` (a Manifest, a
     tool list; default: the program's own table) with the literals of the program's rules.
 
@@ -326,8 +382,9 @@ def check_program(program: Program, *, tools: Any = None, tools_source: str = "t
     """
     unknown = [p for p in properties if p not in PROPERTIES]
     if unknown or examples < 1:
-        raise ValueError(f"properties must be among {', '.join(PROPERTIES)} and examples >= 1 "
-                         f"(got {unknown or examples})")
+        raise ValueError(
+            f"properties must be among {', '.join(PROPERTIES)} and examples >= 1 (got {unknown or examples})"
+        )
     vocab = vocabulary(program if tools is None else tools, rules=program)
     checker = _PropertySearch(program, vocab, examples, max_events)
     out = []

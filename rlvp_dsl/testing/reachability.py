@@ -20,6 +20,7 @@ from ..predicates import FALSE, build, specialise
 from ..syntax.printer import print_expr
 from .strategies import Vocabulary
 
+
 class Reasons:
     """Static and dynamic explanations of an unreached rule outcome."""
 
@@ -49,28 +50,39 @@ class Reasons:
             if outcome == "discharge":
                 parts.append(("its discharge condition", rule.discharge, ("ok", "error")))
         else:
-            return False, (f"signal `{rule.signal}` never reached a new best {rule.direction} in "
-                           f"{len(sample)} generated episodes")
+            return False, (
+                f"signal `{rule.signal}` never reached a new best {rule.direction} in {len(sample)} generated episodes"
+            )
         for label, expr, statuses in parts:
             if not self.possible(expr, statuses, creditable=True):
                 return True, f"{label} matches no event of {self.source}: {self._why(expr)}"
         if isinstance(rule, ObligationRule):
             opened, kept = self._opens(rule, sample[:300])
             if opened and not kept:
-                return False, (f"every one of the {opened} generated events that satisfied its open condition also "
-                               "satisfied its discharge condition, and an event that satisfies the discharge "
-                               "condition never opens an instance (docs/language.md): it can never open")
+                return False, (
+                    f"every one of the {opened} generated events that satisfied its open condition also "
+                    "satisfied its discharge condition, and an event that satisfies the discharge "
+                    "condition never opens an instance (docs/language.md): it can never open"
+                )
         label, expr, _ = parts[-1]
         never = self._never_held(expr, sample)
         detail = f"; never true on a generated event: {', '.join(never)}" if never else ""
-        return False, (f"{label} held on no event of {len(sample)} generated episodes{detail} "
-                       f"(raise --examples, or add a test block that fires it)")
+        return False, (
+            f"{label} held on no event of {len(sample)} generated episodes{detail} "
+            f"(raise --examples, or add a test block that fires it)"
+        )
 
     def _opens(self, rule: ObligationRule, sample: list[Episode]) -> tuple[int, int]:
         """(events satisfying the open condition, those of them not satisfying the discharge)."""
-        probe = compile_ruleset(RuleSet(self.program.tools, (
-            ViolationRule("open", "violation", -1.0, rule.open),
-            ViolationRule("discharge", "violation", -1.0, rule.discharge))))
+        probe = compile_ruleset(
+            RuleSet(
+                self.program.tools,
+                (
+                    ViolationRule("open", "violation", -1.0, rule.open),
+                    ViolationRule("discharge", "violation", -1.0, rule.discharge),
+                ),
+            )
+        )
         opened = kept = 0
         for episode in sample:
             fired = defaultdict(set)
@@ -89,12 +101,15 @@ class Reasons:
             if isinstance(node, ast.TagAtom):
                 owners = [t for t in self.declared_only if node.tag.text in self.program.tools[t].tags]
                 text = f"no tool of {self.source} is tagged `{node.tag.text}`"
-                return text + (f" (only {', '.join(f'`{t}`' for t in owners)}, which it does not have)" if owners else "")
+                return text + (
+                    f" (only {', '.join(f'`{t}`' for t in owners)}, which it does not have)" if owners else ""
+                )
             if isinstance(node, ast.ArgTest):
                 taken = {p for t in self.universe.tools.values() for p in (t.params or ())}
                 close = did_you_mean(node.arg.text, taken)
-                return (f"no tool of {self.source} that can match takes argument `{node.arg.text}`"
-                        + (f" ({close.replace(chr(39), '`')})" if close else ""))
+                return f"no tool of {self.source} that can match takes argument `{node.arg.text}`" + (
+                    f" ({close.replace(chr(39), '`')})" if close else ""
+                )
             if isinstance(node, ast.Or):
                 return "; ".join(self._why(k) for k in node.items)
             if isinstance(node, ast.And):
@@ -103,7 +118,7 @@ class Reasons:
                     node = empty[0]
                     continue
                 for i, a in enumerate(node.items):
-                    for b in node.items[i + 1:]:
+                    for b in node.items[i + 1 :]:
                         if not self.possible(ast.And((a, b))):
                             return f"`{_show(a)}` and `{_show(b)}` never hold on the same event"
                 return f"`{_show(node)}` holds on no event"

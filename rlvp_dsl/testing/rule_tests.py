@@ -58,9 +58,18 @@ def episode_of_test(test: RuleTest) -> Episode:
         events = []
         for i, e in enumerate(block.events or ()):
             if e.kind == CALL:
-                events.append(Event(i, CALL, tool=e.tool.text, arguments=dict(e.arguments), status=e.status,
-                                    error_text=e.error_text or (f"{e.status}" if e.status != "ok" else ""),
-                                    result=e.result, signals=dict(e.signals)))
+                events.append(
+                    Event(
+                        i,
+                        CALL,
+                        tool=e.tool.text,
+                        arguments=dict(e.arguments),
+                        status=e.status,
+                        error_text=e.error_text or (f"{e.status}" if e.status != "ok" else ""),
+                        result=e.result,
+                        signals=dict(e.signals),
+                    )
+                )
             else:
                 events.append(Event(i, e.kind, text=e.text))
         return Episode(f"test {block.name!r}", tuple(events), source=test.file)
@@ -102,15 +111,19 @@ def run_test(program: Program, test: RuleTest) -> RuleTestResult:
             where = f" at {expect.at} {expect.index}"
             limit = len(calls) if expect.at == "call" else len(episode.events)
             if expect.index >= limit:
-                failures.append(f"{expect.span.location}: expect {what}{where}: the episode has only {limit} "
-                                f"{'calls' if expect.at == 'call' else 'events'}")
+                failures.append(
+                    f"{expect.span.location}: expect {what}{where}: the episode has only {limit} "
+                    f"{'calls' if expect.at == 'call' else 'events'}"
+                )
                 continue
             index = calls[expect.index] if expect.at == "call" else expect.index
             chosen = [c for c in chosen if c.event_index == index]
         got = sum(c.value for c in chosen)
         if abs(got - expect.value) > TOLERANCE:
-            failures.append(f"{expect.span.location}: expect {what}{where} == {expect.value:g}: got {got:g} "
-                            f"({_describe_credits(chosen)})")
+            failures.append(
+                f"{expect.span.location}: expect {what}{where} == {expect.value:g}: got {got:g} "
+                f"({_describe_credits(chosen)})"
+            )
     return RuleTestResult(block.name, block.span.location, tuple(failures), tuple(credits), episode)
 
 

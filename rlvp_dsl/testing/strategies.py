@@ -48,9 +48,7 @@ import attrs
 try:
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - exercised only without hypothesis
-    raise ImportError(
-        "rlvp_dsl.testing needs the hypothesis package: pip install hypothesis"
-    ) from exc
+    raise ImportError("rlvp_dsl.testing needs the hypothesis package: pip install hypothesis") from exc
 
 from .. import ast
 from ..events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER, Episode, Event
@@ -58,8 +56,17 @@ from ..ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
 from ..tools import ToolSpec
 from .regex_sampling import regex_samples
 
-__all__ = ["Vocabulary", "vocabulary", "calls", "events", "episodes", "regex_samples", "reindexed",
-           "noop_read", "read_only_tools"]
+__all__ = [
+    "Vocabulary",
+    "vocabulary",
+    "calls",
+    "events",
+    "episodes",
+    "regex_samples",
+    "reindexed",
+    "noop_read",
+    "read_only_tools",
+]
 
 #: The default pool of argument values (shared by all arguments, so targets collide).
 VALUES = ("A", "B", "C")
@@ -107,8 +114,7 @@ def _shape(obj: Any) -> ToolSpec:
     if not isinstance(name, str):
         raise TypeError(f"a tool must be a name or have a 'name' attribute (got {type(obj).__name__})")
     params = getattr(obj, "params", None) or ()
-    return ToolSpec(name, frozenset(getattr(obj, "tags", None) or ()), getattr(obj, "target", None),
-                     tuple(params))
+    return ToolSpec(name, frozenset(getattr(obj, "tags", None) or ()), getattr(obj, "target", None), tuple(params))
 
 
 def _tool_shapes(tools: Any) -> tuple[ToolSpec, ...]:
@@ -124,8 +130,10 @@ def _tool_shapes(tools: Any) -> tuple[ToolSpec, ...]:
     if isinstance(tools, Mapping):
         tools = list(tools.values())
     if isinstance(tools, (str, bytes)) or not isinstance(tools, Iterable):
-        raise TypeError("tools must be a Program, a Manifest, a mapping of ToolSpec or a list of tools "
-                        f"(got {type(tools).__name__})")
+        raise TypeError(
+            "tools must be a Program, a Manifest, a mapping of ToolSpec or a list of tools "
+            f"(got {type(tools).__name__})"
+        )
     shapes = tuple(sorted((_shape(t) for t in tools), key=lambda s: s.name))
     if not shapes:
         raise ValueError("tools: at least one tool is needed to generate calls")
@@ -187,8 +195,12 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Voca
             for node in walk(root):
                 if id(node) not in said:
                     _mine(node, args, texts, signals, signal_values, arg_names)
-                if (isinstance(node, ast.And) and len(node.items) == 2 and isinstance(node.items[0], ast.KindAtom)
-                        and isinstance(node.items[1], ast.TextTest)):  # `user says ...`: that role's texts
+                if (
+                    isinstance(node, ast.And)
+                    and len(node.items) == 2
+                    and isinstance(node.items[0], ast.KindAtom)
+                    and isinstance(node.items[1], ast.TextTest)
+                ):  # `user says ...`: that role's texts
                     test = node.items[1]
                     said.add(id(test))
                     found = regex_samples(test.value, test.flags) if test.op == "matches" else [test.value]
@@ -245,7 +257,7 @@ def _mine(node, args, texts, signals, signal_values, arg_names) -> None:
 def _pick(pool: tuple, defaults: tuple):
     """Draw from `pool`, half the time from what it adds to `defaults` (the rules' literals),
     so that rare literals are drawn often; shrinks towards the first default."""
-    mined = pool[len(defaults):] if pool[:len(defaults)] == defaults else ()
+    mined = pool[len(defaults) :] if pool[: len(defaults)] == defaults else ()
     if not mined or not defaults:
         return st.sampled_from(pool)
     return st.one_of(st.sampled_from(defaults), st.sampled_from(mined))
@@ -282,8 +294,18 @@ def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int):
         for name in vocab.signals:
             if draw(st.integers(0, 2)) == 2:
                 signals[name] = draw(st.sampled_from(vocab.signal_values))
-        return Event(index, CALL, tool=tool.name, arguments=arguments, raw_arguments=raw, status=status,
-                     error_text=error_text, result=result, tags=tool.tags, signals=signals)
+        return Event(
+            index,
+            CALL,
+            tool=tool.name,
+            arguments=arguments,
+            raw_arguments=raw,
+            status=status,
+            error_text=error_text,
+            result=result,
+            tags=tool.tags,
+            signals=signals,
+        )
 
     return call()
 
@@ -303,8 +325,7 @@ def calls(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[s
     return _call_strategy(_vocab(tools, rules), statuses, index)
 
 
-def events(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES,
-           messages: bool = True):
+def events(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES, messages: bool = True):
     """A strategy for one event: a call (as `calls`), or a user / assistant turn when `messages`."""
     vocab = _vocab(tools, rules)
     options = [_call_strategy(vocab, _statuses(statuses), index)]
@@ -333,9 +354,17 @@ class _Related:
     call: Event
 
 
-def episodes(tools: Any, *, rules: Any = None, min_events: int = 0, max_events: int = 12,
-             statuses: Iterable[str] = STATUSES, messages: bool = True, repeats: bool = True,
-             episode_id: str = "generated"):
+def episodes(
+    tools: Any,
+    *,
+    rules: Any = None,
+    min_events: int = 0,
+    max_events: int = 12,
+    statuses: Iterable[str] = STATUSES,
+    messages: bool = True,
+    repeats: bool = True,
+    episode_id: str = "generated",
+):
     """A strategy for whole episodes of `min_events`..`max_events` events over `tools`.
 
     Events are drafted independently (so shrinking deletes them one by one), then numbered.
@@ -360,7 +389,8 @@ def episodes(tools: Any, *, rules: Any = None, min_events: int = 0, max_events: 
         drafts += [_message_strategy(vocab, USER, 0), _message_strategy(vocab, ASSISTANT, 0)]
     targets = {t.name: t.target for t in vocab.tools}
     return st.lists(st.one_of(drafts), min_size=min_events, max_size=max_events).map(
-        lambda items: Episode(episode_id, _resolve(items, targets)))
+        lambda items: Episode(episode_id, _resolve(items, targets))
+    )
 
 
 def _resolve(items: list, targets: Mapping[str, str | None]) -> tuple[Event, ...]:
@@ -373,9 +403,12 @@ def _resolve(items: list, targets: Mapping[str, str | None]) -> tuple[Event, ...
             base = earlier[item.k % len(earlier)] if earlier else None
             if base is not None and item.exact:
                 event = attrs.evolve(
-                    base, status=item.status, raw_arguments=None if base.arguments else base.raw_arguments,
+                    base,
+                    status=item.status,
+                    raw_arguments=None if base.arguments else base.raw_arguments,
                     error_text="Error: again" if item.status == ERROR else "",
-                    result="ok" if item.status == OK else "")
+                    result="ok" if item.status == OK else "",
+                )
             elif base is not None and event.status != MALFORMED:
                 source, aim = targets.get(base.tool or ""), targets.get(event.tool or "")
                 if source in base.arguments and aim:

@@ -34,8 +34,14 @@ def chromium():
         pytest.skip("headless Chromium is absent: apt-get install chromium chromium-driver (.ci/run does)")
     options = webdriver.ChromeOptions()
     options.binary_location = browser
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1280,900", "--allow-file-access-from-files"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+        "--allow-file-access-from-files",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
     driver.set_page_load_timeout(60)

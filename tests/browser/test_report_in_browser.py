@@ -43,15 +43,18 @@ def test_one_badge_per_credit_with_its_value_on_its_event(page):
     assert len(badges) == len(EXPECTED)
     for episode, event, rule, value, _ in EXPECTED:
         on_event = page.find_elements(By.CSS_SELECTOR, f"#ep-{EPISODE_NUMBER[episode]}-ev-{event} .badge")
-        assert [(b.get_attribute("data-rule"), float(b.get_attribute("data-value")), b.text) for b in on_event] == \
-            [(rule, value, f"{value:+.2f}")]
+        assert [(b.get_attribute("data-rule"), float(b.get_attribute("data-value")), b.text) for b in on_event] == [
+            (rule, value, f"{value:+.2f}")
+        ]
     assert page.find_element(By.ID, "ep-0-ev-10").text.endswith("Done </script><b>not bold</b>")
 
 
 def test_filtering_by_a_rule_hides_the_other_episodes_and_credits(page):
     _open_all(page)
     Select(page.find_element(By.ID, "rule-filter")).select_by_visible_text("edit_unread")
-    rows = {r.get_attribute("data-episode"): r.is_displayed() for r in page.find_elements(By.CSS_SELECTOR, "tr.episode")}
+    rows = {
+        r.get_attribute("data-episode"): r.is_displayed() for r in page.find_elements(By.CSS_SELECTOR, "tr.episode")
+    }
     assert rows == {"0": True, "1": False}  # only the golden episode has an edit_unread credit
     shown = [b.get_attribute("data-rule") for b in page.find_elements(By.CSS_SELECTOR, ".badge") if b.is_displayed()]
     assert shown == ["edit_unread"]
@@ -107,13 +110,27 @@ def test_chips_are_coloured_by_sign_and_the_timeline_shows_signal_values(chromiu
     from rlvp_dsl.events import Episode, Event
 
     program = loads(RULES, RULES_PATH)
-    signalled = Episode("signalled", [*CLEAN.events[:1], Event(
-        index=1, kind="call", tool="read_file", arguments={"path": "a.py"}, result="x",
-        signals={"goals_remaining": 2})], outcome=1.0)
+    signalled = Episode(
+        "signalled",
+        [
+            *CLEAN.events[:1],
+            Event(
+                index=1,
+                kind="call",
+                tool="read_file",
+                arguments={"path": "a.py"},
+                result="x",
+                signals={"goals_remaining": 2},
+            ),
+        ],
+        outcome=1.0,
+    )
     scored = [(e, program.score(e)) for e in (GOLDEN, CLEAN, signalled)]
     open_page(chromium, write_report(build_report(program, scored, {RULES_PATH: RULES}), tmp_path / "r.html"))
-    chips = {(c.get_attribute("data-rule"), c.get_attribute("class"))
-             for c in chromium.find_elements(By.CSS_SELECTOR, "tr.episode[data-episode='0'] .hit")}
+    chips = {
+        (c.get_attribute("data-rule"), c.get_attribute("class"))
+        for c in chromium.find_elements(By.CSS_SELECTOR, "tr.episode[data-episode='0'] .hit")
+    }
     assert chips == {("edit_unread", "hit neg"), ("errored", "hit neg"), ("test_after_edit", "hit pos")}
     chromium.find_element(By.CSS_SELECTOR, "tr.episode[data-episode='2']").click()
     signal = chromium.find_element(By.CSS_SELECTOR, "#ep-2-ev-1 .signal")

@@ -42,11 +42,17 @@ def page_path(tmp_path_factory):
     rs = [make_rollout("ab"[k // 2], lens, out) for k, (lens, out) in enumerate(zip(CALL_LENGTHS, OUTCOMES))]
     cs = [credits_of(v) for v in CREDITS]
     _, _, mask = pad_batch(rs)
-    adv = compute_advantages([OUTCOMES[:2], OUTCOMES[2:]], [cs[:2], cs[2:]],
-                             [[r.call_spans for r in rs[:2]], [r.call_spans for r in rs[2:]]], mask,
-                             credit_mode="token", process_weight=1.0)
-    return token_page.write(tmp_path_factory.mktemp("run"), 3, "rlvp", rs, cs, adv.advantages, adv.outcome,
-                            adv.process, mask, 1.0, count=4)
+    adv = compute_advantages(
+        [OUTCOMES[:2], OUTCOMES[2:]],
+        [cs[:2], cs[2:]],
+        [[r.call_spans for r in rs[:2]], [r.call_spans for r in rs[2:]]],
+        mask,
+        credit_mode="token",
+        process_weight=1.0,
+    )
+    return token_page.write(
+        tmp_path_factory.mktemp("run"), 3, "rlvp", rs, cs, adv.advantages, adv.outcome, adv.process, mask, 1.0, count=4
+    )
 
 
 @pytest.fixture
@@ -62,8 +68,13 @@ def _background(element) -> str:
 def test_one_coloured_span_per_credited_call(page):
     credited = page.find_elements(By.CSS_SELECTOR, "span.call.credited")
     expected = [(row, k) for row, values in enumerate(CREDITS) for k, v in enumerate(values) if v != 0]
-    assert [(int(c.find_element(By.XPATH, "ancestor::section").get_attribute("data-row")), int(c.get_attribute("data-call")))
-            for c in credited] == expected
+    assert [
+        (
+            int(c.find_element(By.XPATH, "ancestor::section").get_attribute("data-row")),
+            int(c.get_attribute("data-call")),
+        )
+        for c in credited
+    ] == expected
     for call in credited:
         for token in call.find_elements(By.CSS_SELECTOR, ".tok"):
             assert _background(token) not in ("rgba(0, 0, 0, 0)", "transparent")

@@ -19,8 +19,13 @@ needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not foun
 
 
 def run(tool: str, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def no_traceback(done: subprocess.CompletedProcess) -> None:
@@ -183,8 +188,9 @@ def test_compile_json_missing_file_is_json_too():
 def test_test_and_check_together_run_both(tmp_path):
     """--test with --check runs the property checks and the tests; a failing test exits 1."""
     rules = tmp_path / "r.rlvp"
-    rules.write_text('tool t : read\nviolation e (-1) { on call error }\n'
-                     'test "wrong" { episode { call t error } expect e == 0 }\n')
+    rules.write_text(
+        'tool t : read\nviolation e (-1) { on call error }\ntest "wrong" { episode { call t error } expect e == 0 }\n'
+    )
     done = run("compile", "--test", "--check", "--examples", "20", str(rules))
     assert done.returncode == 1
     assert "0 passed, 1 failed" in done.stdout
@@ -207,15 +213,31 @@ def test_auto_from_tags_validate_flags_and_drops_a_harmful_penalty(tmp_path):
     import json as _json
 
     manifest = tmp_path / "tools.json"
-    manifest.write_text(_json.dumps({"format": "rlvp-tools/1", "tools": [
-        {"name": "get", "tags": ["read"], "target": "id", "parameters": ["id"]},
-        {"name": "cancel", "tags": ["write", "destructive"], "target": "id", "parameters": ["id"]}]}))
+    manifest.write_text(
+        _json.dumps(
+            {
+                "format": "rlvp-tools/1",
+                "tools": [
+                    {"name": "get", "tags": ["read"], "target": "id", "parameters": ["id"]},
+                    {"name": "cancel", "tags": ["write", "destructive"], "target": "id", "parameters": ["id"]},
+                ],
+            }
+        )
+    )
 
     def record(reward, error):
-        return {"reward": reward, "messages": [
-            {"role": "user", "content": "cancel A"},
-            {"role": "assistant", "content": "", "tool_calls": [{"id": "1", "function": {"name": "get", "arguments": {"id": "A"}}}]},
-            {"role": "tool", "tool_call_id": "1", "content": "Error: busy" if error else "A found"}]}
+        return {
+            "reward": reward,
+            "messages": [
+                {"role": "user", "content": "cancel A"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [{"id": "1", "function": {"name": "get", "arguments": {"id": "A"}}}],
+                },
+                {"role": "tool", "tool_call_id": "1", "content": "Error: busy" if error else "A found"},
+            ],
+        }
 
     runs = tmp_path / "runs.jsonl"
     runs.write_text("\n".join(_json.dumps(record(r, e)) for r, e in [(1.0, True)] * 3 + [(0.0, False)] * 3) + "\n")
@@ -254,24 +276,41 @@ def test_auto_from_tags_keeps_a_hand_written_output(tmp_path):
 def test_score_reports_ambiguous_results_in_the_summary_csv_and_json(tmp_path):
     """Two same-name calls whose results came back out of order (a TRL async tool) are counted per
     episode in --csv and --json and in the summary line, so a user sees why error rules skipped them."""
-    def turn(*names):
-        return {"role": "assistant", "content": "", "tool_calls": [
-            {"type": "function", "function": {"name": n, "arguments": {"path": f"f{k}"}}} for k, n in enumerate(names)]}
 
-    record = {"id": "ep", "messages": [
-        {"role": "user", "content": "tidy up"}, turn("read_file", "read_file", "write_file"),
-        {"role": "tool", "name": "write_file", "content": "written"},
-        {"role": "tool", "name": "read_file", "content": "{'error': 'gone'}"},
-        {"role": "tool", "name": "read_file", "content": "text"}]}
+    def turn(*names):
+        return {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"type": "function", "function": {"name": n, "arguments": {"path": f"f{k}"}}}
+                for k, n in enumerate(names)
+            ],
+        }
+
+    record = {
+        "id": "ep",
+        "messages": [
+            {"role": "user", "content": "tidy up"},
+            turn("read_file", "read_file", "write_file"),
+            {"role": "tool", "name": "write_file", "content": "written"},
+            {"role": "tool", "name": "read_file", "content": "{'error': 'gone'}"},
+            {"role": "tool", "name": "read_file", "content": "text"},
+        ],
+    }
     traj = tmp_path / "run.jsonl"
     traj.write_text(json.dumps(record) + "\n", encoding="utf-8")
     rules = tmp_path / "r.rlvp"
-    rules.write_text("tool read_file : read target path\ntool write_file : write target path\n"
-                     "violation errored_call (-0.1) { on call error }\n", encoding="utf-8")
+    rules.write_text(
+        "tool read_file : read target path\ntool write_file : write target path\n"
+        "violation errored_call (-0.1) { on call error }\n",
+        encoding="utf-8",
+    )
     done = run("score", str(rules), str(traj))
     no_traceback(done)
-    assert done.returncode == 0 and "ambiguous tool results (could be a same-name call's; skipped by error rules): 2" \
-        in done.stdout, done.stdout
+    assert (
+        done.returncode == 0
+        and "ambiguous tool results (could be a same-name call's; skipped by error rules): 2" in done.stdout
+    ), done.stdout
     csv_text = run("score", str(rules), str(traj), "--csv", "-").stdout.splitlines()
     header, row = csv_text[0].split(","), csv_text[1].split(",")
     assert row[header.index("ambiguous_results")] == "2" and row[header.index("total")] == "0"

@@ -36,9 +36,16 @@ EOS, OUT = 5, 3  # end of a turn (an action token outside every span); tool outp
 
 
 def _call(index, tool, token, ok, left, result=""):
-    return Event(index, "call", tool=tool, arguments={"token": token}, status="ok" if ok else "error",
-                 result=result if ok else "", error_text="" if ok else "wrong token",
-                 signals={"stages_remaining": left})
+    return Event(
+        index,
+        "call",
+        tool=tool,
+        arguments={"token": token},
+        status="ok" if ok else "error",
+        result=result if ok else "",
+        error_text="" if ok else "wrong token",
+        signals={"stages_remaining": left},
+    )
 
 
 # Episode A (success).  By hand, per call: fetch k0 ok, 3 -> 2 stages: stage +1.0;
@@ -47,20 +54,41 @@ def _call(index, tool, token, ok, left, result=""):
 # (no span: spread over every action token); submit ok, 2 -> 0: stage +2.0.
 # Layout: (tokens, mask, in the span of call k or None).
 LAYOUT_A = [
-    ([20, 21], 1, None), ([30, 31, 32], 1, 0), ([EOS], 1, None), ([OUT] * 3, 0, None),
-    ([30, 33], 1, 1), ([EOS], 1, None), ([OUT] * 2, 0, None),
-    ([30, 33], 1, 2), ([EOS], 1, None), ([OUT] * 2, 0, None),
+    ([20, 21], 1, None),
+    ([30, 31, 32], 1, 0),
+    ([EOS], 1, None),
+    ([OUT] * 3, 0, None),
+    ([30, 33], 1, 1),
+    ([EOS], 1, None),
+    ([OUT] * 2, 0, None),
+    ([30, 33], 1, 2),
+    ([EOS], 1, None),
+    ([OUT] * 2, 0, None),
     ([22, 23], 1, None),  # the assistant turn's text
-    ([34, 31], 1, 3), ([EOS], 1, None), ([OUT], 0, None),
+    ([34, 31], 1, 3),
+    ([EOS], 1, None),
+    ([OUT], 0, None),
 ]
-EVENTS_A = [Event(0, "user", text="go"), _call(1, "fetch", "k0", True, 2, "token k1"),
-            _call(2, "fetch", "zz", False, 2), _call(3, "fetch", "zz", False, 2),
-            Event(4, "assistant", text="hmm"), _call(5, "submit", "k1", True, 0, "done")]
+EVENTS_A = [
+    Event(0, "user", text="go"),
+    _call(1, "fetch", "k0", True, 2, "token k1"),
+    _call(2, "fetch", "zz", False, 2),
+    _call(3, "fetch", "zz", False, 2),
+    Event(4, "assistant", text="hmm"),
+    _call(5, "submit", "k1", True, 0, "done"),
+]
 CREDITS_A, UNATTACHED_A = [1.0, -0.25, -0.75, 2.0], -0.125
 
 # Episode B (failure): submit k9 error: failed_call -0.25; fetch k0 ok, 3 -> 2: stage +1.0.
-LAYOUT_B = [([34, 35], 1, 0), ([EOS], 1, None), ([OUT] * 4, 0, None),
-            ([20], 1, None), ([30, 31], 1, 1), ([EOS], 1, None), ([OUT], 0, None)]
+LAYOUT_B = [
+    ([34, 35], 1, 0),
+    ([EOS], 1, None),
+    ([OUT] * 4, 0, None),
+    ([20], 1, None),
+    ([30, 31], 1, 1),
+    ([EOS], 1, None),
+    ([OUT], 0, None),
+]
 EVENTS_B = [Event(0, "user", text="go"), _call(1, "submit", "k9", False, 3), _call(2, "fetch", "k0", True, 2, "ok")]
 CREDITS_B, UNATTACHED_B = [-0.25, 1.0], 0.0
 
@@ -102,8 +130,12 @@ def test_rule_text_to_the_advantages_the_loss_sees(tmp_path, monkeypatch):
     program = loads(RULES)
     a = _rollout("a", LAYOUT_A, EVENTS_A, 1.0)
     b = _rollout("b", LAYOUT_B, EVENTS_B, 0.0)
-    be = Backend(model=_Bigram(), collect=lambda task, n, seed: [a, b],
-                 make_tasks=lambda count, seed: [Task("task", seed)], scorer=program)
+    be = Backend(
+        model=_Bigram(),
+        collect=lambda task, n, seed: [a, b],
+        make_tasks=lambda count, seed: [Task("task", seed)],
+        scorer=program,
+    )
     seen_credits, seen_adv = [], []
     real_loss = loop.policy_loss
 
@@ -112,30 +144,64 @@ def test_rule_text_to_the_advantages_the_loss_sees(tmp_path, monkeypatch):
         return real_loss(logp, old_logp, advantages, mask, **kw)
 
     monkeypatch.setattr(loop, "policy_loss", recording_loss)
-    cfg = TrainConfig(method="rlvp", iterations=1, tasks_per_iteration=1, num_generations=2, micro_batch=2,
-                      process_weight=1.0, scale_rewards="group", process_norm="none", adv_eps=1e-4,
-                      out_dir=str(tmp_path))
-    rows = loop.train(cfg, backend=be, progress=False,
-                      on_batch=lambda it, groups, credits, weight: seen_credits.append((credits, weight)))
+    cfg = TrainConfig(
+        method="rlvp",
+        iterations=1,
+        tasks_per_iteration=1,
+        num_generations=2,
+        micro_batch=2,
+        process_weight=1.0,
+        scale_rewards="group",
+        process_norm="none",
+        adv_eps=1e-4,
+        out_dir=str(tmp_path),
+    )
+    rows = loop.train(
+        cfg,
+        backend=be,
+        progress=False,
+        on_batch=lambda it, groups, credits, weight: seen_credits.append((credits, weight)),
+    )
 
     # compiled credits -> per-call values (the loop's own scoring)
     [(credits, weight)] = seen_credits
     assert weight == 1.0
     [[ca, cb]] = credits
     assert (list(ca.values), ca.unattached, list(cb.values), cb.unattached) == (
-        CREDITS_A, UNATTACHED_A, CREDITS_B, UNATTACHED_B)
+        CREDITS_A,
+        UNATTACHED_A,
+        CREDITS_B,
+        UNATTACHED_B,
+    )
     assert [(c.event_index, c.rule) for c in ca.credits] == [
-        (1, "stage"), (2, "failed_call"), (3, "failed_call"), (3, "repeat_error"), (4, "chatty"), (5, "stage")]
+        (1, "stage"),
+        (2, "failed_call"),
+        (3, "failed_call"),
+        (3, "repeat_error"),
+        (4, "chatty"),
+        (5, "stage"),
+    ]
     assert rows[0]["process/violations_per_episode"] == (3 + 1) / 2  # negative credits on calls: A 3, B 1
     # per-call values -> the token advantages the loss sees
     [(adv, mask)] = seen_adv
     width = adv.shape[1]
-    want = torch.tensor([_expected_row(LAYOUT_A, CREDITS_A, UNATTACHED_A, A_OUT, width),
-                         _expected_row(LAYOUT_B, CREDITS_B, UNATTACHED_B, -A_OUT, width)])
+    want = torch.tensor(
+        [
+            _expected_row(LAYOUT_A, CREDITS_A, UNATTACHED_A, A_OUT, width),
+            _expected_row(LAYOUT_B, CREDITS_B, UNATTACHED_B, -A_OUT, width),
+        ]
+    )
     assert width == max(len(a.completion_ids), len(b.completion_ids))
-    assert torch.equal(mask, torch.tensor([a.completion_mask + [0] * (width - len(a.completion_ids)),
-                                           b.completion_mask + [0] * (width - len(b.completion_ids))],
-                                          dtype=mask.dtype))
+    assert torch.equal(
+        mask,
+        torch.tensor(
+            [
+                a.completion_mask + [0] * (width - len(a.completion_ids)),
+                b.completion_mask + [0] * (width - len(b.completion_ids)),
+            ],
+            dtype=mask.dtype,
+        ),
+    )
     for got_row, want_row in zip(adv.tolist(), want.tolist(), strict=True):
         assert got_row == pytest.approx(want_row, abs=1e-6)
     # e.g. the repeated failed call's tokens in A: A_out - 0.125 - 0.75

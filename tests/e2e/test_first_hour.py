@@ -19,12 +19,20 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "examples" / "data"
 
 
-def run(tool: str, *args: str, cwd: Path = REPO, stdin: bytes | None = None, env: dict | None = None,
-        timeout: int = 180) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)], cwd=cwd,
-                          input=stdin, capture_output=True, timeout=timeout, env=env)
-    return subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode("utf-8", "replace"),
-                                       done.stderr.decode("utf-8", "replace"))
+def run(
+    tool: str, *args: str, cwd: Path = REPO, stdin: bytes | None = None, env: dict | None = None, timeout: int = 180
+) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)],
+        cwd=cwd,
+        input=stdin,
+        capture_output=True,
+        timeout=timeout,
+        env=env,
+    )
+    return subprocess.CompletedProcess(
+        done.args, done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
+    )
 
 
 def no_traceback(done: subprocess.CompletedProcess) -> None:
@@ -36,7 +44,7 @@ def no_traceback(done: subprocess.CompletedProcess) -> None:
 
 def _tour_commands() -> list[str]:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    tour = readme[readme.index("## A five-minute tour"):readme.index("**6. Use it from Python**")]
+    tour = readme[readme.index("## A five-minute tour") : readme.index("**6. Use it from Python**")]
     commands = []
     for block in re.findall(r"```bash\n(.*?)```", tour, re.S):
         for line in block.splitlines():
@@ -49,7 +57,7 @@ def _tour_commands() -> list[str]:
 def test_the_tour_reads_only_what_the_repository_ships():
     """The README tour names no ../shared path and tells a new shell to activate .venv."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    tour = readme[readme.index("## A five-minute tour"):readme.index("## Layout")]
+    tour = readme[readme.index("## A five-minute tour") : readme.index("## Layout")]
     assert "../shared" not in tour
     assert ". .venv/bin/activate" in tour
 
@@ -63,8 +71,12 @@ def test_each_tour_command_runs_as_printed(command, tmp_path):
     args = [str(tmp_path / "episodes.csv") if a == "build/episodes.csv" else a for a in args]
     args = [str(tmp_path / "report.html") if a == "build/report.html" else a for a in args]
     if "build/airline.rlvp" in command and "--auto-from-tags" not in command:
-        assert run("compile", "--auto-from-tags", "examples/data/tau2/airline/tools_manifest.json",
-                   "-o", args[-1]).returncode == 0
+        assert (
+            run(
+                "compile", "--auto-from-tags", "examples/data/tau2/airline/tools_manifest.json", "-o", args[-1]
+            ).returncode
+            == 0
+        )
     files = [a for a in args if not a.startswith("-")]
     expanded = []
     for a in args:  # the shell's glob
@@ -111,8 +123,9 @@ def test_explain_code_of_an_unknown_code_is_a_usage_error():
 
 def test_the_diagnostics_page_is_up_to_date():
     """docs/diagnostics.md is what docs/gen_diagnostics.py writes from the codes table."""
-    done = subprocess.run([sys.executable, "docs/gen_diagnostics.py", "--check"], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "docs/gen_diagnostics.py", "--check"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
 
 
@@ -151,8 +164,11 @@ def _documented_runs(page: str) -> list[tuple[str, list[str]]]:
     return runs
 
 
-@pytest.mark.parametrize("command,lines", _documented_runs((REPO / "docs" / "testing-rules.md").read_text()),
-                         ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize(
+    "command,lines",
+    _documented_runs((REPO / "docs" / "testing-rules.md").read_text()),
+    ids=lambda x: x if isinstance(x, str) else "",
+)
 def test_the_outputs_in_testing_rules_are_real(command, lines):
     """Each `$ rlvp-compile ...` output in docs/testing-rules.md is what the command prints now (the
     page's lines appear in order; a line `...` stands for lines left out)."""
@@ -165,7 +181,9 @@ def test_the_outputs_in_testing_rules_are_real(command, lines):
             continue
         while position < len(actual) and actual[position].rstrip() != line.rstrip():
             position += 1
-        assert position < len(actual), f"not printed by `{command}` (in order): {line!r}\nprinted:\n" + "\n".join(actual)
+        assert position < len(actual), f"not printed by `{command}` (in order): {line!r}\nprinted:\n" + "\n".join(
+            actual
+        )
         position += 1
 
 
@@ -209,8 +227,10 @@ def test_test_with_json_prints_only_json_on_stdout():
 
 def test_check_without_hypothesis_says_how_to_install_it():
     """A core-only install: --check prints the one-line install command and exits 2, no traceback."""
-    code = ("import sys; sys.modules['hypothesis'] = None; from rlvp_dsl.cli.compile import main; "
-            "sys.exit(main(['--check', 'rules/chain.rlvp']))")
+    code = (
+        "import sys; sys.modules['hypothesis'] = None; from rlvp_dsl.cli.compile import main; "
+        "sys.exit(main(['--check', 'rules/chain.rlvp']))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
     assert "--check needs hypothesis" in done.stderr and "pip install 'hypothesis>=6.100'" in done.stderr
@@ -260,12 +280,15 @@ def test_counts_of_one_read_in_the_singular(tmp_path):
     assert "(1 rule)" in done.stdout and "1 rules" not in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("condition", ["on call put arg idd == \"x\"",
-                                       "on call put\n  unless seen (call get ok same idd)"])
+@pytest.mark.parametrize(
+    "condition", ['on call put arg idd == "x"', "on call put\n  unless seen (call get ok same idd)"]
+)
 def test_a_typo_in_an_argument_name_of_inline_tools_is_flagged(tmp_path, condition):
     """`arg idd` / `same idd` with inline tools whose target is `id`: RV307 with a did-you-mean."""
     path = tmp_path / "typo.rlvp"
-    path.write_text(f"tool get : read target id\ntool put : write target id\nviolation v (-0.5) {{\n  {condition}\n}}\n")
+    path.write_text(
+        f"tool get : read target id\ntool put : write target id\nviolation v (-0.5) {{\n  {condition}\n}}\n"
+    )
     done = run("compile", path)
     assert done.returncode == 0
     assert "warning[RV307]: argument 'idd'" in done.stderr and "did you mean 'id'?" in done.stderr
@@ -274,16 +297,20 @@ def test_a_typo_in_an_argument_name_of_inline_tools_is_flagged(tmp_path, conditi
 def test_an_argument_a_test_episode_passes_is_known(tmp_path):
     """A name the file's own test episode passes to the tool is not a typo."""
     path = tmp_path / "ok.rlvp"
-    path.write_text('tool get : read target id\nviolation v (-0.5) { on call get arg idx == "x" }\n'
-                    'test "t" {\n  episode {\n    call get {"idx": "x"} ok\n  }\n  expect v at call 0 == -0.5\n}\n')
+    path.write_text(
+        'tool get : read target id\nviolation v (-0.5) { on call get arg idx == "x" }\n'
+        'test "t" {\n  episode {\n    call get {"idx": "x"} ok\n  }\n  expect v at call 0 == -0.5\n}\n'
+    )
     done = run("compile", path)
     assert done.returncode == 0 and "RV307" not in done.stderr, done.stderr
 
 
 # ---- rlvp-score -----------------------------------------------------------------------
 
-CHAT = ('{"id": "a", "reward": 1, "messages": [{"role": "user", "content": "hi"}]}\n'
-        '{"id": "b", "reward": 0, "messages": [{"role": "user", "content": "yo"}]}\n')
+CHAT = (
+    '{"id": "a", "reward": 1, "messages": [{"role": "user", "content": "hi"}]}\n'
+    '{"id": "b", "reward": 0, "messages": [{"role": "user", "content": "yo"}]}\n'
+)
 
 
 @pytest.mark.parametrize("name", ["run.json", "run.txt", "run.ndjson"])
@@ -339,8 +366,15 @@ def test_score_domain_typo_gets_a_did_you_mean():
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("rlvp-score: error: no episodes of domain airlin (found: airline 3, telecom 1)")
     assert line.endswith("--domain airlin: did you mean 'airline'?")
-    both = run("score", "rules/tau2_airline.rlvp", "examples/data/tau2_simulations", "--domain", "airline",
-               "--domain", "telcom")
+    both = run(
+        "score",
+        "rules/tau2_airline.rlvp",
+        "examples/data/tau2_simulations",
+        "--domain",
+        "airline",
+        "--domain",
+        "telcom",
+    )
     assert both.returncode == 0 and "warning: --domain telcom: did you mean 'telecom'?" in both.stderr
 
 
@@ -351,8 +385,18 @@ def test_score_csv_has_one_row_per_episode(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert len(rows) == 6
-    assert list(rows[0])[:10] == ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls",
-                                  "orphan_results", "ambiguous_results", "total"]
+    assert list(rows[0])[:10] == [
+        "id",
+        "source",
+        "domain",
+        "outcome",
+        "events",
+        "calls",
+        "malformed_calls",
+        "orphan_results",
+        "ambiguous_results",
+        "total",
+    ]
     assert "rule:write_unconfirmed" in rows[0]
     to_stdout = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--csv", "-")
     assert to_stdout.stdout == out.read_text()
@@ -366,9 +410,15 @@ violation two (-0.2) { on call b }
 
 
 def _two_call_episode(reward: float) -> str:
-    calls = [{"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}} for i, n in (("1", "a"), ("2", "b"))]
-    messages = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "", "tool_calls": calls},
-                {"role": "tool", "tool_call_id": "1", "content": "x"}, {"role": "tool", "tool_call_id": "2", "content": "y"}]
+    calls = [
+        {"id": i, "type": "function", "function": {"name": n, "arguments": "{}"}} for i, n in (("1", "a"), ("2", "b"))
+    ]
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        {"role": "tool", "tool_call_id": "1", "content": "x"},
+        {"role": "tool", "tool_call_id": "2", "content": "y"},
+    ]
     return json.dumps({"id": "e1", "reward": reward, "messages": messages}) + "\n"
 
 
@@ -410,20 +460,44 @@ def test_score_json_has_the_documented_keys():
     """--json: the top-level and per-episode keys docs/scoring.md lists."""
     done = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "--json")
     doc = json.loads(done.stdout)
-    assert list(doc) == ["rules", "program", "skipped", "errors", "domains", "selected_domains", "summary",
-                         "groups", "episodes"]
-    assert list(doc["episodes"][0]) == ["id", "source", "domain", "outcome", "events", "calls", "malformed_calls",
-                                        "orphan_results", "ambiguous_results", "total", "rule_totals", "credits"]
+    assert list(doc) == [
+        "rules",
+        "program",
+        "skipped",
+        "errors",
+        "domains",
+        "selected_domains",
+        "summary",
+        "groups",
+        "episodes",
+    ]
+    assert list(doc["episodes"][0]) == [
+        "id",
+        "source",
+        "domain",
+        "outcome",
+        "events",
+        "calls",
+        "malformed_calls",
+        "orphan_results",
+        "ambiguous_results",
+        "total",
+        "rule_totals",
+        "credits",
+    ]
     scoring = (REPO / "docs" / "scoring.md").read_text()
     assert all(f'"{key}"' in scoring for key in doc)
 
 
-@pytest.mark.parametrize("fmt,path,looks", [
-    ("openai", "examples/episodes/airline_tau2_results.json", "tau2"),
-    ("swe_agent", "examples/episodes/airline_tau2_results.json", "tau2"),
-    ("swe_agent", "examples/episodes/airline_chat.jsonl", "openai"),
-    ("tau2", "examples/data/swe_agent", "swe_agent"),
-])
+@pytest.mark.parametrize(
+    "fmt,path,looks",
+    [
+        ("openai", "examples/episodes/airline_tau2_results.json", "tau2"),
+        ("swe_agent", "examples/episodes/airline_tau2_results.json", "tau2"),
+        ("swe_agent", "examples/episodes/airline_chat.jsonl", "openai"),
+        ("tau2", "examples/data/swe_agent", "swe_agent"),
+    ],
+)
 def test_score_with_a_wrong_format_names_the_file_and_the_format_it_looks_like(fmt, path, looks):
     """--format that does not fit: exit 1, the file named, the format its content looks like; no
     empty episode scored."""
@@ -443,9 +517,10 @@ def test_score_warns_of_a_tool_name_that_is_not_text(tmp_path):
     (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n")
     done = run("score", "r.rlvp", "e.jsonl", "--explain", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert ("rlvp-score: warning: 1 call has a tool name that is not text (scored as malformed): "
-            "e.jsonl: line 1: messages[1].tool_calls[1]: field 'function.name': expected a tool name (text), got 5"
-            ) in done.stderr
+    assert (
+        "rlvp-score: warning: 1 call has a tool name that is not text (scored as malformed): "
+        "e.jsonl: line 1: messages[1].tool_calls[1]: field 'function.name': expected a tool name (text), got 5"
+    ) in done.stderr
     assert "(None)" not in done.stderr and "call (no tool name) [malformed: line 1:" in done.stdout
 
 
@@ -458,8 +533,10 @@ def test_score_notes_calls_with_malformed_arguments(tmp_path):
     (tmp_path / "e.jsonl").write_text(json.dumps(record) + "\n")
     done = run("score", "r.rlvp", "e.jsonl", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert ("rlvp-score: note: 1 call had malformed arguments (not a JSON object; scored as failed calls; "
-            "--explain shows them)") in done.stderr.splitlines()
+    assert (
+        "rlvp-score: note: 1 call had malformed arguments (not a JSON object; scored as failed calls; "
+        "--explain shows them)"
+    ) in done.stderr.splitlines()
     (tmp_path / "e.jsonl").write_text(_two_call_episode(1.0))
     assert "malformed arguments" not in run("score", "r.rlvp", "e.jsonl", cwd=tmp_path).stderr
 
@@ -547,7 +624,11 @@ def test_an_output_never_overwrites_an_input(tmp_path):
     chat = tmp_path / "run.jsonl"
     chat.write_bytes((REPO / "examples" / "episodes" / "airline_chat.jsonl").read_bytes())
     rules = tmp_path / "r.rlvp"
-    rules.write_bytes((REPO / "rules" / "chain.rlvp").read_bytes().replace(b'"../examples/', b'"' + str(REPO).encode() + b'/examples/'))
+    rules.write_bytes(
+        (REPO / "rules" / "chain.rlvp")
+        .read_bytes()
+        .replace(b'"../examples/', b'"' + str(REPO).encode() + b"/examples/")
+    )
     manifest = tmp_path / "tools.json"
     manifest.write_bytes((REPO / "examples" / "manifests" / "chain4_tools.json").read_bytes())
     before = {p: p.read_bytes() for p in (chat, rules, manifest)}
@@ -589,12 +670,15 @@ def test_an_output_under_a_file_names_the_file(tmp_path):
     assert "cannot write rules/chain.rlvp/p.json: rules/chain.rlvp is a file, not a folder" in done.stderr
 
 
-@pytest.mark.parametrize("args,message", [
-    (["examples/episodes", "--domain", ""], "argument --domain: needs a domain name (got an empty one)"),
-    (["examples/episodes", "--csv", ""], "argument --csv: needs a path (got an empty one)"),
-    (["rules/chain.rlvp"], "rules/chain.rlvp is a rule file, not a trajectory"),
-    (["examples/episodes", "--json", "--explain"], "it does not go with --explain"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["examples/episodes", "--domain", ""], "argument --domain: needs a domain name (got an empty one)"),
+        (["examples/episodes", "--csv", ""], "argument --csv: needs a path (got an empty one)"),
+        (["rules/chain.rlvp"], "rules/chain.rlvp is a rule file, not a trajectory"),
+        (["examples/episodes", "--json", "--explain"], "it does not go with --explain"),
+    ],
+)
 def test_score_usage_mistakes(args, message):
     """Contradictions and misplaced files are usage errors (exit 2) saying what is wrong."""
     done = run("score", "rules/tau2_airline.rlvp", *args)
@@ -623,8 +707,13 @@ def test_score_a_folder_without_trajectories_says_so(tmp_path):
 def test_score_counts_a_file_named_twice_once():
     """`rlvp-score R runs/ runs/a.jsonl`: the file's episodes are scored once."""
     once = run("score", "rules/tau2_airline.rlvp", "examples/episodes")
-    twice = run("score", "rules/tau2_airline.rlvp", "examples/episodes", "examples/episodes/airline_chat.jsonl",
-                "examples/episodes")
+    twice = run(
+        "score",
+        "rules/tau2_airline.rlvp",
+        "examples/episodes",
+        "examples/episodes/airline_chat.jsonl",
+        "examples/episodes",
+    )
     assert once.returncode == twice.returncode == 0
     assert "episodes: 6 " in once.stdout and twice.stdout == once.stdout
 
@@ -646,8 +735,9 @@ def test_check_of_a_rule_file_without_tools_says_what_it_needs(tmp_path):
     no_traceback(done)
 
 
-@pytest.mark.parametrize("path,what", [("examples/episodes/airline_chat.jsonl", "a trajectory"),
-                                       ("rules/chain.rlvp", "a rule file")])
+@pytest.mark.parametrize(
+    "path,what", [("examples/episodes/airline_chat.jsonl", "a trajectory"), ("rules/chain.rlvp", "a rule file")]
+)
 def test_derive_from_a_file_that_is_no_manifest_says_what_it_is(path, what):
     """--auto-from-tags on a trajectory or a rule file: exit 2, `X is a trajectory, not a tool manifest`."""
     done = run("compile", "--auto-from-tags", path)
@@ -655,13 +745,25 @@ def test_derive_from_a_file_that_is_no_manifest_says_what_it_is(path, what):
     assert f"rlvp-compile: error: {path} is {what}, not a tool manifest" in done.stderr
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--emit-program", "--test", "rules/chain.rlvp"], "--emit-program writes the compiled program: it does not go with"),
-    (["-o", "p.json", "--check", "rules/chain.rlvp"], "-o writes the compiled program: it does not go with"),
-    (["--json", "--check", "rules/chain.rlvp"], "--check prints a text report: it does not go with --json"),
-    (["--json", "--auto-from-tags", "examples/manifests/chain4_tools.json"], "--json does not go with --auto-from-tags"),
-    (["--check", "--auto-from-tags", "examples/manifests/chain4_tools.json"], "--check does not go with --auto-from-tags"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--emit-program", "--test", "rules/chain.rlvp"],
+            "--emit-program writes the compiled program: it does not go with",
+        ),
+        (["-o", "p.json", "--check", "rules/chain.rlvp"], "-o writes the compiled program: it does not go with"),
+        (["--json", "--check", "rules/chain.rlvp"], "--check prints a text report: it does not go with --json"),
+        (
+            ["--json", "--auto-from-tags", "examples/manifests/chain4_tools.json"],
+            "--json does not go with --auto-from-tags",
+        ),
+        (
+            ["--check", "--auto-from-tags", "examples/manifests/chain4_tools.json"],
+            "--check does not go with --auto-from-tags",
+        ),
+    ],
+)
 def test_compile_refuses_a_flag_that_would_do_nothing(args, message):
     """A flag the mode ignores is a usage error naming it, not silently dropped."""
     done = run("compile", *args)
@@ -684,10 +786,16 @@ def test_compile_reads_a_rule_file_from_standard_input():
     assert run("compile", "-", "-", stdin=text).returncode == 2
 
 
-@pytest.mark.parametrize("path,advice", [
-    ("examples/manifests/airline_tools.json", "rlvp-compile --auto-from-tags examples/manifests/airline_tools.json"),
-    ("examples/episodes/airline_chat.jsonl", "it looks like a trajectory"),
-])
+@pytest.mark.parametrize(
+    "path,advice",
+    [
+        (
+            "examples/manifests/airline_tools.json",
+            "rlvp-compile --auto-from-tags examples/manifests/airline_tools.json",
+        ),
+        ("examples/episodes/airline_chat.jsonl", "it looks like a trajectory"),
+    ],
+)
 def test_compile_of_a_json_file_says_what_to_run_instead(path, advice):
     """A manifest or a trajectory given to rlvp-compile: one line (exit 2) with the command it needs."""
     done = run("compile", path)
@@ -706,9 +814,15 @@ def mistake_files(tmp_path_factory) -> dict[str, str]:
     (root / "emptydir").mkdir()
     (root / "empty.rlvp").write_text("")
     (root / "nan.json").write_text('{"reward": NaN, "messages": [{"role": "user", "content": "hi"}]}')
-    return {"binary": str(root / "binary.bin"), "latin1": str(root / "latin1.rlvp"), "empty": str(root / "empty.json"),
-            "badjson": str(root / "bad.json"), "emptydir": str(root / "emptydir"),
-            "empty_rules": str(root / "empty.rlvp"), "nan_reward": str(root / "nan.json")}
+    return {
+        "binary": str(root / "binary.bin"),
+        "latin1": str(root / "latin1.rlvp"),
+        "empty": str(root / "empty.json"),
+        "badjson": str(root / "bad.json"),
+        "emptydir": str(root / "emptydir"),
+        "empty_rules": str(root / "empty.rlvp"),
+        "nan_reward": str(root / "nan.json"),
+    }
 
 
 @pytest.mark.parametrize("tool,args", MISTAKES, ids=[f"{t} {' '.join(a)[:60]}" for t, a in MISTAKES])

@@ -48,16 +48,21 @@ def test_a_bad_environment_names_the_config_line_and_value(tmp_path):
     """env = "chain99": the file, the line of `env`, the value; a bad knob: the line of env_args."""
     for old, new, key, value in [
         ('env = "chain4"', 'env = "chain99"', "env", '"chain99"'),
-        ("env_args = { vary_tokens = false }", "env_args = { num_distractors = -1 }", "env_args",
-         "{ num_distractors = -1 }"),
+        (
+            "env_args = { vary_tokens = false }",
+            "env_args = { num_distractors = -1 }",
+            "env_args",
+            "{ num_distractors = -1 }",
+        ),
     ]:
         assert old in CONFIG.read_text()
         path = tmp_path / "c.toml"
         path.write_text(CONFIG.read_text().replace(old, new))
         line = next(n for n, x in enumerate(path.read_text().splitlines(), 1) if x.startswith(f"{key} ="))
         done = invoke(path, "--out", tmp_path / "out")
-        assert done.exit_code == 1 and f"rlvp-train: error: {path}:{line}: {key} = {value}: " in done.output, \
+        assert done.exit_code == 1 and f"rlvp-train: error: {path}:{line}: {key} = {value}: " in done.output, (
             done.output
+        )
 
 
 def test_output_folder_that_is_a_file_is_an_io_error(tmp_path):
@@ -118,11 +123,20 @@ def test_version_and_a_missing_train_extra():
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", "from trainer.entry import run; import sys; sys.argv=['rlvp-train', '--version']; run()"],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from trainer.entry import run; import sys; sys.argv=['rlvp-train', '--version']; run()",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0 and done.stdout.startswith("rlvp-train 0.")
-    code = ("import sys; sys.modules['click'] = None\n"
-            "from trainer.entry import run\nsys.argv = ['rlvp-train', '--help']\nrun()\n")
+    code = (
+        "import sys; sys.modules['click'] = None\n"
+        "from trainer.entry import run\nsys.argv = ['rlvp-train', '--help']\nrun()\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "rlvp-train: error: the trainer needs the train extra (click is not installed)" in done.stderr
@@ -198,15 +212,19 @@ def test_a_config_that_cannot_be_read_is_an_io_error_exit_2(tmp_path):
 
 def test_a_misspelt_choice_gets_a_did_you_mean(tmp_path):
     for line, message in [
-        ('method = "rlvpp"', "'method' must be one of grpo, dapo, scalar_fold, rlvp, rlvp_auto, rlvp_noanneal "
-                             "(got 'rlvpp'); did you mean 'rlvp'?"),
-        ('scale_rewards = "grop"', "'scale_rewards' must be one of group, batch, none (got 'grop'); "
-                                   "did you mean 'group'?"),
+        (
+            'method = "rlvpp"',
+            "'method' must be one of grpo, dapo, scalar_fold, rlvp, rlvp_auto, rlvp_noanneal "
+            "(got 'rlvpp'); did you mean 'rlvp'?",
+        ),
+        (
+            'scale_rewards = "grop"',
+            "'scale_rewards' must be one of group, batch, none (got 'grop'); did you mean 'group'?",
+        ),
     ]:
         key = line.split(" = ")[0]
         lines = [x for x in CONFIG.read_text().splitlines() if not x.startswith(f"{key} =")] + [line]
         path = tmp_path / "c.toml"
         path.write_text("\n".join(lines) + "\n")
         done = invoke(path)
-        assert done.exit_code == 1 and f"rlvp-train: error: {path}:{len(lines)}: {message}" in done.output, \
-            done.output
+        assert done.exit_code == 1 and f"rlvp-train: error: {path}:{len(lines)}: {message}" in done.output, done.output

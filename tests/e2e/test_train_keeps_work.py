@@ -32,6 +32,8 @@ def _sigint_as_a_terminal_sends_it() -> None:
     starts background commands with SIGINT ignored and Python then keeps ignoring it, so a suite
     run that way (`bash tests/run.sh &`) would otherwise see the run finish instead of stop."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 SMALL = """\
 method = "rlvp"
 iterations = {iterations}
@@ -60,8 +62,13 @@ def invoke(*args):
 
 def cli(*args, timeout: int = 240) -> subprocess.CompletedProcess:
     """rlvp-train as a subprocess (stderr is a pipe, not a terminal)."""
-    return subprocess.run([sys.executable, "-m", "trainer.cli", *map(str, args)], cwd=REPO, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "trainer.cli", *map(str, args)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def strip(rows):
@@ -78,7 +85,10 @@ def test_a_folder_holding_a_run_is_refused_and_overwrite_keeps_the_users_files(t
     before = (run / "metrics.jsonl").read_text()
     done = invoke(config)
     assert done.exit_code == 2
-    assert f"rlvp-train: error: {run} already holds a run (metrics.jsonl, checkpoint.pt, token_pages): give --resume" in done.output
+    assert (
+        f"rlvp-train: error: {run} already holds a run (metrics.jsonl, checkpoint.pt, token_pages): give --resume"
+        in done.output
+    )
     assert (run / "metrics.jsonl").read_text() == before  # nothing was touched
     broken = tmp_path / "broken.toml"  # --overwrite with a config that fails: the old run stays
     (tmp_path / "bad.rlvp").write_text("tool x : read\nrule x\n")
@@ -110,7 +120,12 @@ def test_overwrite_clears_a_comparison_and_its_stale_method_folders_only(tmp_pat
     (out / "plots").mkdir()
     found = existing_outputs(out)
     assert {p.relative_to(out).as_posix() for p in found} == {
-        "summary.json", "summary.md", "curves.png", "grpo/seed0", "dapo/seed0"}
+        "summary.json",
+        "summary.md",
+        "curves.png",
+        "grpo/seed0",
+        "dapo/seed0",
+    }
     config = small_config(tmp_path, iterations=1)
     refused = invoke(config, "--compare", "grpo", "--out", out)
     assert refused.exit_code == 2 and "already holds a run (summary.json" in refused.output
@@ -158,8 +173,14 @@ def test_ctrl_c_checkpoints_and_the_printed_resume_command_continues_identically
     --resume command are printed; that command finishes the run, whose metrics equal an
     uninterrupted run's, and whose summary counts all 4 iterations."""
     config = small_config(tmp_path, iterations=4, every=0)
-    proc = subprocess.Popen([sys.executable, "-m", "trainer.cli", str(config)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_as_a_terminal_sends_it)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainer.cli", str(config)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_sigint_as_a_terminal_sends_it,
+    )
     err = []
     for line in proc.stderr:
         err.append(line)
@@ -171,8 +192,12 @@ def test_ctrl_c_checkpoints_and_the_printed_resume_command_continues_identically
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     # off a terminal: one progress line per iteration here (log_every = 1)
-    assert re.search(r"^rlvp seed 0: iteration 1/4, success \d\.\d\d, loss -?\d\.\d{4}, dead groups \d\.\d\d, "
-                     r"elapsed \d+ s, ETA \d+ s$", err, re.M), err
+    assert re.search(
+        r"^rlvp seed 0: iteration 1/4, success \d\.\d\d, loss -?\d\.\d{4}, dead groups \d\.\d\d, "
+        r"elapsed \d+ s, ETA \d+ s$",
+        err,
+        re.M,
+    ), err
     assert "rlvp-train: error: interrupted after " in err and f"checkpoint {tmp_path / 'run' / 'checkpoint.pt'}" in err
     saved = ckpt.iterations_done(tmp_path / "run")
     assert 1 <= saved < 4 and len(read_metrics(tmp_path / "run")) == saved
@@ -227,10 +252,15 @@ def test_ctrl_c_in_a_parallel_grid_keeps_every_run(tmp_path):
     every run equals an uninterrupted one."""
     config = small_config(tmp_path, iterations=3, every=0)
     out = tmp_path / "cmp"
-    proc = subprocess.Popen([sys.executable, "-m", "trainer.cli", str(config), "--compare", "grpo,rlvp",
-                             "--jobs", "2", "--out", str(out)], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=_sigint_as_a_terminal_sends_it)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "trainer.cli", str(config), "--compare", "grpo,rlvp", "--jobs", "2", "--out", str(out)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=_sigint_as_a_terminal_sends_it,
+    )
     err = []
     for line in proc.stderr:
         err.append(line)
@@ -247,7 +277,7 @@ def test_ctrl_c_in_a_parallel_grid_keeps_every_run(tmp_path):
     assert again.endswith(f"--jobs 2 --out {out} --resume")
     assert any((out / m / "seed0" / "checkpoint.pt").is_file() for m in ("grpo", "rlvp"))
     args = shlex.split(again)[1:]
-    del args[args.index("--jobs"):args.index("--jobs") + 2]  # the same grid, one run at a time (faster here)
+    del args[args.index("--jobs") : args.index("--jobs") + 2]  # the same grid, one run at a time (faster here)
     done = invoke(*args)
     assert done.exit_code == 0, done.output
     for m in ("grpo", "rlvp"):
@@ -323,12 +353,15 @@ def test_help_lists_plot_and_the_run_folder_flags():
 # ---- mistakes ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("line, message", [
-    ('anneal = "no"', "'anneal' must be a boolean, true or false (got \"no\", a string)"),
-    ('lora_target_modules = "q_proj"', "'lora_target_modules' must be an array of strings"),
-    ("out_dir = 5", "'out_dir' must be a string (got 5, an integer)"),
-    ("iterations = 2.5", "'iterations' must be a whole number (got 2.5, a float)"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('anneal = "no"', "'anneal' must be a boolean, true or false (got \"no\", a string)"),
+        ('lora_target_modules = "q_proj"', "'lora_target_modules' must be an array of strings"),
+        ("out_dir = 5", "'out_dir' must be a string (got 5, an integer)"),
+        ("iterations = 2.5", "'iterations' must be a whole number (got 2.5, a float)"),
+    ],
+)
 def test_config_types_are_strict_and_name_file_line_key(tmp_path, line, message):
     """A wrong type is an error (exit 1) naming the file, the key's line, the key, expected and got."""
     config = small_config(tmp_path)
@@ -392,16 +425,23 @@ def _no_space_midway(calls: list, fail_at: int):
 def test_a_full_disk_at_checkpoint_time_keeps_the_previous_checkpoint(tmp_path, monkeypatch):
     """The disk fills while checkpoint.pt is written: the write fails with one line naming the file, the
     previous checkpoint is byte-identical and readable, and no temporary file is left behind."""
-    state = {"trainable": {}, "optimizer": {}, "rng": ckpt.rng_state(), "schedule": {},
-             "counters": {"iteration": 2, "episodes_generated": 16}, "config": {}}
+    state = {
+        "trainable": {},
+        "optimizer": {},
+        "rng": ckpt.rng_state(),
+        "schedule": {},
+        "counters": {"iteration": 2, "episodes_generated": 16},
+        "config": {},
+    }
     path = ckpt.write(tmp_path, state)
     before = path.read_bytes()
     calls: list = []
     monkeypatch.setattr(ckpt, "_write_file", _no_space_midway(calls, fail_at=1))
     with pytest.raises(ckpt.CheckpointWriteError) as failed:
         ckpt.write(tmp_path, {**state, "counters": {"iteration": 3, "episodes_generated": 24}})
-    assert str(failed.value) == (f"cannot write the checkpoint {path}: {os.strerror(28)}; the previous "
-                                 f"checkpoint, of iteration 2, is kept")
+    assert str(failed.value) == (
+        f"cannot write the checkpoint {path}: {os.strerror(28)}; the previous checkpoint, of iteration 2, is kept"
+    )
     assert path.read_bytes() == before and not path.with_suffix(".pt.tmp").exists()
     assert ckpt.iterations_done(tmp_path) == 2
 
@@ -416,8 +456,10 @@ def test_rlvp_train_on_a_full_disk_says_one_line_and_keeps_the_last_checkpoint(t
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err, err
     (line,) = [x for x in err.splitlines() if "error" in x]
-    assert line == (f"rlvp-train: error: cannot write the checkpoint {tmp_path / 'run' / ckpt.FILENAME}: "
-                    f"{os.strerror(28)}; the previous checkpoint, of iteration 1, is kept")
+    assert line == (
+        f"rlvp-train: error: cannot write the checkpoint {tmp_path / 'run' / ckpt.FILENAME}: "
+        f"{os.strerror(28)}; the previous checkpoint, of iteration 1, is kept"
+    )
     assert ckpt.iterations_done(tmp_path / "run") == 1 and len(calls) == 2
 
 

@@ -21,13 +21,19 @@ repeat_error (-0.2)
 """
 PROGRAM = loads(RULES)
 
-calls = st.builds(lambda tool, id, status: ("call", tool, id, status), st.sampled_from(["get", "cancel"]),
-                  st.sampled_from(["A", "B"]), st.sampled_from(["ok", "ok", "error"]))
-assistant_messages = st.tuples(st.sampled_from(["", "To confirm, I will cancel A.", "Done."]),
-                               st.lists(calls, min_size=0, max_size=3))
+calls = st.builds(
+    lambda tool, id, status: ("call", tool, id, status),
+    st.sampled_from(["get", "cancel"]),
+    st.sampled_from(["A", "B"]),
+    st.sampled_from(["ok", "ok", "error"]),
+)
+assistant_messages = st.tuples(
+    st.sampled_from(["", "To confirm, I will cancel A.", "Done."]), st.lists(calls, min_size=0, max_size=3)
+)
 user_messages = st.sampled_from(["yes", "no", "cancel A please"])
-conversations = st.lists(st.one_of(user_messages.map(lambda t: ("user", t)),
-                                   assistant_messages.map(lambda m: ("assistant", m))), max_size=8)
+conversations = st.lists(
+    st.one_of(user_messages.map(lambda t: ("user", t)), assistant_messages.map(lambda m: ("assistant", m))), max_size=8
+)
 
 
 def build(messages) -> Episode:
@@ -41,8 +47,17 @@ def build(messages) -> Episode:
         if text:
             events.append(Event(len(events), "assistant", text=text, message=m))
         for _, tool, id, status in message_calls:
-            events.append(Event(len(events), CALL, tool=tool, arguments={"id": id}, status=status,
-                                error_text="Error: no" if status == "error" else "", message=m))
+            events.append(
+                Event(
+                    len(events),
+                    CALL,
+                    tool=tool,
+                    arguments={"id": id},
+                    status=status,
+                    error_text="Error: no" if status == "error" else "",
+                    message=m,
+                )
+            )
     return Episode("e", tuple(events))
 
 
@@ -73,7 +88,7 @@ def test_text_in_the_issuing_message_never_changes_a_confirmation(messages):
             continue
         mine = _calls_of(episode, m)
         for text in ("", "To confirm, I will cancel A.", "Done. Anything else?"):
-            variant = messages[:m] + [("assistant", (text, body[1]))] + messages[m + 1:]
+            variant = messages[:m] + [("assistant", (text, body[1]))] + messages[m + 1 :]
             got = call_credits(build(variant))
             assert [c for c in got if c[0] in mine] == [c for c in base if c[0] in mine]
     split = []
@@ -97,14 +112,33 @@ def _observed(episode: Episode, i: int) -> list[Event]:
 def test_a_read_in_the_same_message_never_inspects(messages):
     """With a successful read of its target just before every write, in the write's own message,
     blind_destructive fires exactly on the writes with no successful read in an earlier message."""
-    with_reads = [(role, (body[0], [c for call in body[1] for c in (
-        [("call", "get", call[2], "ok"), call] if call[1] == "cancel" else [call])])) if role == "assistant"
-                  else (role, body) for role, body in messages]
+    with_reads = [
+        (
+            role,
+            (
+                body[0],
+                [
+                    c
+                    for call in body[1]
+                    for c in ([("call", "get", call[2], "ok"), call] if call[1] == "cancel" else [call])
+                ],
+            ),
+        )
+        if role == "assistant"
+        else (role, body)
+        for role, body in messages
+    ]
     episode = build(with_reads)
     fired = {k for k, rule, _ in call_credits(episode) if rule == "blind_destructive"}
-    want = {k for k, e in enumerate(episode.calls) if e.tool == "cancel" and not any(
-        o.kind == CALL and o.tool == "get" and o.status == "ok" and o.arguments == e.arguments
-        for o in _observed(episode, e.index))}
+    want = {
+        k
+        for k, e in enumerate(episode.calls)
+        if e.tool == "cancel"
+        and not any(
+            o.kind == CALL and o.tool == "get" and o.status == "ok" and o.arguments == e.arguments
+            for o in _observed(episode, e.index)
+        )
+    }
     assert fired == want
 
 
@@ -112,8 +146,12 @@ def test_a_read_in_the_same_message_never_inspects(messages):
 def test_a_duplicate_in_the_same_message_is_never_a_repeat(messages):
     """With a failing copy sent just before every call in its own message, repeat_error fires exactly
     on the calls that repeat a failure observed in an earlier message (no observed reset since)."""
-    doubled = [(role, (body[0], [c for call in body[1] for c in (("call", call[1], call[2], "error"), call)]))
-               if role == "assistant" else (role, body) for role, body in messages]
+    doubled = [
+        (role, (body[0], [c for call in body[1] for c in (("call", call[1], call[2], "error"), call)]))
+        if role == "assistant"
+        else (role, body)
+        for role, body in messages
+    ]
     episode = build(doubled)
     fired = {k for k, rule, _ in call_credits(episode) if rule == "repeat_error"}
     want = set()
@@ -131,8 +169,12 @@ def test_a_duplicate_in_the_same_message_is_never_a_repeat(messages):
 
 def test_confirmation_in_the_same_message_as_the_write():
     """The false positive of the airline rules: 'yes', then 'To confirm, I will ...' + the write in one message."""
-    messages = [("user", "cancel A please"), ("assistant", ("Shall I cancel A?", [])), ("user", "yes"),
-                ("assistant", ("To confirm, I will cancel A.", [("call", "get", "A", "ok"), ("call", "cancel", "A", "ok")]))]
+    messages = [
+        ("user", "cancel A please"),
+        ("assistant", ("Shall I cancel A?", [])),
+        ("user", "yes"),
+        ("assistant", ("To confirm, I will cancel A.", [("call", "get", "A", "ok"), ("call", "cancel", "A", "ok")])),
+    ]
     credits = call_credits(build(messages))
-    assert ("write_unconfirmed" not in [rule for _, rule, _ in credits])
+    assert "write_unconfirmed" not in [rule for _, rule, _ in credits]
     assert credits == [(1, "blind_destructive", -0.3)]  # the read in the same message came back after the write

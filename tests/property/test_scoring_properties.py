@@ -96,8 +96,9 @@ def test_repeating_a_discharging_call_never_raises_the_total(data):
     episode = data.draw(S.episodes(table))
     credits = program.score(episode)
     total = sum(c.value for c in credits)
-    discharging = sorted({c.event_index for c in credits
-                          if c.trigger == "discharge" and episode.events[c.event_index].kind == "call"})
+    discharging = sorted(
+        {c.event_index for c in credits if c.trigger == "discharge" and episode.events[c.event_index].kind == "call"}
+    )
     for d in discharging:
         events = list(episode.events)
         events.insert(d + 1, events[d])

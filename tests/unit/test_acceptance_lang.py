@@ -37,8 +37,11 @@ obligation verify_after_write (+0.5, expire -0.5) {
 
 
 def _call(cid, name, arguments):
-    return {"role": "assistant", "content": None, "tool_calls": [
-        {"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}]}
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": cid, "type": "function", "function": {"name": name, "arguments": arguments}}],
+    }
 
 
 def _write_jsonl(tmp_path, messages) -> str:
@@ -59,12 +62,18 @@ def _by_event(credits):
 
 def test_truncated_arguments_are_malformed_and_failed(tmp_path):
     """A second call with arguments cut mid-JSON is malformed, matches `error`, never `ok`, never discharges."""
-    path = _write_jsonl(tmp_path, [
-        {"role": "user", "content": "update A"},
-        _call("c0", "update_item", '{"item_id": "A"}'), {"role": "tool", "tool_call_id": "c0", "content": "done"},
-        _call("c1", "get_item", '{"item_id": "A'), {"role": "tool", "tool_call_id": "c1", "content": "{\"id\": \"A\"}"},
-        _call("c2", "get_item", '{"item_id": "A"}'), {"role": "tool", "tool_call_id": "c2", "content": "{\"id\": \"A\"}"},
-    ])
+    path = _write_jsonl(
+        tmp_path,
+        [
+            {"role": "user", "content": "update A"},
+            _call("c0", "update_item", '{"item_id": "A"}'),
+            {"role": "tool", "tool_call_id": "c0", "content": "done"},
+            _call("c1", "get_item", '{"item_id": "A'),
+            {"role": "tool", "tool_call_id": "c1", "content": '{"id": "A"}'},
+            _call("c2", "get_item", '{"item_id": "A"}'),
+            {"role": "tool", "tool_call_id": "c2", "content": '{"id": "A"}'},
+        ],
+    )
     (episode,) = read_episodes(path)
     calls = episode.calls
     assert [c.status for c in calls] == ["ok", "malformed", "ok"]
@@ -81,11 +90,16 @@ def test_truncated_arguments_are_malformed_and_failed(tmp_path):
 
 def test_episode_ending_without_result(tmp_path):
     """The last call has no observation: it still gets its credits, is no_result, and is not an error."""
-    path = _write_jsonl(tmp_path, [
-        _call("c0", "get_item", '{"item_id": "A"}'), {"role": "tool", "tool_call_id": "c0", "content": "Error: busy"},
-        _call("c1", "update_item", '{"item_id": "A"}'), {"role": "tool", "tool_call_id": "c1", "content": "done"},
-        _call("c2", "get_item", '{"item_id": "A"}'),
-    ])
+    path = _write_jsonl(
+        tmp_path,
+        [
+            _call("c0", "get_item", '{"item_id": "A"}'),
+            {"role": "tool", "tool_call_id": "c0", "content": "Error: busy"},
+            _call("c1", "update_item", '{"item_id": "A"}'),
+            {"role": "tool", "tool_call_id": "c1", "content": "done"},
+            _call("c2", "get_item", '{"item_id": "A"}'),
+        ],
+    )
     (episode,) = read_episodes(path)
     assert [c.status for c in episode.calls] == ["error", "ok", "no_result"]
     got = _by_event(loads(RULES).score(episode))
@@ -99,8 +113,21 @@ def test_episode_ending_without_result(tmp_path):
 # ---- case 3 -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["discharge_check", "whenever_x", "opener", "calls_max", "ok_then", "tools2",
-                                  "seen_it", "error_rate", "user_id", "target_id"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "discharge_check",
+        "whenever_x",
+        "opener",
+        "calls_max",
+        "ok_then",
+        "tools2",
+        "seen_it",
+        "error_rate",
+        "user_id",
+        "target_id",
+    ],
+)
 def test_names_beginning_with_a_keyword_lex_as_names(name):
     """A name that begins with a keyword is one NAME token, not a keyword and a rest."""
     text = f"tool {name} : read target item_id\nviolation r_{name} (-1) {{ on call {name} error }}\n"
@@ -145,8 +172,9 @@ def test_keyword_as_rule_name_is_rv102_at_its_position(word):
 
 def test_backticks_quote_keywords():
     """`open` in backticks is an ordinary name for tools, tags, rules and arguments."""
-    program = loads("tool `open` : `call` target `end`\n"
-                    "violation `discharge` (-1) { on call `open` tag `call` arg `end` == \"x\" }\n")
+    program = loads(
+        'tool `open` : `call` target `end`\nviolation `discharge` (-1) { on call `open` tag `call` arg `end` == "x" }\n'
+    )
     assert set(program.tools) == {"open"}
     assert program.tools["open"].tags == frozenset({"call"})
     event = Event(0, "call", tool="open", arguments={"end": "x"})
@@ -172,7 +200,7 @@ def _and_chain(n):
 
 
 def _many_rules(n):
-    text = HEAD + "\n".join(f"violation v{i} (-1) {{ on call a error and arg x == \"{i}\" }}" for i in range(n))
+    text = HEAD + "\n".join(f'violation v{i} (-1) {{ on call a error and arg x == "{i}" }}' for i in range(n))
     assert len(loads(text).rules) == n
 
 
@@ -182,24 +210,30 @@ _LONG_PROGRAM = None
 def _long_episode(n):
     global _LONG_PROGRAM
     if _LONG_PROGRAM is None:
-        _LONG_PROGRAM = loads(HEAD + "repeat_error (-0.3)\nblind_destructive (-1)\n"
-                              "obligation o (+1, expire -1) { open on call b discharge on call a ok same x "
-                              "deadline within 3 calls }\n"
-                              "violation w (-0.5) { on call b unless seen (user says /yes/ since assistant) }\n")
+        _LONG_PROGRAM = loads(
+            HEAD + "repeat_error (-0.3)\nblind_destructive (-1)\n"
+            "obligation o (+1, expire -1) { open on call b discharge on call a ok same x "
+            "deadline within 3 calls }\n"
+            "violation w (-0.5) { on call b unless seen (user says /yes/ since assistant) }\n"
+        )
     events = []
     for i in range(n):
         kind = ("call", "call", "user", "assistant")[i % 4]
         if kind == "call":
-            events.append(Event(i, "call", tool="ab"[i % 3 % 2], arguments={"x": str(i % 7)},
-                                status=("ok", "error")[i % 5 == 0]))
+            events.append(
+                Event(i, "call", tool="ab"[i % 3 % 2], arguments={"x": str(i % 7)}, status=("ok", "error")[i % 5 == 0])
+            )
         else:
             events.append(Event(i, kind, text="yes"))
     credits = _LONG_PROGRAM.score(Episode("e", events))
     assert credits
 
 
-@pytest.mark.parametrize("fn,n", [(_and_chain, 3000), (_many_rules, 5000), (_long_episode, 2000)],
-                         ids=["and_chain_3000", "rules_5000", "calls_2000"])
+@pytest.mark.parametrize(
+    "fn,n",
+    [(_and_chain, 3000), (_many_rules, 5000), (_long_episode, 2000)],
+    ids=["and_chain_3000", "rules_5000", "calls_2000"],
+)
 def test_large_inputs_scale_linearly(fn, n):
     """No RecursionError at the issue's sizes, and doubling the size at most ~doubles the work: steps
     counted (Python calls + executed lines of rlvp_dsl, `op_count`), not timed -- timings are in benchmarks/."""
@@ -207,11 +241,15 @@ def test_large_inputs_scale_linearly(fn, n):
     assert_linear(fn, n // 4)  # steps(n / 2) <= 2.5 * steps(n / 4); quadratic work gives ~4
 
 
-@pytest.mark.parametrize("body", [
-    "call a and " + "not " * 3000 + "ok",
-    "call a and " + "(ok or " * 3000 + "ok" + ")" * 3000,
-    "call a and " + "seen (" * 500 + "ok" + ")" * 500,
-], ids=["not_3000", "or_nest_3000", "seen_500"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        "call a and " + "not " * 3000 + "ok",
+        "call a and " + "(ok or " * 3000 + "ok" + ")" * 3000,
+        "call a and " + "seen (" * 500 + "ok" + ")" * 500,
+    ],
+    ids=["not_3000", "or_nest_3000", "seen_500"],
+)
 def test_deep_nesting_is_a_diagnostic(body):
     """Nesting deeper than the limit is RV106, not a RecursionError."""
     result = check_text(HEAD + f"violation v (-1) {{ on {body} }}\n")
@@ -229,12 +267,16 @@ def test_redundant_parentheses_are_fine():
 
 def test_greek_and_chinese_names():
     """Greek and Chinese tool, tag, rule and argument names work end to end."""
-    program = loads("tool 读取 : 读 target 编号\ntool διαγραφή : γράψε target 编号\n"
-                    "blind_destructive τυφλό (-1) { on call tag γράψε inspected_by call tag 读 ok }\n"
-                    "violation 错误 (-0.1) { on call διαγραφή error }\n")
-    events = (Event(0, "call", tool="διαγραφή", arguments={"编号": "Α1"}, status="error"),
-              Event(1, "call", tool="读取", arguments={"编号": "Α2"}),
-              Event(2, "call", tool="διαγραφή", arguments={"编号": "Α2"}))
+    program = loads(
+        "tool 读取 : 读 target 编号\ntool διαγραφή : γράψε target 编号\n"
+        "blind_destructive τυφλό (-1) { on call tag γράψε inspected_by call tag 读 ok }\n"
+        "violation 错误 (-0.1) { on call διαγραφή error }\n"
+    )
+    events = (
+        Event(0, "call", tool="διαγραφή", arguments={"编号": "Α1"}, status="error"),
+        Event(1, "call", tool="读取", arguments={"编号": "Α2"}),
+        Event(2, "call", tool="διαγραφή", arguments={"编号": "Α2"}),
+    )
     got = sorted((c.event_index, c.rule) for c in program.score(Episode("e", events)))
     assert got == [(0, "τυφλό"), (0, "错误")]
 
@@ -244,8 +286,10 @@ def test_nfc_and_nfd_spellings_are_one_identifier():
     nfc = unicodedata.normalize("NFC", "café_ένα")
     nfd = unicodedata.normalize("NFD", "café_ένα")
     assert nfc != nfd
-    text = f"tool {nfc} : read\ntool b : write\nviolation v (-1) {{ on call {nfd} error }}\n" \
-           f"violation {nfd} (-1) {{ on call b }}\nviolation {nfc} (-1) {{ on call b }}\n"
+    text = (
+        f"tool {nfc} : read\ntool b : write\nviolation v (-1) {{ on call {nfd} error }}\n"
+        f"violation {nfd} (-1) {{ on call b }}\nviolation {nfc} (-1) {{ on call b }}\n"
+    )
     result = check_text(text)
     assert [d.code for d in result.diagnostics] == ["RV203"]  # the two rule spellings collide
     program = loads(f"tool {nfc} : read\nviolation v (-1) {{ on call {nfd} error }}\n")
@@ -272,8 +316,10 @@ def test_parser_serialisation_is_stable():
     assert a.getvalue() == b.getvalue()
 
 
-_DUMP = ("import json, sys; from rlvp_dsl import load_program; "
-         "print(json.dumps(load_program(sys.argv[1]).to_json(), sort_keys=True))")
+_DUMP = (
+    "import json, sys; from rlvp_dsl import load_program; "
+    "print(json.dumps(load_program(sys.argv[1]).to_json(), sort_keys=True))"
+)
 
 
 def test_program_is_byte_identical_across_processes():
@@ -281,8 +327,14 @@ def test_program_is_byte_identical_across_processes():
     outs = []
     for seed in ("1", "2"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        done = subprocess.run([sys.executable, "-c", _DUMP, "rules/tau2_airline.rlvp"], cwd=REPO, env=env,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-c", _DUMP, "rules/tau2_airline.rlvp"],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 0, done.stderr
         outs.append(done.stdout)
     assert outs[0] == outs[1] and len(outs[0]) > 1000

@@ -12,8 +12,12 @@ def _adv(groups, credits, mode, **kw):
     rollouts = [r for g in groups for r in g]
     _, _, mask = pad_batch(rollouts)
     return compute_advantages(
-        [[r.outcome for r in g] for g in groups], credits, [[r.call_spans for r in g] for g in groups], mask,
-        credit_mode=mode, **kw,
+        [[r.outcome for r in g] for g in groups],
+        credits,
+        [[r.call_spans for r in g] for g in groups],
+        mask,
+        credit_mode=mode,
+        **kw,
     ), mask
 
 
@@ -41,7 +45,10 @@ def test_constant_group_exactly_zero_under_batch_scaling():
 
 def test_constant_group_dead_and_mixed_live_with_tokens():
     """Per-token: a constant group with no process credit is dead; a mixed one is live."""
-    groups = [[make_rollout("a", [3], 0.0) for _ in range(2)], [make_rollout("b", [3], 0.0), make_rollout("b", [3], 1.0)]]
+    groups = [
+        [make_rollout("a", [3], 0.0) for _ in range(2)],
+        [make_rollout("b", [3], 0.0), make_rollout("b", [3], 1.0)],
+    ]
     adv, mask = _adv(groups, None, "none", scale_rewards="batch")
     assert adv.dead_groups.tolist() == [True, False]
     assert torch.equal(adv.advantages[:2], torch.zeros_like(adv.advantages[:2]))
@@ -115,8 +122,10 @@ def test_constant_group_gets_only_kl_gradient_under_batch_scaling():
     """Case 2 with KL on: the constant group's tokens get exactly the KL-only gradient; the mixed group's differ."""
     from trainer.loss import policy_loss
 
-    groups = [[make_rollout("a", [2], 1.0), make_rollout("a", [2], 1.0)],
-              [make_rollout("b", [2], 0.0), make_rollout("b", [2], 1.0)]]
+    groups = [
+        [make_rollout("a", [2], 1.0), make_rollout("a", [2], 1.0)],
+        [make_rollout("b", [2], 0.0), make_rollout("b", [2], 1.0)],
+    ]
     adv, mask = _adv(groups, None, "none", scale_rewards="batch")
     assert torch.equal(adv.advantages[:2], torch.zeros_like(adv.advantages[:2]))
     ref = torch.full(mask.shape, -1.0)

@@ -9,12 +9,15 @@ from rlvp_dsl.events import Credit, Episode, Event
 
 
 def _episode():
-    return Episode(id="ep1", events=[
-        Event(index=0, kind="user", text="hi"),
-        Event(index=1, kind="call", tool="a"),
-        Event(index=2, kind="assistant", text="thinking"),
-        Event(index=3, kind="call", tool="b"),
-    ])
+    return Episode(
+        id="ep1",
+        events=[
+            Event(index=0, kind="user", text="hi"),
+            Event(index=1, kind="call", tool="a"),
+            Event(index=2, kind="assistant", text="thinking"),
+            Event(index=3, kind="call", tool="b"),
+        ],
+    )
 
 
 def _credit(i, v, rule="r", trigger="fire", kind="violation"):
@@ -23,8 +26,15 @@ def _credit(i, v, rule="r", trigger="fire", kind="violation"):
 
 def test_credits_summed_per_call():
     """Credits on the same call add; credits on assistant turns are kept apart as unattached."""
-    cc = call_credits(_episode(), [_credit(1, -0.5), _credit(1, 0.25, trigger="discharge", kind="obligation"),
-                                   _credit(3, 1.0, trigger="discharge", kind="obligation"), _credit(2, -0.1)])
+    cc = call_credits(
+        _episode(),
+        [
+            _credit(1, -0.5),
+            _credit(1, 0.25, trigger="discharge", kind="obligation"),
+            _credit(3, 1.0, trigger="discharge", kind="obligation"),
+            _credit(2, -0.1),
+        ],
+    )
     assert cc.values == (-0.25, 1.0)
     assert cc.violations == (1, 0) and cc.discharges == (1, 1)
     assert cc.unattached == pytest.approx(-0.1)
@@ -45,8 +55,11 @@ def test_a_non_finite_credit_is_isolated_to_its_call(bad, caplog):
     import rlvp_dsl.attach as attach
 
     attach._warned.clear()
-    credits = [_credit(1, bad, rule="broken"), _credit(1, -0.5), _credit(3, 1.0, trigger="discharge",
-                                                                       kind="obligation")]
+    credits = [
+        _credit(1, bad, rule="broken"),
+        _credit(1, -0.5),
+        _credit(3, 1.0, trigger="discharge", kind="obligation"),
+    ]
     with caplog.at_level("WARNING", logger="rlvp_dsl.attach"):
         cc = call_credits(_episode(), credits)
         call_credits(_episode(), credits)  # the second time: counted, not logged again
@@ -76,6 +89,7 @@ def test_wrong_count_raises_naming_rule_expected_actual():
 
 def test_score_calls_with_program_like_object():
     """An object with score(episode) is treated as a compiled program."""
+
     class Prog:
         path = "rules/x.rlvp"
 

@@ -16,8 +16,13 @@ progress proof (+0.5) { signal goals_remaining decreasing }
 
 
 def _calls(*values):
-    return Episode("e", tuple(Event(index=i, kind=CALL, tool="t", signals={} if v is None else {"goals_remaining": v})
-                              for i, v in enumerate(values)))
+    return Episode(
+        "e",
+        tuple(
+            Event(index=i, kind=CALL, tool="t", signals={} if v is None else {"goals_remaining": v})
+            for i, v in enumerate(values)
+        ),
+    )
 
 
 def test_a_nan_first_reading_is_skipped_not_a_baseline():

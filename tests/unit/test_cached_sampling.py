@@ -33,9 +33,18 @@ def _qwen2(tok):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                      tie_word_embeddings=True, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
     return Qwen2ForCausalLM(cfg).eval()
 
 
@@ -47,17 +56,21 @@ def _same(a, b):
             assert x.completion_mask == y.completion_mask
             assert x.call_spans == y.call_spans
             assert x.allowed_ids == y.allowed_ids
-            assert [(e.tool, e.status, e.result) for e in x.episode.events] == \
-                   [(e.tool, e.status, e.result) for e in y.episode.events]
+            assert [(e.tool, e.status, e.result) for e in x.episode.events] == [
+                (e.tool, e.status, e.result) for e in y.episode.events
+            ]
 
 
-@pytest.mark.parametrize("env_name,cfg", [
-    ("chain4", GenConfig()),
-    ("gated", GenConfig(temperature=0.7)),
-    ("chain4", GenConfig(temperature=0)),
-    ("chain4", GenConfig(max_new_tokens=2)),
-    ("gated", GenConfig(think_max_tokens=2, call_style="json")),
-])
+@pytest.mark.parametrize(
+    "env_name,cfg",
+    [
+        ("chain4", GenConfig()),
+        ("gated", GenConfig(temperature=0.7)),
+        ("chain4", GenConfig(temperature=0)),
+        ("chain4", GenConfig(max_new_tokens=2)),
+        ("gated", GenConfig(think_max_tokens=2, call_style="json")),
+    ],
+)
 def test_cached_batched_rollouts_equal_the_refed_ones(tiny, env_name, cfg):
     """All groups in one cached batch == each group alone through `generate`, same seeds."""
     model, tok = tiny
@@ -74,8 +87,9 @@ def test_a_qwen2_model_gives_the_same_rollouts_both_ways(tiny):
     _, tok = tiny
     model = _qwen2(tok)
     factory, tasks = env_factory("chain4", max_turns=6), make_tasks(2)
-    refed = [collect_group(HFGenerator(model, tok), tok, factory, t, 3, GenConfig(), seed=s)
-             for t, s in zip(tasks, [5, 6])]
+    refed = [
+        collect_group(HFGenerator(model, tok), tok, factory, t, 3, GenConfig(), seed=s) for t, s in zip(tasks, [5, 6])
+    ]
     _same(collect_groups(model, tok, factory, tasks, 3, GenConfig(), [5, 6]), refed)
 
 
@@ -93,7 +107,7 @@ def test_cache_with_holes_gives_a_row_its_unpadded_logits(tiny, kind):
     with torch.no_grad():
         prev = [0] * len(seqs)
         for step in range(len(cuts[0])):
-            chunks = [s[p:c[step]] for s, p, c in zip(seqs, prev, cuts, strict=True)]
+            chunks = [s[p : c[step]] for s, p, c in zip(seqs, prev, cuts, strict=True)]
             logits = sampler._forward(chunks)
             for r, chunk in enumerate(chunks):
                 if chunk:
@@ -165,8 +179,12 @@ def test_forced_steps_run_no_forward_pass(tiny):
     calls = []
     real = sampler._forward
     sampler._forward = lambda chunks: calls.append(len(chunks[0])) or real(chunks)
-    (s,) = sampler.sample_turn([encode(tok, "<|user|> fetch k0 <|end|> <|assistant|>")], trie, GenConfig(),
-                               [([0], torch.Generator().manual_seed(0))])
+    (s,) = sampler.sample_turn(
+        [encode(tok, "<|user|> fetch k0 <|end|> <|assistant|>")],
+        trie,
+        GenConfig(),
+        [([0], torch.Generator().manual_seed(0))],
+    )
     forced = [a is not None and len(a) == 1 for a in s.allowed]
     assert s.ended_with_eos and forced[-1] and any(forced)
     for t, (lp, raw) in enumerate(zip(s.logprobs, s.policy_logprobs, strict=True)):

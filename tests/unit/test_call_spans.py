@@ -45,8 +45,11 @@ def test_equal_counts_pair_in_order():
 def test_an_unmatched_span_becomes_a_malformed_call():
     """A span naming a tool the episode does not call here is inserted as a malformed call where its tokens were."""
     got = align_call_spans(_episode(("a", OK), ("b", OK)), [(0, 3), (4, 6), (7, 9)], ["a", None, "b"])
-    assert [(e.index, e.tool, e.status) for e in got.episode.calls] == [(1, "a", OK), (3, None, MALFORMED),
-                                                                        (4, "b", OK)]
+    assert [(e.index, e.tool, e.status) for e in got.episode.calls] == [
+        (1, "a", OK),
+        (3, None, MALFORMED),
+        (4, "b", OK),
+    ]
     assert got.spans == ((0, 3), (4, 6), (7, 9)) and got.inserted == 1
     assert [e.index for e in got.episode.events] == list(range(len(got.episode.events)))
 

@@ -73,20 +73,28 @@ def test_never_firing_rule_is_a_warning():
 
 def test_credit_on_user_turn_from_an_obligation():
     """An obligation opened or discharged by user turns is RV208."""
-    text = TOOLS + "obligation o (1, expire -1) { open on call discharge on user says \"thanks\" }"
+    text = TOOLS + 'obligation o (1, expire -1) { open on call discharge on user says "thanks" }'
     assert ("RV208", "error") in codes(text)
 
 
 def test_same_target_needs_a_target():
     """`same target` where no matched tool declares one is RV205."""
-    text = "tool a : read\ntool b : write\nobligation o (1, expire -1) { open on call b discharge on call a same target }"
+    text = (
+        "tool a : read\ntool b : write\nobligation o (1, expire -1) { open on call b discharge on call a same target }"
+    )
     assert ("RV205", "error") in codes(text)
 
 
 def test_argument_test_checked_against_manifest_params(tmp_path):
     """With parameters known from a manifest, `arg` on a parameter no tool takes is RV205."""
-    (tmp_path / "tools.json").write_text(json.dumps({"format": "rlvp-tools/1", "tools": [
-        {"name": "get_item", "tags": ["read"], "target": "item_id", "parameters": ["item_id"]}]}))
+    (tmp_path / "tools.json").write_text(
+        json.dumps(
+            {
+                "format": "rlvp-tools/1",
+                "tools": [{"name": "get_item", "tags": ["read"], "target": "item_id", "parameters": ["item_id"]}],
+            }
+        )
+    )
     rules = tmp_path / "r.rlvp"
     rules.write_text('tools from "tools.json"\nviolation v (-1) { on call get_item arg itemid == "A" }\n')
     from rlvp_dsl import check_file
@@ -108,8 +116,9 @@ def test_invalid_regex_is_rv105():
 
 def test_ruleset_json_is_sorted_and_complete():
     """The canonical JSON lists tools by name and every rule in source order."""
-    result = check_text("tool b : write target x\ntool a : read target x\nrepeat_error (-1)\n"
-                        "violation z (-1) { on call a }\n")
+    result = check_text(
+        "tool b : write target x\ntool a : read target x\nrepeat_error (-1)\nviolation z (-1) { on call a }\n"
+    )
     doc = result.ruleset.to_json()
     assert [t["name"] for t in doc["tools"]] == ["a", "b"]
     assert [r["name"] for r in doc["rules"]] == ["repeat_error", "z"]
@@ -119,8 +128,9 @@ def test_a_declared_tag_close_to_a_standard_tag_is_rv212():
     """`tool get_x : raed` with no rule testing `raed`: RV212 at the tag, suggesting `read`; a rule testing
     the spelling silences it, and a tag far from every standard one (`agent_side`) is left alone."""
     result = check_text("tool get_x : raed target id\nrepeat_error (-0.3)\n")
-    ((code, severity, message, help, col),) = [(d.code, d.severity, d.message, d.help, d.span.column)
-                                               for d in result.diagnostics]
+    ((code, severity, message, help, col),) = [
+        (d.code, d.severity, d.message, d.help, d.span.column) for d in result.diagnostics
+    ]
     assert (code, severity, col) == ("RV212", "warning", 14) and result.ok
     assert "'raed'" in message and "standard tag 'read'" in message and help.startswith("did you mean 'read'?")
     assert codes("tool get_x : raed\nviolation v (-1) { on call tag raed error }\n") == []
@@ -130,8 +140,9 @@ def test_a_declared_tag_close_to_a_standard_tag_is_rv212():
 def test_unknown_standard_tag_points_at_the_misspelt_declaration():
     """`tool w : wirte, destructve` with `on call tag write`: RV202's help says to fix the declaration (not to
     copy the typo), and blind_destructive's RV210 says no tool carries the tags, not that targets are missing."""
-    text = ("tool w : wirte, destructve target id\nviolation v (-0.5) { on call tag write }\n"
-            "blind_destructive bd (-0.5)\n")
+    text = (
+        "tool w : wirte, destructve target id\nviolation v (-0.5) { on call tag write }\nblind_destructive bd (-0.5)\n"
+    )
     by_code = {d.code: d for d in check_text(text, "t.rlvp").diagnostics}
     assert by_code["RV202"].help == "did you mean to declare 'write'? tool 'w' at t.rlvp:1:10 declares 'wirte'"
     assert "target" not in by_code["RV210"].message

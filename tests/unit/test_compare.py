@@ -6,9 +6,19 @@ from trainer.plots import plot_curves
 
 
 def _rows(successes, per_iter=32, method="rlvp"):
-    return [{"iteration": i, "method": method, "rollout/success_rate": s, "rollout/frac_dead_groups": 1.0 - s,
-             "rollout/dead_iteration": int(s == 0), "rollout/episodes_generated": per_iter * (i + 1),
-             "process/violations_per_episode": 2.0, "process/weight": 1.0} for i, s in enumerate(successes)]
+    return [
+        {
+            "iteration": i,
+            "method": method,
+            "rollout/success_rate": s,
+            "rollout/frac_dead_groups": 1.0 - s,
+            "rollout/dead_iteration": int(s == 0),
+            "rollout/episodes_generated": per_iter * (i + 1),
+            "process/violations_per_episode": 2.0,
+            "process/weight": 1.0,
+        }
+        for i, s in enumerate(successes)
+    ]
 
 
 def test_episodes_to_threshold_uses_trailing_mean():
@@ -21,8 +31,10 @@ def test_episodes_to_threshold_uses_trailing_mean():
 
 def test_summary_table_and_plot(tmp_path):
     """mean +- std over seeds, (k/n) when some seeds never reach the threshold, and a PNG."""
-    results = {"grpo": [_rows([0, 0, 0, 0, 0]), _rows([0, 0.6, 0.6, 0.6, 0.6], method="grpo")],
-               "rlvp": [_rows([0.6] * 5), _rows([0.6] * 5)]}
+    results = {
+        "grpo": [_rows([0, 0, 0, 0, 0]), _rows([0, 0.6, 0.6, 0.6, 0.6], method="grpo")],
+        "rlvp": [_rows([0.6] * 5), _rows([0.6] * 5)],
+    }
     summary = summarise(results, 0.5, 1)
     assert summary["rlvp"]["episodes_to_threshold"] == {"mean": 32.0, "std": 0.0, "n": 2}
     assert summary["grpo"]["episodes_to_threshold"]["n"] == 1

@@ -7,8 +7,7 @@ import pytest
 from rlvp_dsl import loads
 from rlvp_dsl.events import Episode, Event
 
-TOOLS = ("tool get : read target id\ntool put : write target id\ntool submit : submit\n"
-         "tool test : verify\n")
+TOOLS = "tool get : read target id\ntool put : write target id\ntool submit : submit\ntool test : verify\n"
 
 
 def C(i, tool, status="ok", **kw):
@@ -30,10 +29,16 @@ def test_discharging_event_never_opens():
 
 def test_before_deadline_spares_the_discharged_instance():
     """A deadline event that also discharges pays the discharge and expires only the others."""
-    rules = ("obligation o (+1, expire -0.5) { open on call put discharge on call submit ok same id "
-             "deadline before call submit }")
-    got = score(rules, C(0, "put", arguments={"id": "A"}), C(1, "put", arguments={"id": "B"}),
-                C(2, "submit", arguments={"id": "B"}))
+    rules = (
+        "obligation o (+1, expire -0.5) { open on call put discharge on call submit ok same id "
+        "deadline before call submit }"
+    )
+    got = score(
+        rules,
+        C(0, "put", arguments={"id": "A"}),
+        C(1, "put", arguments={"id": "B"}),
+        C(2, "submit", arguments={"id": "B"}),
+    )
     assert got == [(0, "o", -0.5, "expire"), (2, "o", 1.0, "discharge")]
 
 
@@ -49,9 +54,15 @@ def test_within_counts_calls_not_messages():
 def test_instances_are_keyed_by_binding():
     """With `same id`, one instance per id value; reopening an open id does nothing."""
     rules = "obligation o (+1, expire -0.5) { open on call put discharge on call get ok same id }"
-    got = score(rules, C(0, "put", arguments={"id": "A"}), C(1, "put", arguments={"id": "A"}),
-                C(2, "put", arguments={"id": 1}), C(3, "get", arguments={"id": "1"}), C(4, "get", arguments={"id": "A"}),
-                C(5, "get", arguments={"id": "A"}))
+    got = score(
+        rules,
+        C(0, "put", arguments={"id": "A"}),
+        C(1, "put", arguments={"id": "A"}),
+        C(2, "put", arguments={"id": 1}),
+        C(3, "get", arguments={"id": "1"}),
+        C(4, "get", arguments={"id": "A"}),
+        C(5, "get", arguments={"id": "A"}),
+    )
     # 1 and "1" are the same target text (normalise_value)
     assert got == [(3, "o", 1.0, "discharge"), (4, "o", 1.0, "discharge")]
 
@@ -78,8 +89,10 @@ def test_no_result_and_malformed_never_discharge():
 
 def test_error_matches_malformed_but_not_no_result():
     """`error` matches error and malformed calls; `no_result` only unanswered ones; `ok` only ok ones."""
-    rules = ("violation e (-1) { on call error }\nviolation n (-1) { on call no_result }\n"
-             "violation k (-1) { on call ok }\nviolation m (-1) { on call malformed }")
+    rules = (
+        "violation e (-1) { on call error }\nviolation n (-1) { on call no_result }\n"
+        "violation k (-1) { on call ok }\nviolation m (-1) { on call malformed }"
+    )
     got = score(rules, C(0, "get"), C(1, "get", "error"), C(2, "get", "malformed"), C(3, "get", "no_result"))
     assert [(i, r) for i, r, _, _ in got] == [(0, "k"), (1, "e"), (2, "e"), (2, "m"), (3, "n")]
 
@@ -87,8 +100,14 @@ def test_error_matches_malformed_but_not_no_result():
 def test_seen_same_binding_and_since():
     """`seen (... same id since ...)` remembers values per id and forgets them at `since`."""
     rules = "violation v (-1) { on call put unless seen (call get ok same id since call submit) }"
-    got = score(rules, C(0, "get", arguments={"id": "A"}), C(1, "put", arguments={"id": "A"}),
-                C(2, "put", arguments={"id": "B"}), C(3, "submit"), C(4, "put", arguments={"id": "A"}))
+    got = score(
+        rules,
+        C(0, "get", arguments={"id": "A"}),
+        C(1, "put", arguments={"id": "A"}),
+        C(2, "put", arguments={"id": "B"}),
+        C(3, "submit"),
+        C(4, "put", arguments={"id": "A"}),
+    )
     assert [i for i, *_ in got] == [2, 4]
 
 
@@ -101,8 +120,14 @@ def test_seen_is_strictly_earlier():
 def test_progress_increasing_from_start_and_ignores_non_numbers():
     """Progress pays only new bests; booleans and missing signals are ignored."""
     rules = "progress p (+1) { signal s increasing from 0 }"
-    got = score(rules, C(0, "get", signals={"s": 1}), C(1, "get", signals={"s": True}), C(2, "get"),
-                C(3, "get", signals={"s": 0.5}), C(4, "get", signals={"s": 2}))
+    got = score(
+        rules,
+        C(0, "get", signals={"s": 1}),
+        C(1, "get", signals={"s": True}),
+        C(2, "get"),
+        C(3, "get", signals={"s": 0.5}),
+        C(4, "get", signals={"s": 2}),
+    )
     assert [(i, v) for i, _, v, _ in got] == [(0, 1.0), (4, 1.0)]
 
 
@@ -118,7 +143,9 @@ def _progress_credits(rules, values, start=None):
     compiled = [(c.event_index, c.value) for c in loads(TOOLS + rules).score(episode)]
     checked = check_text(TOOLS + rules)
     assert checked.ok
-    assert sorted((c.event_index, c.value) for c in reference.score_reference(checked.ruleset, episode)) == sorted(compiled)
+    assert sorted((c.event_index, c.value) for c in reference.score_reference(checked.ruleset, episode)) == sorted(
+        compiled
+    )
     return compiled
 
 
@@ -137,7 +164,9 @@ def test_progress_max_caps_the_episode_not_each_step():
 def test_progress_max_without_per_unit_caps_the_number_of_levels_paid():
     """Flat progress with `max`: at most max / weight new bests are paid; each payment is at most max."""
     assert _progress_credits("progress p (+0.5, max 1) { signal left decreasing }", [3, 2, 1, 0], start=4) == [
-        (1, 0.5), (2, 0.5)]
+        (1, 0.5),
+        (2, 0.5),
+    ]
     assert _progress_credits("progress p (+2, max 0.5) { signal left decreasing }", [3, 2], start=4) == [(1, 0.5)]
 
 
@@ -158,9 +187,11 @@ def test_undeclared_tool_uses_event_tags():
 
 def test_event_bound_sums_rule_bounds():
     """event_bound is |violation| + |credit|+|expire| + the progress cap."""
-    program = loads(TOOLS + "violation v (-0.5) { on call }\n"
-                    "obligation o (+1, expire -0.25) { open on call discharge on call }\n"
-                    "progress p (+0.2 per unit, max 0.7) { signal s decreasing }")
+    program = loads(
+        TOOLS + "violation v (-0.5) { on call }\n"
+        "obligation o (+1, expire -0.25) { open on call discharge on call }\n"
+        "progress p (+0.2 per unit, max 0.7) { signal s decreasing }"
+    )
     assert program.event_bound() == pytest.approx(0.5 + 1.25 + 0.7)
 
 
@@ -188,9 +219,11 @@ def test_progress_start_from_a_message_signal():
     from rlvp_dsl.events import Episode, Event
 
     program = loads("tool s : read\nprogress p (+1 per unit, max 1) { signal left decreasing }\n")
-    events = (Event(0, "user", text="go", signals={"left": 4}),
-              Event(1, "call", tool="s", signals={"left": 3}),
-              Event(2, "assistant", text="x", signals={"left": 1}))
+    events = (
+        Event(0, "user", text="go", signals={"left": 4}),
+        Event(1, "call", tool="s", signals={"left": 3}),
+        Event(2, "assistant", text="x", signals={"left": 1}),
+    )
     credits = program.score(Episode("e", events))
     assert [(c.event_index, c.value) for c in credits] == [(1, 1.0)]
 
@@ -205,8 +238,13 @@ violation blind (-1) { on call delete_file unless seen (call list_files ok retur
     program = loads(rules)
 
     def episode(result, path):
-        return Episode("e", (Event(0, "call", tool="list_files", result=result),
-                             Event(1, "call", tool="delete_file", arguments={"path": path})))
+        return Episode(
+            "e",
+            (
+                Event(0, "call", tool="list_files", result=result),
+                Event(1, "call", tool="delete_file", arguments={"path": path}),
+            ),
+        )
 
     assert program.score(episode('["a.txt", "b.txt"]', "a.txt")) == []
     assert program.score(episode("Files: a.txt.", "a.txt")) == []
@@ -222,12 +260,27 @@ tool transform : write, destructive target token
 blind_destructive (-0.3)
 """
     program = loads(rules)
-    ok = Episode("e", (Event(0, "call", tool="fetch", result="token: K7"),
-                       Event(1, "call", tool="transform", arguments={"token": "K7"})))
-    blind = Episode("e", (Event(0, "call", tool="fetch", result="token: K8"),
-                          Event(1, "call", tool="transform", arguments={"token": "K7"})))
-    failed_read = Episode("e", (Event(0, "call", tool="fetch", result="token: K7", status="error"),
-                                Event(1, "call", tool="transform", arguments={"token": "K7"})))
+    ok = Episode(
+        "e",
+        (
+            Event(0, "call", tool="fetch", result="token: K7"),
+            Event(1, "call", tool="transform", arguments={"token": "K7"}),
+        ),
+    )
+    blind = Episode(
+        "e",
+        (
+            Event(0, "call", tool="fetch", result="token: K8"),
+            Event(1, "call", tool="transform", arguments={"token": "K7"}),
+        ),
+    )
+    failed_read = Episode(
+        "e",
+        (
+            Event(0, "call", tool="fetch", result="token: K7", status="error"),
+            Event(1, "call", tool="transform", arguments={"token": "K7"}),
+        ),
+    )
     assert program.score(ok) == []
     assert [c.event_index for c in program.score(blind)] == [1]
     assert [c.event_index for c in program.score(failed_read)] == [1]
@@ -236,8 +289,14 @@ blind_destructive (-0.3)
 def test_default_blind_destructive_spares_additive_writes():
     """The default `on` of blind_destructive: a write tagged additive (MCP destructiveHint false) is never blind;
     a destructive one is, even if also tagged additive; a bare write is."""
-    rules = ("tool add : write, additive target id\ntool wipe : write, additive, destructive target id\n"
-             "blind_destructive (-0.2)")
-    got = score(rules, C(0, "add", arguments={"id": "A"}), C(1, "wipe", arguments={"id": "B"}),
-                C(2, "put", arguments={"id": "C"}))
+    rules = (
+        "tool add : write, additive target id\ntool wipe : write, additive, destructive target id\n"
+        "blind_destructive (-0.2)"
+    )
+    got = score(
+        rules,
+        C(0, "add", arguments={"id": "A"}),
+        C(1, "wipe", arguments={"id": "B"}),
+        C(2, "put", arguments={"id": "C"}),
+    )
     assert got == [(1, "blind_destructive", -0.2, "fire"), (2, "blind_destructive", -0.2, "fire")]

@@ -34,8 +34,10 @@ def _episode(*tools: str) -> Episode:
 
 def test_two_finite_credits_that_overflow_on_one_call_give_that_call_nothing(monkeypatch, caplog):
     monkeypatch.setattr(attach, "_warned", set())
-    program = loads(f"tool a : write\ntool b : write\nviolation v1 ({HUGE}) {{ on call a }}\n"
-                    f"violation v2 ({HUGE}) {{ on call a }}\nviolation v3 (-0.5) {{ on call b }}\n")
+    program = loads(
+        f"tool a : write\ntool b : write\nviolation v1 ({HUGE}) {{ on call a }}\n"
+        f"violation v2 ({HUGE}) {{ on call a }}\nviolation v3 (-0.5) {{ on call b }}\n"
+    )
     episode = _episode("a", "b")
     with caplog.at_level(logging.WARNING, logger="rlvp_dsl.attach"):
         cc = call_credits(episode, program.score(episode), source="huge.rlvp")
@@ -47,8 +49,10 @@ def test_two_finite_credits_that_overflow_on_one_call_give_that_call_nothing(mon
 
 def test_calls_whose_episode_total_overflows_are_dropped_largest_first(monkeypatch):
     monkeypatch.setattr(attach, "_warned", set())
-    program = loads(f"tool a : write\ntool b : write\nviolation big ({HUGE}) {{ on call }}\n"
-                    "violation small (-0.25) { on call b }\n")
+    program = loads(
+        f"tool a : write\ntool b : write\nviolation big ({HUGE}) {{ on call }}\n"
+        "violation small (-0.25) { on call b }\n"
+    )
     episode = _episode("a", "b", "a")  # -1e308, -1e308 - 0.25, -1e308: finite per call, -inf in total
     cc = call_credits(episode, program.score(episode))
     assert math.isfinite(cc.total) and all(math.isfinite(v) for v in cc.values)
@@ -66,8 +70,15 @@ def test_a_credit_past_float32_is_isolated_to_its_episode(mode, weight):
     group = [make_rollout("a", [2], 0.0), make_rollout("a", [2], 0.0), make_rollout("a", [2], 0.0)]
     credits = [[credits_of([HUGE]), credits_of([-0.5]), credits_of([0.0])]]
     _, _, mask = __import__("trainer.batch", fromlist=["pad_batch"]).pad_batch(group)
-    adv = compute_advantages([[0.0, 0.0, 0.0]], credits, [[r.call_spans for r in group]], mask,
-                             credit_mode=mode, process_weight=weight, scale_rewards="none")
+    adv = compute_advantages(
+        [[0.0, 0.0, 0.0]],
+        credits,
+        [[r.call_spans for r in group]],
+        mask,
+        credit_mode=mode,
+        process_weight=weight,
+        scale_rewards="none",
+    )
     assert torch.isfinite(adv.advantages).all() and torch.isfinite(adv.process).all()
     assert adv.overflowed.tolist() == [True, False, False]
     if mode == "token":
@@ -81,10 +92,19 @@ def test_training_survives_credits_that_overflow(tmp_path, monkeypatch):
     """The compact trainer on rules whose sum overflows (two -1e308 on every t2 call): it runs, counts them."""
     monkeypatch.setattr(attach, "_warned", set())
     be = fake_backend(calls=3)
-    be.scorer = loads(f"tool t2 : write\ntool t3 : write\nviolation v1 ({HUGE}) {{ on call t2 }}\n"
-                      f"violation v2 ({HUGE}) {{ on call t2 }}\nviolation v3 (-0.5) {{ on call t3 }}\n")
-    cfg = TrainConfig(method="rlvp", iterations=2, tasks_per_iteration=2, num_generations=4, learning_rate=0.05,
-                      out_dir=str(tmp_path), micro_batch=8)
+    be.scorer = loads(
+        f"tool t2 : write\ntool t3 : write\nviolation v1 ({HUGE}) {{ on call t2 }}\n"
+        f"violation v2 ({HUGE}) {{ on call t2 }}\nviolation v3 (-0.5) {{ on call t3 }}\n"
+    )
+    cfg = TrainConfig(
+        method="rlvp",
+        iterations=2,
+        tasks_per_iteration=2,
+        num_generations=4,
+        learning_rate=0.05,
+        out_dir=str(tmp_path),
+        micro_batch=8,
+    )
     rows = train(cfg, backend=be, progress=False)
     assert len(rows) == 2 and sum(r["process/flagged_credits"] for r in rows) > 0
     assert all(math.isfinite(r["loss/policy"]) and math.isfinite(r["process/credit_per_episode"]) for r in rows)
@@ -94,8 +114,15 @@ def test_training_survives_one_credit_past_float32(tmp_path, monkeypatch):
     """A single -1e308 weight: finite as a credit, not as a float32 advantage; counted, never fatal."""
     be = fake_backend(calls=3)
     be.scorer = loads(f"tool t2 : write\nviolation v1 ({HUGE}) {{ on call t2 }}\n")
-    cfg = TrainConfig(method="rlvp", iterations=2, tasks_per_iteration=2, num_generations=4, learning_rate=0.05,
-                      out_dir=str(tmp_path), micro_batch=8)
+    cfg = TrainConfig(
+        method="rlvp",
+        iterations=2,
+        tasks_per_iteration=2,
+        num_generations=4,
+        learning_rate=0.05,
+        out_dir=str(tmp_path),
+        micro_batch=8,
+    )
     rows = train(cfg, backend=be, progress=False)
     assert len(rows) == 2 and sum(r["process/flagged_credits"] for r in rows) > 0
     assert all(math.isfinite(r["loss/policy"]) for r in rows)
@@ -126,8 +153,10 @@ def test_scoring_totals_leave_overflowing_sums_out_and_say_so(monkeypatch):
     from conftest import data_path
 
     monkeypatch.setattr(attach, "_warned", set())
-    program = loads(f"violation v1 ({HUGE}) {{ on call }}\nviolation v2 ({HUGE}) {{ on call }}\n"
-                    "violation v3 (-0.5) { on assistant }\n")
+    program = loads(
+        f"violation v1 ({HUGE}) {{ on call }}\nviolation v2 ({HUGE}) {{ on call }}\n"
+        "violation v3 (-0.5) { on assistant }\n"
+    )
     path = data_path("tau_bench_v1/gpt-4o-airline.sample.json")
     episodes = list(read_episodes(str(path)))
     summary = summarise(program, [(e, program.score(e)) for e in episodes])

@@ -87,8 +87,13 @@ def test_airline_rules():
     assert sorted(rules) == ["blind_destructive", "errored_call", "repeat_error"]
     blind = rules["blind_destructive"]
     assert {n.text for n in blind.on.tools} == {
-        "book_reservation", "cancel_reservation", "send_certificate", "update_reservation_baggages",
-        "update_reservation_flights", "update_reservation_passengers"}
+        "book_reservation",
+        "cancel_reservation",
+        "send_certificate",
+        "update_reservation_baggages",
+        "update_reservation_flights",
+        "update_reservation_passengers",
+    }
     assert blind.inspected_by == ast.And((ast.CallAtom(), ast.TagAtom(ast.Name("read")), ast.StatusAtom("ok")))
     assert rules["errored_call"].on == ast.And((ast.CallAtom(), ast.StatusAtom("error")))
     assert "no verify obligation" in derive_text(m)
@@ -115,8 +120,13 @@ def test_verify_before_submit():
 
 
 def tools(*specs):
-    return parse_manifest({"format": "rlvp-tools/1", "tools": [
-        {"name": n, "tags": tags, "parameters": params} for n, tags, params in specs]}, "t.json")
+    return parse_manifest(
+        {
+            "format": "rlvp-tools/1",
+            "tools": [{"name": n, "tags": tags, "parameters": params} for n, tags, params in specs],
+        },
+        "t.json",
+    )
 
 
 def test_verify_after_write_bound_on_target():
@@ -130,9 +140,16 @@ def test_verify_after_write_bound_on_target():
 
 def test_no_blind_rule_without_read_targets():
     """A write with a target but no read sharing it gives no blind_destructive rule, and says why."""
-    m = parse_manifest({"format": "rlvp-tools/1", "tools": [
-        {"name": "rm", "tags": ["write", "destructive"], "target": "path", "parameters": ["path"]},
-        {"name": "ls", "tags": ["read"], "parameters": ["dir"]}]}, "t.json")
+    m = parse_manifest(
+        {
+            "format": "rlvp-tools/1",
+            "tools": [
+                {"name": "rm", "tags": ["write", "destructive"], "target": "path", "parameters": ["path"]},
+                {"name": "ls", "tags": ["read"], "parameters": ["dir"]},
+            ],
+        },
+        "t.json",
+    )
     assert "blind_destructive" not in rules_by_name(derive_rules(m))
     assert "# no blind_destructive rule: no read tool has a target" in derive_text(m)
 
@@ -150,8 +167,10 @@ def test_weights_configurable_and_validated():
     with pytest.raises(ValueError, match="'verify_credit' must be positive"):
         DeriveWeights(verify_credit=-0.1)
     d = DeriveWeights()
-    assert max(abs(d.repeat_error), abs(d.errored_call), abs(d.blind_destructive),
-               d.verify_credit, abs(d.verify_expire)) < 0.5  # small next to an outcome of 1
+    assert (
+        max(abs(d.repeat_error), abs(d.errored_call), abs(d.blind_destructive), d.verify_credit, abs(d.verify_expire))
+        < 0.5
+    )  # small next to an outcome of 1
 
 
 def test_derived_program_scores_a_blind_cancel():
@@ -198,8 +217,17 @@ def _chain_episode(env_name: str = "chain4"):
     events = [Event(0, "user", text=env.reset(make_tasks(1)[0]), signals=env.initial_signals())]
     while (call := env.expected_call()) is not None:
         result = env.step(call)
-        events.append(Event(len(events), "call", tool=call.tool, arguments=call.arguments, result=result.text,
-                            status="ok" if result.ok else "error", signals=result.signals))
+        events.append(
+            Event(
+                len(events),
+                "call",
+                tool=call.tool,
+                arguments=call.arguments,
+                result=result.text,
+                status="ok" if result.ok else "error",
+                signals=result.signals,
+            )
+        )
     assert env.outcome() == 1.0
     return Episode("perfect", tuple(events))
 
@@ -212,7 +240,8 @@ def test_derived_chain_rules_never_penalise_a_perfect_episode():
     credits = program.score(_chain_episode())
     assert [c for c in credits if c.value < 0] == []
     assert sum(c.value for c in credits if c.rule == "progress_stages_remaining") == pytest.approx(
-        4 * DeriveWeights().progress)
+        4 * DeriveWeights().progress
+    )
 
 
 @pytest.mark.parametrize("env_name,stages_paid", [("chain4", 4), ("chain6", 4)])
@@ -258,8 +287,14 @@ def test_unannotated_mcp_tools_are_named_with_the_assumption(capsys):
     assert main(["--auto-from-tags", "examples/manifests/mcp_tools_list.json"]) == 0
     err = capsys.readouterr().err
     assert "no annotations" not in err  # every tool of the example is annotated
-    manifest = parse_manifest({"tools": [{"name": "rm", "inputSchema": {"properties": {"path": {}}}},
-                                         {"name": "ls", "annotations": {"readOnlyHint": True, "destructiveHint": True}}]})
+    manifest = parse_manifest(
+        {
+            "tools": [
+                {"name": "rm", "inputSchema": {"properties": {"path": {}}}},
+                {"name": "ls", "annotations": {"readOnlyHint": True, "destructiveHint": True}},
+            ]
+        }
+    )
     assert manifest.tool("ls").tags == {"read", "open_world"}  # readOnlyHint wins over destructiveHint
     assert manifest.tool("rm").tags == {"write", "destructive", "open_world"}
     assert any("1 tool(s) carry no annotations (rm)" in n and "destructive" in n for n in manifest.notes)
@@ -285,15 +320,32 @@ def test_mcp_shop_derived_text_is_the_golden_file():
     assert text == golden.read_text(encoding="utf-8")
     rules = rules_by_name(derive_rules(load_manifest(str(SHOP))))
     assert [n.text for n in rules["blind_destructive"].on.tools] == ["remove_from_cart"]
-    assert [n.text for n in rules["redundant_read"].on.items[0].tools] == ["search_products", "get_product", "view_cart"]
+    assert [n.text for n in rules["redundant_read"].on.items[0].tools] == [
+        "search_products",
+        "get_product",
+        "view_cart",
+    ]
 
 
 def test_only_additive_writes_with_targets_give_no_blind_rule_and_say_why():
     """Every targeted write additive: no blind_destructive, and the header names the writes left out."""
-    m = parse_manifest({"tools": [
-        {"name": "get_note", "inputSchema": {"properties": {"note_id": {}}}, "annotations": {"readOnlyHint": True}},
-        {"name": "append", "inputSchema": {"properties": {"note_id": {}, "text": {}}},
-         "annotations": {"destructiveHint": False}}]}, "notes.json")
+    m = parse_manifest(
+        {
+            "tools": [
+                {
+                    "name": "get_note",
+                    "inputSchema": {"properties": {"note_id": {}}},
+                    "annotations": {"readOnlyHint": True},
+                },
+                {
+                    "name": "append",
+                    "inputSchema": {"properties": {"note_id": {}, "text": {}}},
+                    "annotations": {"destructiveHint": False},
+                },
+            ]
+        },
+        "notes.json",
+    )
     text = derive_text(m)
     assert "blind_destructive" not in rules_by_name(derive_rules(m))
     assert "# additive writes (MCP destructiveHint: false) left out of blind_destructive: append" in text
@@ -304,16 +356,24 @@ def _shop_episode(calls, reward=1.0):
     """An OpenAI-chat record: one user turn, then one assistant message per call with its result."""
     messages = [{"role": "user", "content": "Add P-100, P-200 and P-300 to my cart and order them."}]
     for i, (tool, args, result) in enumerate(calls):
-        messages.append({"role": "assistant", "content": "", "tool_calls": [
-            {"id": f"c{i}", "type": "function", "function": {"name": tool, "arguments": args}}]})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"id": f"c{i}", "type": "function", "function": {"name": tool, "arguments": args}}],
+            }
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
     return {"id": f"shop{len(calls)}", "reward": reward, "messages": messages}
 
 
-SUCCESSFUL_SHOPPING = [("add_to_cart", {"product_id": p, "quantity": q}, "added")
-                       for p, q in [("P-100", 2), ("P-200", 1), ("P-300", 1), ("P-400", 1), ("P-500", 3)]] + [
+SUCCESSFUL_SHOPPING = [
+    ("add_to_cart", {"product_id": p, "quantity": q}, "added")
+    for p, q in [("P-100", 2), ("P-200", 1), ("P-300", 1), ("P-400", 1), ("P-500", 3)]
+] + [
     ("view_cart", {}, "P-100 x2, P-200 x1, P-300 x1, P-400 x1, P-500 x3"),
-    ("place_order", {"payment_method": "card"}, "order 77 placed")]
+    ("place_order", {"payment_method": "card"}, "order 77 placed"),
+]
 
 
 def _derive_and_score(tmp_path, records) -> list[dict]:
@@ -326,10 +386,13 @@ def _derive_and_score(tmp_path, records) -> list[dict]:
     rules, runs = tmp_path / "shop.rlvp", tmp_path / "runs.jsonl"
     runs.write_text("".join(json.dumps(r) + "\n" for r in records))
     bin_dir = Path(sys.executable).parent
-    derived = subprocess.run([bin_dir / "rlvp-compile", "--auto-from-tags", str(SHOP), "-o", str(rules)],
-                             capture_output=True, text=True)
+    derived = subprocess.run(
+        [bin_dir / "rlvp-compile", "--auto-from-tags", str(SHOP), "-o", str(rules)], capture_output=True, text=True
+    )
     assert derived.returncode == 0, derived.stderr
-    scored = subprocess.run([bin_dir / "rlvp-score", str(rules), str(runs), "--csv", "-"], capture_output=True, text=True)
+    scored = subprocess.run(
+        [bin_dir / "rlvp-score", str(rules), str(runs), "--csv", "-"], capture_output=True, text=True
+    )
     assert scored.returncode == 0, scored.stderr
     return list(csv.DictReader(scored.stdout.splitlines()))
 
@@ -348,11 +411,13 @@ def test_ten_identical_reads_rank_below_a_clean_tested_episode(tmp_path):
     """An MCP catalogue with no test tag: ten identical closed-world reads and no test score below a clean episode
     that reads, writes and re-reads once after its write (a check, not a repeat); a read again after a write is free."""
     spam = [("get_product", {"product_id": "P-1"}, "P-1 mug, 4 in stock")] * 10
-    clean = [("get_product", {"product_id": "P-1"}, "P-1 mug, 4 in stock"),
-             ("add_to_cart", {"product_id": "P-1", "quantity": 1}, "added"),
-             ("view_cart", {}, "P-1 x1"),
-             ("get_product", {"product_id": "P-1"}, "P-1 mug, 3 in stock"),
-             ("place_order", {"payment_method": "card"}, "order 78 placed")]
+    clean = [
+        ("get_product", {"product_id": "P-1"}, "P-1 mug, 4 in stock"),
+        ("add_to_cart", {"product_id": "P-1", "quantity": 1}, "added"),
+        ("view_cart", {}, "P-1 x1"),
+        ("get_product", {"product_id": "P-1"}, "P-1 mug, 3 in stock"),
+        ("place_order", {"payment_method": "card"}, "order 78 placed"),
+    ]
     spam_row, clean_row = _derive_and_score(tmp_path, [_shop_episode(spam, 0.0), _shop_episode(clean)])
     assert float(spam_row["total"]) == pytest.approx(9 * DeriveWeights().redundant_read)
     assert float(clean_row["total"]) == 0.0
@@ -367,13 +432,19 @@ def test_redundant_read_resets_on_a_write_and_on_a_user_turn():
 
     program = loads(derive_text(load_manifest(str(EXAMPLES / "mcp_tools_list.json"))))
     read = lambda i, status="ok": Event(i, "call", tool="read_file", arguments={"path": "a.py"}, status=status)  # noqa: E731
-    events = (read(0), read(1),                                               # 1: redundant
-              Event(2, "call", tool="append_note", arguments={"text": "x"}), read(3),   # after an (additive) write
-              Event(4, "user", text="I edited a.py"), read(5),                # after a user turn
-              Event(6, "call", tool="fetch_url", arguments={"url": "u"}),
-              Event(7, "call", tool="fetch_url", arguments={"url": "u"}),     # open world: never redundant
-              read(8, "error"), Event(9, "call", tool="read_file", arguments={"path": "b.py"}, status="error"),
-              Event(10, "call", tool="read_file", arguments={"path": "b.py"}, status="error"))
+    events = (
+        read(0),
+        read(1),  # 1: redundant
+        Event(2, "call", tool="append_note", arguments={"text": "x"}),
+        read(3),  # after an (additive) write
+        Event(4, "user", text="I edited a.py"),
+        read(5),  # after a user turn
+        Event(6, "call", tool="fetch_url", arguments={"url": "u"}),
+        Event(7, "call", tool="fetch_url", arguments={"url": "u"}),  # open world: never redundant
+        read(8, "error"),
+        Event(9, "call", tool="read_file", arguments={"path": "b.py"}, status="error"),
+        Event(10, "call", tool="read_file", arguments={"path": "b.py"}, status="error"),
+    )
     hits = [(c.event_index, c.value) for c in program.score(Episode("e", events)) if c.rule == "redundant_read"]
     assert hits == [(1, DeriveWeights().redundant_read), (8, DeriveWeights().redundant_read)]
 
@@ -388,8 +459,19 @@ def test_validate_on_made_episodes_sees_redundant_read_go_with_failure(tmp_path)
     spam = [("get_product", {"product_id": "P-1"}, "P-1 mug")] * 4
     runs = tmp_path / "runs.jsonl"
     runs.write_text("".join(json.dumps(_shop_episode(c, r)) + "\n" for c, r in [(clean, 1.0)] * 3 + [(spam, 0.0)] * 2))
-    done = subprocess.run([Path(sys.executable).parent / "rlvp-compile", "--auto-from-tags", str(SHOP),
-                           "--validate", str(runs), "-o", str(tmp_path / "shop.rlvp")], capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            Path(sys.executable).parent / "rlvp-compile",
+            "--auto-from-tags",
+            str(SHOP),
+            "--validate",
+            str(runs),
+            "-o",
+            str(tmp_path / "shop.rlvp"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     assert "| redundant_read | violation | 0/3 (0.0%) | 2/2 (100.0%) | +1.000 | ok |" in done.stdout
 

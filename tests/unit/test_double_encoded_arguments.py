@@ -32,8 +32,17 @@ def test_an_object_encoded_once_or_twice_is_the_object(raw):
     assert (arguments, problem) == (OBJECT, "")
 
 
-@pytest.mark.parametrize("raw, got", [(THRICE, "str"), (json.dumps("plain text"), "str"), (json.dumps("[1, 2]"), "list"),
-                                      (json.dumps("7"), "int"), ("[1]", "list"), (json.dumps(""), "str")])
+@pytest.mark.parametrize(
+    "raw, got",
+    [
+        (THRICE, "str"),
+        (json.dumps("plain text"), "str"),
+        (json.dumps("[1, 2]"), "list"),
+        (json.dumps("7"), "int"),
+        ("[1]", "list"),
+        (json.dumps(""), "str"),
+    ],
+)
 def test_what_is_not_an_object_after_two_decodes_stays_malformed(raw, got):
     assert parse_arguments(raw) == ({}, raw, f"arguments must be a JSON object, got JSON {got}")
 
@@ -47,13 +56,23 @@ def test_decoding_is_idempotent():
 
 
 def _messages(arguments):
-    return [{"role": "user", "content": "please cancel ABC"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "0", "type": "function", "function": {"name": "get_reservation", "arguments": ONCE}}]},
-            {"role": "tool", "tool_call_id": "0", "content": "ABC: 1 passenger"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "1", "type": "function", "function": {"name": "cancel_reservation", "arguments": arguments}}]},
-            {"role": "tool", "tool_call_id": "1", "content": "cancelled"}]
+    return [
+        {"role": "user", "content": "please cancel ABC"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "0", "type": "function", "function": {"name": "get_reservation", "arguments": ONCE}}],
+        },
+        {"role": "tool", "tool_call_id": "0", "content": "ABC: 1 passenger"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "1", "type": "function", "function": {"name": "cancel_reservation", "arguments": arguments}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "1", "content": "cancelled"},
+    ]
 
 
 def test_a_successful_call_with_double_encoded_arguments_is_ok_and_discharges(tmp_path):

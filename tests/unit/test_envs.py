@@ -60,8 +60,12 @@ def test_wrong_tool_and_wrong_token_are_errors_without_progress():
     env.reset(Task("t", 11))
     good = env.expected_call()
     wrong_token = next(v for v in env.values if v != good.arguments["token"])
-    for call in (ToolCall("parse", good.arguments), ToolCall("delete", good.arguments),
-                 ToolCall("lookup", good.arguments), ToolCall(good.tool, {"token": wrong_token})):
+    for call in (
+        ToolCall("parse", good.arguments),
+        ToolCall("delete", good.arguments),
+        ToolCall("lookup", good.arguments),
+        ToolCall(good.tool, {"token": wrong_token}),
+    ):
         result = env.step(call)
         assert not result.ok and result.text.startswith("error") and not result.done
         assert result.signals[SIGNAL] == 4.0
@@ -96,6 +100,7 @@ def test_reset_starts_over():
 
 def test_tokens_vary_by_task_unless_fixed():
     """vary_tokens draws tokens from the task seed; vary_tokens=False gives every task the same chain."""
+
     def chain(env, task):
         env.reset(task)
         seen = []
@@ -165,8 +170,9 @@ def test_protocol_schema_and_manifest(name, cls):
         assert tool["parameters"] == [{"name": "token", "type": "string"}]
 
 
-@pytest.mark.parametrize("name,file", [("chain4", "chain4_tools.json"), ("chain6", "chain6_tools.json"),
-                                       ("gated", "gated_tools.json")])
+@pytest.mark.parametrize(
+    "name,file", [("chain4", "chain4_tools.json"), ("chain6", "chain6_tools.json"), ("gated", "gated_tools.json")]
+)
 def test_shipped_manifests_are_current(name, file):
     """examples/manifests/*.json equal what the default environments write."""
     shipped = json.loads((ROOT / "examples" / "manifests" / file).read_text())
@@ -208,9 +214,16 @@ def test_vocabulary_covers_every_text():
                     break
 
 
-@pytest.mark.parametrize("knobs,field", [({"num_stages": 0}, "num_stages"), ({"num_values": 0}, "num_values"),
-                                         ({"max_turns": 0}, "max_turns"), ({"num_distractors": 9}, "num_distractors"),
-                                         ({"num_stages": 11}, "num_stages")])
+@pytest.mark.parametrize(
+    "knobs,field",
+    [
+        ({"num_stages": 0}, "num_stages"),
+        ({"num_values": 0}, "num_values"),
+        ({"max_turns": 0}, "max_turns"),
+        ({"num_distractors": 9}, "num_distractors"),
+        ({"num_stages": 11}, "num_stages"),
+    ],
+)
 def test_bad_knobs_name_the_field(knobs, field):
     with pytest.raises(ValueError, match=field):
         make_env("chain4", **knobs)

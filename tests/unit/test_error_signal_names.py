@@ -17,16 +17,21 @@ REPO = Path(__file__).resolve().parents[2]
 def _documented_names() -> list[str]:
     """The signal names in docs/readers.md's table (its first column, in backquotes)."""
     text = (REPO / "docs" / "readers.md").read_text(encoding="utf-8")
-    table = text[text.index("| signal | flags |"):]
-    table = table[:table.index("\n\n")]
+    table = text[text.index("| signal | flags |") :]
+    table = table[: table.index("\n\n")]
     return [m.group(1) for m in re.finditer(r"^\| `([a-z0-9_]+)`", table, re.M)]
 
 
 DOCUMENTED = _documented_names()
-MESSAGES = [{"role": "user", "content": "go"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "1", "type": "function", "function": {"name": "get", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "1", "content": "Error: not found", "error": True}]
+MESSAGES = [
+    {"role": "user", "content": "go"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "1", "type": "function", "function": {"name": "get", "arguments": "{}"}}],
+    },
+    {"role": "tool", "tool_call_id": "1", "content": "Error: not found", "error": True},
+]
 
 
 def test_the_table_is_the_documented_names():
@@ -63,13 +68,14 @@ def test_signals_differ_by_name_where_the_docs_say_so(tmp_path):
 def test_an_unknown_name_is_a_value_error_with_did_you_mean(tmp_path, api):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(MESSAGES), encoding="utf-8")
-    call = {"read_paths": lambda n: read_paths([path], error_signal=n),
-            "episode_from_messages": lambda n: episode_from_messages(MESSAGES, error_signal=n),
-            "resolver": error_signal}[api]
+    call = {
+        "read_paths": lambda n: read_paths([path], error_signal=n),
+        "episode_from_messages": lambda n: episode_from_messages(MESSAGES, error_signal=n),
+        "resolver": error_signal,
+    }[api]
     with pytest.raises(ValueError, match=r"unknown error signal 'opanai' \(did you mean 'openai'\?\).*tau_bench_v1"):
         call("opanai")
     with pytest.raises(ValueError, match=r"unknown error signal 'nothing-like-it': expected"):
         call("nothing-like-it")
     with pytest.raises(TypeError, match="error_signal must be an ErrorSignal or one of"):
         call(5)
-

@@ -25,8 +25,12 @@ def report():
 
 
 def _placed(report):
-    return sorted((ep["id"], ev["index"], c["rule"], c["value"], c["trigger"])
-                  for ep in report.episodes for ev in ep["events"] for c in ev["credits"])
+    return sorted(
+        (ep["id"], ev["index"], c["rule"], c["value"], c["trigger"])
+        for ep in report.episodes
+        for ev in ep["events"]
+        for c in ev["credits"]
+    )
 
 
 def test_every_credit_sits_on_its_event_with_its_value(report):
@@ -59,13 +63,16 @@ def test_obligation_credits_link_the_other_event_and_it_points_back(report):
         assert [(m["rule"], m["event"], m["what"]) for m in marks] == [("test_after_edit", at, what)]
 
 
-@pytest.mark.parametrize("reason, trigger, expected", [
-    (explain.discharged(3), "discharge", (3, "opened")),
-    (explain.expired_before(7), "expire", (7, "expired")),
-    (explain.expired_within(2, 9), "expire", (9, "expired")),
-    (explain.expired_end(), "expire", (11, "episode ended")),
-    (explain.violation_text(GOLDEN.events[1]), "fire", None),
-])
+@pytest.mark.parametrize(
+    "reason, trigger, expected",
+    [
+        (explain.discharged(3), "discharge", (3, "opened")),
+        (explain.expired_before(7), "expire", (7, "expired")),
+        (explain.expired_within(2, 9), "expire", (9, "expired")),
+        (explain.expired_end(), "expire", (11, "episode ended")),
+        (explain.violation_text(GOLDEN.events[1]), "fire", None),
+    ],
+)
 def test_the_linked_event_is_read_from_the_words_of_explain(reason, trigger, expected):
     credit = Credit(4, "r", 0.1, "x.rlvp:1:1", reason, "obligation" if trigger != "fire" else "violation", trigger)
     assert linked_event(credit, n_events=12) == expected
@@ -142,8 +149,9 @@ def test_rlvp_score_writes_the_report_into_a_new_folder(tmp_path, capsys):
 def test_rlvp_score_html_to_an_unwritable_path_is_an_io_error(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code = score_main([str(REPO / "rules/tau2_airline.rlvp"), str(REPO / "examples/episodes"),
-                       "--html", str(blocker / "report.html")])
+    code = score_main(
+        [str(REPO / "rules/tau2_airline.rlvp"), str(REPO / "examples/episodes"), "--html", str(blocker / "report.html")]
+    )
     assert code == 2
     assert "cannot write" in capsys.readouterr().err
 
@@ -168,8 +176,11 @@ def test_a_non_finite_outcome_is_shown_as_unknown():
 def test_chips_are_coloured_by_the_sign_of_the_rules_total(report):
     """An episode's rule chips carry the sign of the rule's total (red, green, grey), not only the rule."""
     golden, clean = report.episodes
-    assert [(c["rule"], c["sign"]) for c in golden["chips"]] == \
-        [("edit_unread", "neg"), ("errored", "neg"), ("test_after_edit", "pos")]
+    assert [(c["rule"], c["sign"]) for c in golden["chips"]] == [
+        ("edit_unread", "neg"),
+        ("errored", "neg"),
+        ("test_after_edit", "pos"),
+    ]
     assert [(c["rule"], c["sign"]) for c in clean["chips"]] == [("test_after_edit", "pos")]
     script = (REPO / "rlvp_dsl" / "html" / "templates" / "report.js").read_text()
     assert '"hit " + c.sign' in script  # the page draws the chip with that class
@@ -195,11 +206,22 @@ def test_the_timeline_carries_each_events_signal_values():
     from rlvp_dsl.events import Episode, Event
 
     program = loads(RULES, RULES_PATH)
-    events = [Event(index=0, kind="user", text="go"),
-              Event(index=1, kind="call", tool="read_file", arguments={"path": "a.py"}, result="x",
-                    signals={"goals_remaining": 2, "score": float("inf")})]
+    events = [
+        Event(index=0, kind="user", text="go"),
+        Event(
+            index=1,
+            kind="call",
+            tool="read_file",
+            arguments={"path": "a.py"},
+            result="x",
+            signals={"goals_remaining": 2, "score": float("inf")},
+        ),
+    ]
     episode = Episode("sig", events, outcome=1.0)
     report = build_report(program, [(episode, program.score(episode))], {RULES_PATH: RULES})
     user, call = report.episodes[0]["events"]
     assert "signals" not in user and call["signals"] == {"goals_remaining": 2, "score": None}
-    assert json.loads(report.data_json())["episodes"][0]["events"][1]["signals"] == {"goals_remaining": 2, "score": None}
+    assert json.loads(report.data_json())["episodes"][0]["events"][1]["signals"] == {
+        "goals_remaining": 2,
+        "score": None,
+    }

@@ -24,7 +24,9 @@ def _chain(tmp_path: Path, n: int) -> Path:
     """f0 includes f1 includes ... f(n-1); file i declares tool ti and rule vi."""
     for i in range(n):
         include = f'include "f{i + 1}.rlvp"\n' if i + 1 < n else ""
-        (tmp_path / f"f{i}.rlvp").write_text(include + f"tool t{i} : read\nviolation v{i} (-0.001) {{ on call t{i} error }}\n")
+        (tmp_path / f"f{i}.rlvp").write_text(
+            include + f"tool t{i} : read\nviolation v{i} (-0.001) {{ on call t{i} error }}\n"
+        )
     return tmp_path / "f0.rlvp"
 
 
@@ -91,8 +93,9 @@ def test_include_cycle_and_missing_file_are_reported_at_the_include(tmp_path):
 
 def test_more_than_max_items_is_rv004_at_the_first_item_over():
     """MAX_ITEMS + 1 items: RV004 with a caret at item MAX_ITEMS + 1 and a help line (refused before parsing)."""
-    text = "tool a : read\n" + "".join(f"violation v{i} (-0.0001) {{ on call a error }}\n"
-                                      for i in range(loader.MAX_ITEMS + 4))
+    text = "tool a : read\n" + "".join(
+        f"violation v{i} (-0.0001) {{ on call a error }}\n" for i in range(loader.MAX_ITEMS + 4)
+    )
     result = check_text(text, "big.rlvp")
     assert [d.code for d in result.diagnostics] == ["RV004"]
     (d,) = result.diagnostics
@@ -130,8 +133,10 @@ def test_the_item_scan_agrees_with_the_parser():
     checked = 0
     for path in paths:
         if path is None:
-            text = ('tool test : read # tool x\ntest "t" { episode { } expect total == 0 }\n'
-                    'violation v (-1) { on call {test, a} error_text contains "tool violation" } const k = 1\n')
+            text = (
+                'tool test : read # tool x\ntest "t" { episode { } expect total == 0 }\n'
+                'violation v (-1) { on call {test, a} error_text contains "tool violation" } const k = 1\n'
+            )
         else:
             text = path.read_text(encoding="utf-8-sig")
         files, sources, _ = loader.load_files(str(path or "x.rlvp"), text=text)
@@ -153,7 +158,8 @@ def test_lints_of_many_equal_rules_report_the_group_once():
     result = check_text(text, "eq.rlvp", lints=True)
     double = [d for d in result.diagnostics if d.code == "RV302"]
     assert [d.message.split(" (")[0] for d in double] == [
-        "rule 'v1' and 2998 other rules fire on exactly the events rule 'v0' fires on"]
+        "rule 'v1' and 2998 other rules fire on exactly the events rule 'v0' fires on"
+    ]
     assert "penalised 3000 times" in double[0].message
     assert double[0].help == "merge the 3000 rules into one rule with weight -0.3, or keep one"
     assert double[0].span.line == HEAD.count("\n") + 2
@@ -166,10 +172,12 @@ def test_equal_obligations_and_progress_rules_are_reported_once_per_group():
     result = check_text(HEAD + obligations + progress, "g.rlvp", lints=True)
     double = sorted(d.message for d in result.diagnostics if d.code == "RV302")
     assert len(double) == 2
-    assert double[0].startswith("obligation 'o1' (and 2 other rules like it) opens and discharges on exactly the "
-                                "events obligation 'o0' does") and double[0].endswith("paid 4 times")
-    assert double[1].startswith("progress 'p1' (and 1 other rule like it) tracks signal 'g' decreasing, as "
-                                "progress 'p0' does") and double[1].endswith("paid 3 times")
+    assert double[0].startswith(
+        "obligation 'o1' (and 2 other rules like it) opens and discharges on exactly the events obligation 'o0' does"
+    ) and double[0].endswith("paid 4 times")
+    assert double[1].startswith(
+        "progress 'p1' (and 1 other rule like it) tracks signal 'g' decreasing, as progress 'p0' does"
+    ) and double[1].endswith("paid 3 times")
 
 
 def test_equal_narrower_rules_are_reported_once_as_a_group():
@@ -178,10 +186,15 @@ def test_equal_narrower_rules_are_reported_once_as_a_group():
     result = check_text(text, "n.rlvp", lints=True)
     messages = [d.message for d in result.diagnostics if d.code == "RV302"]
     assert len(messages) == 2
-    assert any(m.startswith("every event that fires rule 'narrow0' (and the 2 other rules with its condition) "
-                            "also fires rule 'broad'") for m in messages)
-    assert any(m.startswith("rule 'narrow1' and 1 other rule fire on exactly the events rule 'narrow0'")
-               for m in messages)
+    assert any(
+        m.startswith(
+            "every event that fires rule 'narrow0' (and the 2 other rules with its condition) also fires rule 'broad'"
+        )
+        for m in messages
+    )
+    assert any(
+        m.startswith("rule 'narrow1' and 1 other rule fire on exactly the events rule 'narrow0'") for m in messages
+    )
 
 
 def test_a_narrower_rule_is_reported_once_naming_the_first_broader_rule():
@@ -194,11 +207,15 @@ def test_a_narrower_rule_is_reported_once_naming_the_first_broader_rule():
     assert "and 2 other rules with a broader condition" in narrow[0]
 
 
-@pytest.mark.parametrize("rule", [
-    "violation v{i} (-0.0001) {{ on call t{i} error }}",
-    'violation v{i} (-0.0001) {{ on call error and arg x == "{i}" }}',
-    "violation v{i} (-0.0001) {{ on call (error or no_result) and arg x{i} exists }}",
-], ids=["own_tool", "every_tool", "every_tool_distinct_args"])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        "violation v{i} (-0.0001) {{ on call t{i} error }}",
+        'violation v{i} (-0.0001) {{ on call error and arg x == "{i}" }}',
+        "violation v{i} (-0.0001) {{ on call (error or no_result) and arg x{i} exists }}",
+    ],
+    ids=["own_tool", "every_tool", "every_tool_distinct_args"],
+)
 def test_checking_many_tools_builds_each_shared_set_once(monkeypatch, rule):
     """N rules over N tools build O(N) event classes in all (each set over every tool once), not O(N^2)."""
     built = []
@@ -227,12 +244,16 @@ def _report(text: str) -> tuple[list[Diagnostic], str, str]:
     return result.diagnostics, render_text(kept, result.sources, dropped=dropped), render_json(kept, dropped=dropped)
 
 
-@pytest.mark.parametrize("make,size,code", [
-    (lambda n: "w" * n, 5_000_000, "RV101"),
-    (lambda n: "tool a : read\nviolation v (-1) { on call a } " + "z" * n + "\n", 5_000_000, "RV101"),
-    (lambda n: '"' + "s" * n + '"', 5_000_000, "RV101"),
-    (lambda n: "tool a : read\nviolation v (-1) { on call " + "b" * n + " }\n", 5_000_000, "RV201"),
-], ids=["word", "word_after_a_rule", "string", "unknown_tool"])
+@pytest.mark.parametrize(
+    "make,size,code",
+    [
+        (lambda n: "w" * n, 5_000_000, "RV101"),
+        (lambda n: "tool a : read\nviolation v (-1) { on call a } " + "z" * n + "\n", 5_000_000, "RV101"),
+        (lambda n: '"' + "s" * n + '"', 5_000_000, "RV101"),
+        (lambda n: "tool a : read\nviolation v (-1) { on call " + "b" * n + " }\n", 5_000_000, "RV201"),
+    ],
+    ids=["word", "word_after_a_rule", "string", "unknown_tool"],
+)
 def test_a_huge_token_is_shortened_never_echoed(make, size, code):
     """A 5 MB token: named by its first 40 characters and its length; message, source and caret lines bounded
     (50 MB by hand: rlvp-compile reports a 50 MB word in 3 s, a 50 MB string in 2.5 s and 230 MB)."""
@@ -255,6 +276,6 @@ def test_a_huge_message_is_cut_in_the_middle():
 
 def test_a_huge_string_inside_a_rule_compiles():
     """A 5 MB string literal in a valid rule is data: it compiles and matches."""
-    program = loads("tool a : read\nviolation v (-1) { on call a error_text contains \"" + "q" * 5_000_000 + "\" }\n")
+    program = loads('tool a : read\nviolation v (-1) { on call a error_text contains "' + "q" * 5_000_000 + '" }\n')
     hit = Event(0, "call", tool="a", status="error", error_text="q" * 5_000_001)
     assert [c.rule for c in program.score(Episode("e", (hit,)))] == ["v"]

@@ -16,8 +16,10 @@ from rlvp_dsl.manifests import load_manifest
 from rlvp_dsl.pipeline import check_file
 
 REPO = Path(__file__).resolve().parents[2]
-TOOLS = ("tool fetch : read target item\ntool book : write target item\ntool wipe : write, destructive target item\n"
-         "tool check : verify target item\ntool submit : submit\n")
+TOOLS = (
+    "tool fetch : read target item\ntool book : write target item\ntool wipe : write, destructive target item\n"
+    "tool check : verify target item\ntool submit : submit\n"
+)
 
 #: Stock rule files with a lint the lead has been told about (strict: fixing the rule fails the xfail).
 
@@ -34,15 +36,15 @@ def codes(text: str, **options) -> list[str]:
 
 
 def call(i, tool, status="ok", result=None, **args) -> Event:
-    return Event(i, "call", tool=tool, arguments=args, status=status, result=result,
-                 error_text="" if status == "ok" else status)
+    return Event(
+        i, "call", tool=tool, arguments=args, status=status, result=result, error_text="" if status == "ok" else status
+    )
 
 
 # ---- stock rules -------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", [
-    p.name for p in sorted((REPO / "rules").glob("*.rlvp"))])
+@pytest.mark.parametrize("name", [p.name for p in sorted((REPO / "rules").glob("*.rlvp"))])
 def test_stock_rules_lint_clean(name):
     """Every stock rule file compiles with no lint warning."""
     result = check_file(str(REPO / "rules" / name), lints=True)
@@ -52,8 +54,7 @@ def test_stock_rules_lint_clean(name):
 @pytest.mark.parametrize("manifest", sorted((REPO / "examples" / "manifests").glob("*.json")), ids=lambda p: p.name)
 def test_derived_rules_lint_clean(manifest):
     """Rules derived from every example manifest carry no lint warning."""
-    result = check_text(derive_text(load_manifest(str(manifest))), str(REPO / "examples" / "derived.rlvp"),
-                        lints=True)
+    result = check_text(derive_text(load_manifest(str(manifest))), str(REPO / "examples" / "derived.rlvp"), lints=True)
     assert result.ok and result.diagnostics == [], [d.message for d in result.diagnostics]
 
 
@@ -72,15 +73,19 @@ def test_obligation_with_expire_penalty_is_not_rv301():
 
 def test_free_obligation_whose_open_a_violation_can_penalise_is_not_rv301():
     """A violation that can fire on the opening calls is a penalty path (even with expire 0)."""
-    text = ("violation unread (-0.2) { on call book unless seen (call fetch ok) }\n"
-            "obligation o (+0.5, expire 0) { open on call book ok discharge on call check ok }")
+    text = (
+        "violation unread (-0.2) { on call book unless seen (call fetch ok) }\n"
+        "obligation o (+0.5, expire 0) { open on call book ok discharge on call check ok }"
+    )
     assert codes(text) == []
 
 
 def test_violation_on_other_events_does_not_count_as_a_penalty_path():
     """A violation that can only fire on failed calls does not cover an ok-only open and discharge."""
-    text = ("violation failed (-0.2) { on call error }\n"
-            "obligation o (+0.5, expire 0) { open on call book ok discharge on call check ok }")
+    text = (
+        "violation failed (-0.2) { on call error }\n"
+        "obligation o (+0.5, expire 0) { open on call book ok discharge on call check ok }"
+    )
     assert codes(text) == ["RV301"]
 
 
@@ -96,7 +101,7 @@ def test_progress_only_rule_set_is_rv301_and_a_penalty_silences_it():
 
 def test_equal_conditions_up_to_order_and_nesting_are_rv302():
     """`call error` and `error and (call)` are one reason."""
-    (code, message), = lints_of("violation a (-0.1) { on call error }\nviolation b (-0.1) { on error and (call) }")
+    ((code, message),) = lints_of("violation a (-0.1) { on call error }\nviolation b (-0.1) { on error and (call) }")
     assert code == "RV302" and "'b'" in message and "'a'" in message
 
 
@@ -109,8 +114,9 @@ def test_double_counting_really_double_penalises():
 
 def test_narrowing_to_a_tool_is_rv302_on_the_narrow_rule():
     """`call book error` only narrows `call error`: reported on the narrower rule."""
-    (code, message), = lints_of("violation narrow (-0.2) { on call book error }\n"
-                                "violation broad (-0.1) { on call error }")
+    ((code, message),) = lints_of(
+        "violation narrow (-0.2) { on call book error }\nviolation broad (-0.1) { on call error }"
+    )
     assert code == "RV302" and message.startswith("every event that fires rule 'narrow' also fires rule 'broad'")
 
 
@@ -126,8 +132,10 @@ def test_step_cost_beside_a_failure_penalty_is_not_double_counting():
 
 def test_extra_behavioural_test_is_a_different_reason():
     """`tag write` narrowed by an `unless seen` adds a reason, not scope: not RV302."""
-    text = ("violation writes (-0.05) { on call tag write }\n"
-            "violation unconfirmed (-0.5) { on call tag write unless seen (user says \"yes\") }")
+    text = (
+        "violation writes (-0.05) { on call tag write }\n"
+        'violation unconfirmed (-0.5) { on call tag write unless seen (user says "yes") }'
+    )
     assert codes(text) == []
 
 
@@ -151,10 +159,12 @@ def test_two_progress_rules_on_one_signal_are_rv302():
 
 def test_discharge_implied_by_open_is_rv303_and_never_opens():
     """Open `call ok result contains "token"` implies the discharge: RV303, and it never pays or expires."""
-    text = ("violation failed (-0.5) { on call error }\n"
-            "obligation advance (+0.5, expire -0.25) {\n  open on call ok and result contains \"token\"\n"
-            "  discharge on call ok and (result contains \"token\" or call submit)\n  deadline within 3 calls\n}")
-    (code, message), = lints_of(text)
+    text = (
+        "violation failed (-0.5) { on call error }\n"
+        'obligation advance (+0.5, expire -0.25) {\n  open on call ok and result contains "token"\n'
+        '  discharge on call ok and (result contains "token" or call submit)\n  deadline within 3 calls\n}'
+    )
+    ((code, message),) = lints_of(text)
     assert code == "RV303" and "can never open" in message
     episode = Episode("e", tuple(call(i, "fetch", result=f"token k{i}") for i in range(5)))
     assert [c for c in loads(TOOLS + text).score(episode) if c.rule == "advance"] == []
@@ -163,19 +173,26 @@ def test_discharge_implied_by_open_is_rv303_and_never_opens():
 def test_implication_through_scope_and_or():
     """Discharge scope that every opening class surely has (a tag of the opened tool) counts; an `or` open
     needs every branch to imply."""
-    assert codes("obligation o (+0.1, expire -0.1) { open on call book ok discharge on call tag write ok }") \
-        == ["RV303"]
-    assert codes("obligation o (+0.1, expire -0.1) { open on call book ok or call wipe ok "
-                 "discharge on call tag write ok }") == ["RV303"]
-    assert codes("obligation o (+0.1, expire -0.1) { open on call book ok or call fetch ok "
-                 "discharge on call tag write ok }") == []
+    assert codes("obligation o (+0.1, expire -0.1) { open on call book ok discharge on call tag write ok }") == [
+        "RV303"
+    ]
+    assert codes(
+        "obligation o (+0.1, expire -0.1) { open on call book ok or call wipe ok discharge on call tag write ok }"
+    ) == ["RV303"]
+    assert (
+        codes(
+            "obligation o (+0.1, expire -0.1) { open on call book ok or call fetch ok discharge on call tag write ok }"
+        )
+        == []
+    )
     assert codes("obligation o (+0.1, expire -0.1) { open on call tag write ok discharge on call book ok }") == []
 
 
 def test_open_matching_malformed_calls_is_rv303_with_its_own_message():
     """Open on any write, discharge on any write: it opens only on malformed or unanswered calls."""
-    (code, message), = lints_of("obligation o (+0.1, expire -0.1) { open on call tag write "
-                                "discharge on call tag write }")
+    ((code, message),) = lints_of(
+        "obligation o (+0.1, expire -0.1) { open on call tag write discharge on call tag write }"
+    )
     assert code == "RV303" and "only on malformed or unanswered calls" in message
 
 
@@ -198,8 +215,10 @@ def test_rule_above_the_outcome_is_rv304_and_options_scale_it():
 
 def test_event_bound_above_total_ratio_is_rv304():
     """Six rules of bound 1 sum to 6 > 5: one RV304 for the rule set; total_ratio 6 silences it."""
-    text = "".join(f"violation v{i} (-1.0) {{ on {c} }}\n" for i, c in enumerate(
-        ["call fetch", "call book", "call wipe", "call check", "call submit", "assistant"]))
+    text = "".join(
+        f"violation v{i} (-1.0) {{ on {c} }}\n"
+        for i, c in enumerate(["call fetch", "call book", "call wipe", "call check", "call submit", "assistant"])
+    )
     assert codes(text) == ["RV304"]
     assert codes(text, total_ratio=6.0) == []
 
@@ -220,7 +239,7 @@ def test_before_condition_no_event_satisfies_is_rv305():
     body = "open on call book ok discharge on call check ok deadline before"
     assert codes(f"obligation o (+0.1, expire -0.1) {{ {body} call submit and assistant }}") == ["RV305"]
     assert codes(f"obligation o (+0.1, expire -0.1) {{ {body} call submit }}") == []
-    assert codes(f"obligation o (+0.1, expire -0.1) {{ {body} user says \"bye\" }}") == []
+    assert codes(f'obligation o (+0.1, expire -0.1) {{ {body} user says "bye" }}') == []
 
 
 # ---- registration and the CLI -------------------------------------------------------------

@@ -69,8 +69,10 @@ def setup():
     tok = build_tiny_tokenizer(words)
     think = tuple(tok.convert_tokens_to_ids(w) for w in ("hmm", "so", "fetch", "k0"))
     policies = {}
-    for name, targets in (("attn", LoraSettings().target_modules),
-                          ("head", LoraSettings().target_modules + ("lm_head",))):
+    for name, targets in (
+        ("attn", LoraSettings().target_modules),
+        ("head", LoraSettings().target_modules + ("lm_head",)),
+    ):
         torch.manual_seed(1)
         policy = apply_lora(build_tiny_model(tok, TinyModelConfig(seed=0)), LoraSettings(target_modules=targets))
         with torch.no_grad():  # a non-zero adapter, so its gradient path is exercised
@@ -80,8 +82,9 @@ def setup():
         policies[name] = policy
     factory = env_factory("chain4", max_turns=4)
     plain = collect_groups(policies["attn"], tok, factory, make_tasks(2), 3, GenConfig(temperature=1.3), [0, 1])
-    thinking = collect_groups(policies["attn"], tok, factory, make_tasks(1), 3,
-                              GenConfig(think_max_tokens=2, think_token_ids=think), [2])
+    thinking = collect_groups(
+        policies["attn"], tok, factory, make_tasks(1), 3, GenConfig(think_max_tokens=2, think_token_ids=think), [2]
+    )
     rollouts = [r for g in plain + thinking for r in g]
     assert any(a is None for r in rollouts for a, m in zip(r.allowed_ids, r.completion_mask) if m)  # free tokens
     assert THINK_OPEN in tok.get_vocab() and THINK_CLOSE in tok.get_vocab()
@@ -90,8 +93,7 @@ def setup():
 
 @pytest.mark.parametrize("adapter", ["attn", "head"])
 @pytest.mark.parametrize("constrained,temperature", [(True, 1.0), (True, 0.7), (False, 1.3)])
-def test_values_entropy_and_gradients_equal_the_full_vocabulary_computation(setup, adapter, constrained,
-                                                                            temperature):
+def test_values_entropy_and_gradients_equal_the_full_vocabulary_computation(setup, adapter, constrained, temperature):
     tok, policies, rollouts = setup
     model = policies[adapter]
     params = [p for p in model.parameters() if p.requires_grad]
@@ -104,8 +106,9 @@ def test_values_entropy_and_gradients_equal_the_full_vocabulary_computation(setu
         (logp * w).sum().backward()
         return logp.detach(), ent, [p.grad.clone() for p in params]
 
-    new_lp, new_ent, new_grad = run(lambda *a: completion_logprobs(*a[:2], a[2], with_entropy=a[3],
-                                                                   constrained=a[4], temperature=a[5]))
+    new_lp, new_ent, new_grad = run(
+        lambda *a: completion_logprobs(*a[:2], a[2], with_entropy=a[3], constrained=a[4], temperature=a[5])
+    )
     ref_lp, ref_ent, ref_grad = run(reference_logprobs)
     assert torch.isfinite(ref_lp).all() and (ref_lp != 0).sum() > 20
     assert_close(new_lp, ref_lp, n=chain(model, rollouts, tok), what="log-probs")
@@ -164,8 +167,10 @@ def test_a_shared_prompt_computed_once_gives_the_same_values_and_gradients(setup
         assert lp_mod._shared_prompt_hidden(decoder, ids, attn, len(group[0].prompt_ids)) is not None
     params = [p for p in model.parameters() if p.requires_grad]
     out = []
-    for fn in (lambda: completion_logprobs(model, group, tok.pad_token_id, with_entropy=True),
-               lambda: reference_logprobs(model, group, tok.pad_token_id, True, True, 1.0)):
+    for fn in (
+        lambda: completion_logprobs(model, group, tok.pad_token_id, with_entropy=True),
+        lambda: reference_logprobs(model, group, tok.pad_token_id, True, True, 1.0),
+    ):
         model.zero_grad(set_to_none=True)
         logp, ent = fn()
         (logp * torch.linspace(-1, 1, logp.shape[1])).sum().backward()

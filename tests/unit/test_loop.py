@@ -14,8 +14,9 @@ torch.set_num_threads(1)
 
 
 def _cfg(tmp_path, **kw):
-    base = dict(iterations=4, tasks_per_iteration=2, num_generations=4, learning_rate=0.05, out_dir=str(tmp_path),
-                micro_batch=5)
+    base = dict(
+        iterations=4, tasks_per_iteration=2, num_generations=4, learning_rate=0.05, out_dir=str(tmp_path), micro_batch=5
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -26,9 +27,18 @@ def test_metrics_rows_and_jsonl(tmp_path):
     assert len(rows) == 4
     lines = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert lines == rows
-    for key in ("rollout/success_rate", "rollout/frac_dead_groups", "rollout/dead_iteration",
-                "process/violations_per_episode", "process/discharges_per_episode", "process/weight",
-                "loss/policy", "loss/kl", "policy/entropy", "perf/tokens_per_s"):
+    for key in (
+        "rollout/success_rate",
+        "rollout/frac_dead_groups",
+        "rollout/dead_iteration",
+        "process/violations_per_episode",
+        "process/discharges_per_episode",
+        "process/weight",
+        "loss/policy",
+        "loss/kl",
+        "policy/entropy",
+        "perf/tokens_per_s",
+    ):
         assert key in rows[0]
     assert [r["rollout/episodes_generated"] for r in rows] == [8, 16, 24, 32]
     assert rows[0]["process/weight"] == 1.0
@@ -51,8 +61,11 @@ def test_grpo_all_fail_is_dead_and_does_not_move_weights(tmp_path):
 def test_resume_equals_uninterrupted(tmp_path):
     """Training 2 + resume 2 gives the same metrics and weights as 4 straight."""
     be_full = fake_backend()
-    full = train(_cfg(tmp_path / "a", method="rlvp", anneal_patience=1, anneal_threshold=5.0, anneal_iterations=3),
-                 backend=be_full, progress=False)
+    full = train(
+        _cfg(tmp_path / "a", method="rlvp", anneal_patience=1, anneal_threshold=5.0, anneal_iterations=3),
+        backend=be_full,
+        progress=False,
+    )
     be = fake_backend()
     cfg = _cfg(tmp_path / "b", method="rlvp", anneal_patience=1, anneal_threshold=5.0, anneal_iterations=3)
     train(cfg.replace(iterations=2), backend=be, progress=False)
@@ -70,8 +83,12 @@ def test_resume_equals_uninterrupted(tmp_path):
 def test_dapo_all_fail_stops_at_cap_and_counts_every_episode(tmp_path):
     """Case 4 in the loop: all-fail batches, cap 3 -> 3 rounds, all episodes counted, a message, valid JSON."""
     msgs = []
-    rows = train(_cfg(tmp_path, method="dapo", iterations=2, dapo_max_rounds=3), backend=fake_backend(calls=6),
-                 progress=False, log=msgs.append)
+    rows = train(
+        _cfg(tmp_path, method="dapo", iterations=2, dapo_max_rounds=3),
+        backend=fake_backend(calls=6),
+        progress=False,
+        log=msgs.append,
+    )
     assert [r["rollout/rounds"] for r in rows] == [3, 3]
     assert [r["rollout/episodes_generated"] for r in rows] == [3 * 8, 6 * 8]
     assert all(r["rollout/dead_iteration"] == 1 and r["rollout/frac_dead_groups"] == 1.0 for r in rows)
@@ -98,8 +115,13 @@ def test_dapo_scores_each_episode_once(tmp_path):
 
     be.scorer, be.collect = counting_scorer, recording_collect
     cfg = _cfg(tmp_path, method="dapo", iterations=3, dapo_max_rounds=4)
-    rows = train(cfg, backend=be, progress=False, log=lambda s: None,
-                 on_batch=lambda it, groups, credits, weight: events.append(("batch", groups)))
+    rows = train(
+        cfg,
+        backend=be,
+        progress=False,
+        log=lambda s: None,
+        on_batch=lambda it, groups, credits, weight: events.append(("batch", groups)),
+    )
     assert any(r["rollout/rounds"] > 1 for r in rows)
     overlap, expected = 0, set()
     collected = []

@@ -30,8 +30,15 @@ GOOD = {"t1": 0.25, "t2": -0.5}
 
 
 def _cfg(tmp_path, **kw):
-    base = dict(method="rlvp", iterations=3, tasks_per_iteration=2, num_generations=4, learning_rate=0.05,
-                out_dir=str(tmp_path), micro_batch=5)
+    base = dict(
+        method="rlvp",
+        iterations=3,
+        tasks_per_iteration=2,
+        num_generations=4,
+        learning_rate=0.05,
+        out_dir=str(tmp_path),
+        micro_batch=5,
+    )
     base.update(kw)
     return TrainConfig(**base)
 
@@ -84,6 +91,7 @@ def test_bad_credits_are_counted_and_never_reach_the_update(tmp_path, monkeypatc
     be = fake_backend(calls=3)
     returned = {"bad": 0}
     if source == "function":
+
         def user_credits(episode):
             out = []
             for e in episode.calls:

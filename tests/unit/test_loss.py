@@ -47,8 +47,9 @@ def test_masked_tokens_never_exponentiated():
     """Garbage log-probs on masked tokens (padding) do not leak into the loss."""
     logp = torch.tensor([[-1.0, float("-inf")]])
     ref = torch.tensor([[-1.0, 0.0]])
-    out = policy_loss(logp, torch.tensor([[-1.0, 50.0]]), torch.ones(1, 2), torch.tensor([[1.0, 0.0]]),
-                      beta=0.5, ref_logp=ref)
+    out = policy_loss(
+        logp, torch.tensor([[-1.0, 50.0]]), torch.ones(1, 2), torch.tensor([[1.0, 0.0]]), beta=0.5, ref_logp=ref
+    )
     assert math.isfinite(out.loss.item())
 
 
@@ -92,8 +93,10 @@ def test_micro_batch_shares_of_the_normaliser_sum_to_the_batch_loss(loss_type):
     L = action_len(mask)  # the batch's L, as the loop passes it to every micro-batch
     whole = aggregate(per_token, mask, loss_type)
     total = normaliser(mask, loss_type, L)
-    parts = sum(aggregate(per_token[idx], mask[idx], loss_type, L) * normaliser(mask[idx], loss_type, L) / total
-                for idx in ([0, 1], [2, 3], [4]))
+    parts = sum(
+        aggregate(per_token[idx], mask[idx], loss_type, L) * normaliser(mask[idx], loss_type, L) / total
+        for idx in ([0, 1], [2, 3], [4])
+    )
     # 35 terms in other groupings, then a product and a division per part
     assert_close(parts, whole, n=terms(5 * 7, 3 * 2), scale=float(aggregate(per_token.abs(), mask, loss_type)))
 
@@ -117,12 +120,26 @@ def test_a_longer_tool_output_changes_neither_loss_nor_gradient(loss_type):
         model = FakeLM(vocab=16, seed=3)
         batch = [make_rollout("a", [3, 1], 1.0, obs_len), make_rollout("a", [2, 4, 2], 0.0, obs_len)]
         _, _, cmask = pad_batch(batch)
-        adv = compute_advantages([[1.0, 0.0]], [[credits_of([0.5, -1.0]), credits_of([0.0, 2.0, -0.25])]],
-                                 [[r.call_spans for r in batch]], cmask, credit_mode="token")
+        adv = compute_advantages(
+            [[1.0, 0.0]],
+            [[credits_of([0.5, -1.0]), credits_of([0.0, 2.0, -0.25])]],
+            [[r.call_spans for r in batch]],
+            cmask,
+            credit_mode="token",
+        )
         cfg = TrainConfig(loss_type=loss_type, max_grad_norm=0.0, micro_batch=1, out_dir="unused")
         params = list(model.parameters())
-        stats = _update(cfg, Backend(model, None, None, None), model, torch.optim.SGD(params, lr=0.0), params,
-                        batch, adv.advantages, cmask, step=True)
+        stats = _update(
+            cfg,
+            Backend(model, None, None, None),
+            model,
+            torch.optim.SGD(params, lr=0.0),
+            params,
+            batch,
+            adv.advantages,
+            cmask,
+            step=True,
+        )
         # ratio 1 (one pass): the per-token loss is -A, so sum|x_i| of the loss's sum is the aggregate of |A|
         magnitude = float(aggregate(adv.advantages.abs(), cmask, loss_type))
         results.append((stats["policy"], [p.grad.clone() for p in params], cmask.shape))
@@ -158,8 +175,14 @@ def _loss_and_grad(logp, old, adv, mask, ref, loss_type, beta):
 
 
 @settings(max_examples=40)
-@given(st.sampled_from(LOSS_TYPES), st.sampled_from([0.0, 0.1]), st.integers(1, 5), st.integers(1, 8),
-       st.integers(1, 4), st.integers(0, 2**31 - 1))
+@given(
+    st.sampled_from(LOSS_TYPES),
+    st.sampled_from([0.0, 0.1]),
+    st.integers(1, 5),
+    st.integers(1, 8),
+    st.integers(1, 4),
+    st.integers(0, 2**31 - 1),
+)
 def test_fully_masked_rows_and_padding_change_neither_loss_nor_gradient(loss_type, beta, B, T, extra, seed):
     """Every aggregation: appending rollouts with no action token, or padding columns, with garbage
     log-probs, advantages and reference values under their zero mask, leaves the loss and the gradient
@@ -175,14 +198,22 @@ def test_fully_masked_rows_and_padding_change_neither_loss_nor_gradient(loss_typ
     rows = lambda x, y: torch.cat([x, y])  # noqa: E731
     cols = lambda x, y: torch.cat([x, y], dim=1)  # noqa: E731
     for grow, shape in ((rows, (extra, T)), (cols, (B, extra))):
-        loss, grad, _ = _loss_and_grad(grow(logp, garbage(*shape)), grow(old, garbage(*shape)),
-                                    grow(adv, garbage(*shape)), grow(mask, torch.zeros(shape)),
-                                    grow(ref, garbage(*shape)), loss_type, beta)
+        loss, grad, _ = _loss_and_grad(
+            grow(logp, garbage(*shape)),
+            grow(old, garbage(*shape)),
+            grow(adv, garbage(*shape)),
+            grow(mask, torch.zeros(shape)),
+            grow(ref, garbage(*shape)),
+            loss_type,
+            beta,
+        )
         # the same terms, summed over a larger (zero-padded) tensor: the order may differ
         # one sum of the B x T terms (seq_mean: of T, then of B), a division or two
         assert_close(loss, want_loss, n=terms(B * T, 2), scale=magnitude, what=f"{loss_type} loss")
         assert torch.equal(grad[:B, :T], want_grad)  # elementwise: the same operations
-        assert torch.equal(grad[B:], torch.zeros_like(grad[B:])) and torch.equal(grad[:, T:], torch.zeros_like(grad[:, T:]))
+        assert torch.equal(grad[B:], torch.zeros_like(grad[B:])) and torch.equal(
+            grad[:, T:], torch.zeros_like(grad[:, T:])
+        )
 
 
 def test_a_fully_masked_rollout_does_not_halve_the_constant_loss():
@@ -208,8 +239,13 @@ def test_a_fully_masked_rollout_in_the_batch_leaves_the_loops_update_unchanged(l
 
     batch = [make_rollout("a", [3, 1], 1.0), make_rollout("a", [2, 4, 2], 0.0)]
     _, _, cmask = pad_batch(batch)
-    adv = compute_advantages([[1.0, 0.0]], [[credits_of([0.5, -1.0]), credits_of([0.0, 2.0, -0.25])]],
-                             [[r.call_spans for r in batch]], cmask, credit_mode="token").advantages
+    adv = compute_advantages(
+        [[1.0, 0.0]],
+        [[credits_of([0.5, -1.0]), credits_of([0.0, 2.0, -0.25])]],
+        [[r.call_spans for r in batch]],
+        cmask,
+        credit_mode="token",
+    ).advantages
     silent = make_rollout("a", [5], 0.0)
     silent = replace(silent, completion_mask=[0] * len(silent.completion_mask))
     results = []
@@ -217,17 +253,27 @@ def test_a_fully_masked_rollout_in_the_batch_leaves_the_loops_update_unchanged(l
         _, _, m = pad_batch(rollouts)
         A = torch.zeros(m.shape)
         A[: adv.shape[0], : adv.shape[1]] = adv
-        A[len(batch):] = 3.0  # never read: the row is masked
+        A[len(batch) :] = 3.0  # never read: the row is masked
         model = FakeLM(vocab=16, seed=3)
         params = list(model.parameters())
         cfg = TrainConfig(loss_type=loss_type, max_grad_norm=0.0, micro_batch=1, out_dir="unused")
-        stats = _update(cfg, Backend(model, None, None, None), model, torch.optim.SGD(params, lr=0.0), params,
-                        rollouts, A, m, step=True)
+        stats = _update(
+            cfg,
+            Backend(model, None, None, None),
+            model,
+            torch.optim.SGD(params, lr=0.0),
+            params,
+            rollouts,
+            A,
+            m,
+            step=True,
+        )
         results.append((stats["policy"], [p.grad.clone() for p in params]))
     (loss_a, grad_a), (loss_b, grad_b) = results
     n = terms(model.emb.embedding_dim, model.out.out_features, m.numel())
     assert loss_a != 0.0
     # ratio 1 (one pass): the per-token loss is -A, so sum|x_i| of the loss's sum is the aggregate of |A|
-    assert_close(loss_b, loss_a, n=n, dtype=torch.float32, scale=float(aggregate(adv.abs(), cmask, loss_type)),
-                 what="loss")
+    assert_close(
+        loss_b, loss_a, n=n, dtype=torch.float32, scale=float(aggregate(adv.abs(), cmask, loss_type)), what="loss"
+    )
     assert_all_close(grad_b, grad_a, n=n, what="gradients")

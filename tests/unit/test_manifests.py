@@ -156,10 +156,17 @@ def test_mcp_defaults_follow_the_spec():
 def test_mcp_hints_that_say_false_are_tags_too():
     """destructiveHint false on a write -> additive; openWorldHint false -> closed_world; read-only ignores the first."""
     tool = lambda name, **ann: mcp_tool(name, ann)  # noqa: E731
-    m = parse_manifest({"tools": [tool("add", readOnlyHint=False, destructiveHint=False),
-                                  tool("look", readOnlyHint=True, destructiveHint=False, openWorldHint=False),
-                                  tool("put", destructiveHint=False, idempotentHint=True, openWorldHint=False),
-                                  mcp_tool("odd", {"destructiveHint": False}, tags=["destructive"])]}, "m.json")
+    m = parse_manifest(
+        {
+            "tools": [
+                tool("add", readOnlyHint=False, destructiveHint=False),
+                tool("look", readOnlyHint=True, destructiveHint=False, openWorldHint=False),
+                tool("put", destructiveHint=False, idempotentHint=True, openWorldHint=False),
+                mcp_tool("odd", {"destructiveHint": False}, tags=["destructive"]),
+            ]
+        },
+        "m.json",
+    )
     assert m.tool("add").tags == {"write", "additive", "open_world"}
     assert m.tool("look").tags == {"read", "closed_world"}
     assert m.tool("put").tags == {"write", "additive", "idempotent", "closed_world"}
@@ -186,11 +193,14 @@ def test_openai_forms():
 
 def test_ours_parameters_and_inference():
     """Our format: string or object parameters; a missing target is inferred, null is not."""
-    data = {"format": "rlvp-tools/1", "tools": [
-        {"name": "rd", "tags": ["read"], "parameters": ["doc_id", "origin"]},
-        {"name": "wr", "tags": ["write"], "parameters": [{"name": "origin"}, {"name": "doc_id", "type": "str"}]},
-        {"name": "wr2", "tags": ["write"], "target": None, "parameters": ["doc_id"]},
-    ]}
+    data = {
+        "format": "rlvp-tools/1",
+        "tools": [
+            {"name": "rd", "tags": ["read"], "parameters": ["doc_id", "origin"]},
+            {"name": "wr", "tags": ["write"], "parameters": [{"name": "origin"}, {"name": "doc_id", "type": "str"}]},
+            {"name": "wr2", "tags": ["write"], "target": None, "parameters": ["doc_id"]},
+        ],
+    }
     m = parse_manifest(data, "t.json")
     assert targets(m) == {"rd": "doc_id", "wr": "doc_id", "wr2": None}  # origin is shared but no identifier
     assert m.tool("wr").params == ("origin", "doc_id")
@@ -198,18 +208,33 @@ def test_ours_parameters_and_inference():
 
 def test_shared_non_identifier_is_no_target():
     """Tools sharing only non-identifier parameters (origin, date) get no target."""
-    data = {"format": "rlvp-tools/1", "tools": [
-        {"name": "search", "tags": ["read"], "parameters": ["origin", "date"]},
-        {"name": "book", "tags": ["write"], "parameters": ["origin", "date"]},
-    ]}
+    data = {
+        "format": "rlvp-tools/1",
+        "tools": [
+            {"name": "search", "tags": ["read"], "parameters": ["origin", "date"]},
+            {"name": "book", "tags": ["write"], "parameters": ["origin", "date"]},
+        ],
+    }
     m = parse_manifest(data, "t.json")
     assert targets(m) == {"search": None, "book": None} and m.notes == ()
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("reservation_id", True), ("id", True), ("path", True), ("file", True), ("filename", True),
-    ("url", True), ("src_path", True), ("origin", False), ("date", False), ("item_ids", False), ("idea", False),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("reservation_id", True),
+        ("id", True),
+        ("path", True),
+        ("file", True),
+        ("filename", True),
+        ("url", True),
+        ("src_path", True),
+        ("origin", False),
+        ("date", False),
+        ("item_ids", False),
+        ("idea", False),
+    ],
+)
 def test_identifier_params(name, expected):
     """Identifier-like names are ids, paths, files and urls."""
     assert is_identifier_param(name) is expected
@@ -231,25 +256,40 @@ def test_error_names_record_and_field():
     assert msg == "bad.json: tools[3].tags: expected a list of strings, got a string 'read'"
 
 
-@pytest.mark.parametrize("data,needles", [
-    ({"format": "rlvp-tools/2", "tools": []}, ["format", "rlvp-tools/1", "rlvp-tools/2"]),
-    ({"format": "rlvp-tools/1"}, ["tools", "missing"]),
-    ({"format": "rlvp-tools/1", "tools": [{"tags": []}]}, ["tools[0].name", "missing"]),
-    ({"format": "rlvp-tools/1", "tools": [{"name": "a", "tags": ["read", 3]}]}, ["tools[0].tags[1]", "non-empty string", "3"]),
-    ({"format": "rlvp-tools/1", "tools": [{"name": "a", "target": "x", "parameters": ["y"]}]},
-     ["tools[0].target", "['y']", "'x'"]),
-    ({"format": "rlvp-tools/1", "tools": [{"name": "a"}, {"name": "a"}]}, ["tools[1].name", "duplicate", "tools[0]"]),
-    ({"toolkits": {"agent": {"tools": [{"name": "a", "tag": "DELETE", "parameters": []}]}}},
-     ["toolkits.agent.tools[0].tag", "READ, WRITE", "'DELETE'"]),
-    ({"tools": [{"name": "a", "inputSchema": {}, "annotations": {"readOnlyHint": "yes"}}]},
-     ["tools[0].annotations.readOnlyHint", "true or false", "'yes'"]),
-    ([{"type": "function", "function": {"name": "", "parameters": {}}}], ["[0].function.name", "non-empty"]),
-    ([{"type": "retrieval"}], ["[0].type", "'function'"]),
-    ({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601}}, ["error", "-32601"]),
-    ({"things": []}, ["unknown manifest format", "things"]),
-    ({"tools": 3}, ["bad.json: tools: expected a list of tools, got a number 3"]),
-    ("tools", ["expected a JSON object or list"]),
-])
+@pytest.mark.parametrize(
+    "data,needles",
+    [
+        ({"format": "rlvp-tools/2", "tools": []}, ["format", "rlvp-tools/1", "rlvp-tools/2"]),
+        ({"format": "rlvp-tools/1"}, ["tools", "missing"]),
+        ({"format": "rlvp-tools/1", "tools": [{"tags": []}]}, ["tools[0].name", "missing"]),
+        (
+            {"format": "rlvp-tools/1", "tools": [{"name": "a", "tags": ["read", 3]}]},
+            ["tools[0].tags[1]", "non-empty string", "3"],
+        ),
+        (
+            {"format": "rlvp-tools/1", "tools": [{"name": "a", "target": "x", "parameters": ["y"]}]},
+            ["tools[0].target", "['y']", "'x'"],
+        ),
+        (
+            {"format": "rlvp-tools/1", "tools": [{"name": "a"}, {"name": "a"}]},
+            ["tools[1].name", "duplicate", "tools[0]"],
+        ),
+        (
+            {"toolkits": {"agent": {"tools": [{"name": "a", "tag": "DELETE", "parameters": []}]}}},
+            ["toolkits.agent.tools[0].tag", "READ, WRITE", "'DELETE'"],
+        ),
+        (
+            {"tools": [{"name": "a", "inputSchema": {}, "annotations": {"readOnlyHint": "yes"}}]},
+            ["tools[0].annotations.readOnlyHint", "true or false", "'yes'"],
+        ),
+        ([{"type": "function", "function": {"name": "", "parameters": {}}}], ["[0].function.name", "non-empty"]),
+        ([{"type": "retrieval"}], ["[0].type", "'function'"]),
+        ({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601}}, ["error", "-32601"]),
+        ({"things": []}, ["unknown manifest format", "things"]),
+        ({"tools": 3}, ["bad.json: tools: expected a list of tools, got a number 3"]),
+        ("tools", ["expected a JSON object or list"]),
+    ],
+)
 def test_errors(data, needles):
     """Malformed manifests raise ManifestError naming where and what."""
     msg = error_of(data)

@@ -12,6 +12,7 @@ def _gen(outcomes_per_round, calls):
         calls.append((rnd, n))
         outs = outcomes_per_round(rnd)
         return [[make_rollout(f"t{rnd}_{j}", [1], o) for o in outs] for j in range(n)]
+
     return generate
 
 

@@ -33,13 +33,15 @@ def test_every_episode_once_within_the_caps(lengths, size, max_tokens):
 def test_a_token_cap_gives_the_same_update(tmp_path):
     """One iteration with micro-batches cut by a token cap moves the weights as the plain cut does: the
     gradients agree to rounding (another summation order), and so does AdamW's step."""
-    base = dict(iterations=1, tasks_per_iteration=2, num_generations=4, learning_rate=0.05, method="rlvp",
-                micro_batch=5)
+    base = dict(
+        iterations=1, tasks_per_iteration=2, num_generations=4, learning_rate=0.05, method="rlvp", micro_batch=5
+    )
     weights, grads = [], []
     for cap in (0, 25):
         be = fake_backend()
-        rows = train(TrainConfig(out_dir=str(tmp_path / str(cap)), micro_batch_tokens=cap, **base), backend=be,
-                     progress=False)
+        rows = train(
+            TrainConfig(out_dir=str(tmp_path / str(cap)), micro_batch_tokens=cap, **base), backend=be, progress=False
+        )
         assert rows[0]["rollout/dead_iteration"] == 0
         weights.append([p.detach().clone() for p in be.model.parameters()])
         grads.append([p.grad.clone() for p in be.model.parameters()])  # the update's (zeroed before each pass)

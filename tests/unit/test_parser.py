@@ -71,12 +71,15 @@ def test_bad_escape_is_rv104():
     assert d.code == "RV104" and d.span.column == 48
 
 
-@pytest.mark.parametrize("text,code", [
-    ("obligation o (1, expire -1) { open on call discharge on call deadline within 0 calls }", "RV209"),
-    ("obligation o (1, expire -1) { open on call discharge on call deadline within 1.5 calls }", "RV209"),
-    ('violation v (-1) { on call result < "x" }', "RV209"),
-    ('violation v (-1) { on call arg x > "x" }', "RV209"),
-])
+@pytest.mark.parametrize(
+    "text,code",
+    [
+        ("obligation o (1, expire -1) { open on call discharge on call deadline within 0 calls }", "RV209"),
+        ("obligation o (1, expire -1) { open on call discharge on call deadline within 1.5 calls }", "RV209"),
+        ('violation v (-1) { on call result < "x" }', "RV209"),
+        ('violation v (-1) { on call arg x > "x" }', "RV209"),
+    ],
+)
 def test_invalid_values(text, code):
     """Counts and comparisons that make no sense are diagnosed while parsing."""
     assert code in {d.code for d in diags(text)}
@@ -94,23 +97,26 @@ def test_obligation_default_deadline_is_end():
     assert o.deadline.kind == "end"
 
 
-@pytest.mark.parametrize("text", [
-    "violation v (-1) { on call",
-    "violation v (-1) { on call and }",
-    "violation v -1 { on call }",
-    "violation v (-1) on call",
-    "obligation o (1) { }",
-    "obligation o (1, expire -1) { open on call discharge on call deadline within 3 }",
-    "tool x : read,",
-    "tool x : read target",
-    "const X = ",
-    "violation v (-1) { on call arg x in [1, ] }",
-    "progress p (+1) { signal g sideways }",
-    "include",
-    "violation v (-1) { on seen call }",
-    "violation v (-1) { on (call }",
-    "}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "violation v (-1) { on call",
+        "violation v (-1) { on call and }",
+        "violation v -1 { on call }",
+        "violation v (-1) on call",
+        "obligation o (1) { }",
+        "obligation o (1, expire -1) { open on call discharge on call deadline within 3 }",
+        "tool x : read,",
+        "tool x : read target",
+        "const X = ",
+        "violation v (-1) { on call arg x in [1, ] }",
+        "progress p (+1) { signal g sideways }",
+        "include",
+        "violation v (-1) { on seen call }",
+        "violation v (-1) { on (call }",
+        "}",
+    ],
+)
 def test_syntax_errors_use_the_languages_words(text):
     """A syntax error is one RV1xx diagnostic that never names a parser-internal terminal."""
     ds = diags(text)
@@ -145,15 +151,20 @@ TYPOS = [
     ("violaton x (-1) { on call }", "violaton", "violation", (1, 1)),
     ("obligation x (1, expre -1) { open on call discharge on call }", "expre", "expire", (1, 18)),
     ("obligation x (1, expire -1) { opn on call discharge on call }", "opn", "open", (1, 31)),
-    ("obligation x (1, expire -1) {\n  open on call\n  discharge on call deadine at end }", "deadine", "deadline", (3, 21)),
+    (
+        "obligation x (1, expire -1) {\n  open on call\n  discharge on call deadine at end }",
+        "deadine",
+        "deadline",
+        (3, 21),
+    ),
     ("violation x (-1) { on call unless sen (call) }", "sen", "seen", (1, 35)),
     ("violation x (-1) { on cal }", "cal", "call", (1, 23)),
     ("violation x (-1) {\n  onn call }", "onn", "on", (2, 3)),
     ("violation x (-1) { on call arg p exist }", "exist", "exists", (1, 34)),
     ("tool x: read targte y", "targte", "target", (1, 14)),
-    ("tols from \"x.json\"", "tols", "tools", (1, 1)),
+    ('tols from "x.json"', "tols", "tools", (1, 1)),
     ("repeat_eror (-1)", "repeat_eror", "repeat_error", (1, 1)),
-    ("tset \"x\" { episode { } expect total == 0 }", "tset", "test", (1, 1)),
+    ('tset "x" { episode { } expect total == 0 }', "tset", "test", (1, 1)),
 ]
 
 
@@ -178,7 +189,11 @@ def test_a_keyword_glued_to_a_name_is_an_error_but_a_name_starting_with_one_is_n
     """`on callx` lexes as `call` + `x`: RV101 at the whole word; `call call_log` is a plain name."""
     (d,) = diags("tool x : read\nviolation v (-1) { on callx }")
     assert (d.code, d.message, d.span.column, d.span.end_column) == (
-        "RV101", "'callx' reads as 'call' followed by the name 'x'", 23, 28)
+        "RV101",
+        "'callx' reads as 'call' followed by the name 'x'",
+        23,
+        28,
+    )
     assert diags("tool call_log : read\nviolation v (-1) { on call call_log }") == []
     assert diags("tool opener : read\nobligation o (1, expire -1) { open on call opener discharge on call }") == []
 
@@ -215,8 +230,9 @@ def test_cached_parser_is_saved_then_loaded_and_parses_alike(monkeypatch, tmp_pa
     text = STOCK_RULES + "tool a : read target x\n"
     tree_loaded, tree_built = loaded.parse(text), grammar.build_parser().parse(text)
     assert tree_loaded == tree_built == built.parse(text)
-    assert [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_loaded.iter_subtrees()] == \
-        [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_built.iter_subtrees()]
+    assert [(t.meta.line, t.meta.column, t.meta.end_column) for t in tree_loaded.iter_subtrees()] == [
+        (t.meta.line, t.meta.column, t.meta.end_column) for t in tree_built.iter_subtrees()
+    ]
     assert sorted(t.name for t in loaded.terminals) == sorted(t.name for t in built.terminals)
     assert loaded.grammar is not None  # kept in the cache: hypothesis's from_lark needs it
 

@@ -35,7 +35,7 @@ def roundtrip(text: str) -> tuple[ast.RuleFile, str]:
 
 TEXTS = [
     # the brief's example file
-    r'''
+    r"""
 tool cancel_reservation : write, destructive target reservation_id
 tool get_reservation_details : read target reservation_id
 const BLIND = -1.0
@@ -51,21 +51,21 @@ obligation verify_after_write (+0.5, expire -0.5) {
 repeat_error (-0.3)
 blind_destructive (BLIND) { inspected_by call tag read ok }
 progress proof (+0.2 per unit, max 1.0) { signal goals_remaining decreasing }
-''',
+""",
     'include "base.rlvp"\ntools from "manifests/fs.json"\ntool `open` : `tag`, read target `target`\n',
-    'violation v (-1) { on (call a or call b) tag c and not (tag d or error) unless not not ok }',
+    "violation v (-1) { on (call a or call b) tag c and not (tag d or error) unless not not ok }",
     'violation v (-1) { on call {a, b, `call`} arg x in ["a\\"b\\\\", 1.5, true, false, null] }',
     r'violation v (-1) { on arg p matches /a\/b\d+/is and error_text startswith "E:" and result == "x\n\t" }',
     'violation v (-1) { on text != "" or text contains "\\u00e9" or signal s >= -2.5e-3 or arg n < 3 }',
     'violation v (-1) { on seen (call tag read ok same target since user says "go") and seen (error same call) }',
-    'violation v (-1) { on (tag a and tag b) and tag c }',
+    "violation v (-1) { on (tag a and tag b) and tag c }",
     'violation v (-1) { on ((tag a or tag b) or tag c) and (user says "x" and assistant says /y/m) }',
-    'obligation o (1, expire -1) { open on call discharge on call x ok same `arg` deadline within 3 calls }',
-    'obligation o (W, expire X) { open on malformed or no_result discharge on arg f exists }',
-    'repeat_error r (-0.3) { reset on call tag write }\nblind_destructive b (-1) { on tag destructive inspected_by tag read }',
-    'progress p (+0.1) { signal goals increasing from 10 }\nprogress q (1 per unit) { signal g decreasing }',
-    'tool δοκιμή : ανάγνωση\ntool 读取文件 : 读\nviolation 违规 (-1) { on call 读取文件 }',
-    'tool discharge_check : whenever_x target open_file',
+    "obligation o (1, expire -1) { open on call discharge on call x ok same `arg` deadline within 3 calls }",
+    "obligation o (W, expire X) { open on malformed or no_result discharge on arg f exists }",
+    "repeat_error r (-0.3) { reset on call tag write }\nblind_destructive b (-1) { on tag destructive inspected_by tag read }",
+    "progress p (+0.1) { signal goals increasing from 10 }\nprogress q (1 per unit) { signal g decreasing }",
+    "tool δοκιμή : ανάγνωση\ntool 读取文件 : 读\nviolation 违规 (-1) { on call 读取文件 }",
+    "tool discharge_check : whenever_x target open_file",
 ]
 
 
@@ -77,8 +77,9 @@ def test_written_texts_roundtrip(text):
 
 def test_canonical_form():
     """The printed text is readable: juxtaposed phrases, signs on weights, backticked keywords."""
-    _, printed = roundtrip('tool `open` : read\nobligation o (1, expire -1) { open on call tag write '
-                           'discharge on call `open` ok }')
+    _, printed = roundtrip(
+        "tool `open` : read\nobligation o (1, expire -1) { open on call tag write discharge on call `open` ok }"
+    )
     assert printed == (
         "tool `open` : read\n\n"
         "obligation o (+1, expire -1) {\n"
@@ -106,15 +107,18 @@ def test_scalars():
     assert float(print_number(1e300)) == 1e300
 
 
-@pytest.mark.parametrize("expr", [
-    ast.HasBinding(ast.Binding("target")),
-    ast.Const(True),
-    ast.And((ast.StatusAtom("ok"),)),
-    ast.TagAtom(ast.Name("a`b")),
-    ast.TextTest("text", "matches", ""),
-    ast.TextTest("text", "matches", "ab\\"),
-    ast.SignalTest(ast.Name("s"), "<", float("inf")),
-])
+@pytest.mark.parametrize(
+    "expr",
+    [
+        ast.HasBinding(ast.Binding("target")),
+        ast.Const(True),
+        ast.And((ast.StatusAtom("ok"),)),
+        ast.TagAtom(ast.Name("a`b")),
+        ast.TextTest("text", "matches", ""),
+        ast.TextTest("text", "matches", "ab\\"),
+        ast.SignalTest(ast.Name("s"), "<", float("inf")),
+    ],
+)
 def test_unprintable_trees_raise_value_error(expr):
     """A tree no text can produce raises ValueError instead of printing wrong text."""
     with pytest.raises(ValueError):
@@ -170,13 +174,16 @@ def arg_tests() -> st.SearchStrategy[ast.ArgTest]:
 
 
 def bindings() -> st.SearchStrategy[ast.Binding]:
-    return st.one_of(st.builds(ast.Binding, st.just("arg"), names()),
-                     st.builds(ast.Binding, st.sampled_from(["target", "call"])))
+    return st.one_of(
+        st.builds(ast.Binding, st.just("arg"), names()), st.builds(ast.Binding, st.sampled_from(["target", "call"]))
+    )
 
 
 def says() -> st.SearchStrategy[ast.And]:
-    test = st.one_of(st.builds(ast.TextTest, st.just("text"), st.just("contains"), strings()),
-                     st.builds(ast.TextTest, st.just("text"), st.just("matches"), regexes(), flags))
+    test = st.one_of(
+        st.builds(ast.TextTest, st.just("text"), st.just("contains"), strings()),
+        st.builds(ast.TextTest, st.just("text"), st.just("matches"), regexes(), flags),
+    )
     return st.builds(lambda kind, t: ast.And((ast.KindAtom(kind), t)), st.sampled_from(["user", "assistant"]), test)
 
 
@@ -186,7 +193,9 @@ def atoms() -> st.SearchStrategy[ast.Expr]:
         st.builds(ast.KindAtom, st.sampled_from(["user", "assistant"])),
         st.builds(ast.TagAtom, names()),
         st.builds(ast.StatusAtom, st.sampled_from(["ok", "error", "malformed", "no_result"])),
-        text_tests("error_text"), text_tests("result"), text_tests("text"),
+        text_tests("error_text"),
+        text_tests("result"),
+        text_tests("text"),
         arg_tests(),
         st.builds(ast.SignalTest, names(), st.sampled_from(["==", "!=", "<", "<=", ">", ">="]), numbers),
         says(),
@@ -197,9 +206,12 @@ def exprs() -> st.SearchStrategy[ast.Expr]:
     def extend(inner):
         items = st.lists(inner, min_size=2, max_size=4).map(tuple)
         return st.one_of(
-            st.builds(ast.And, items), st.builds(ast.Or, items), st.builds(ast.Not, inner),
+            st.builds(ast.And, items),
+            st.builds(ast.Or, items),
+            st.builds(ast.Not, inner),
             st.builds(ast.Seen, inner, st.none() | bindings(), st.none() | inner),
         )
+
     return st.recursive(atoms(), extend, max_leaves=10)
 
 
@@ -208,9 +220,11 @@ def weights() -> st.SearchStrategy[ast.Weight]:
 
 
 def deadlines() -> st.SearchStrategy[ast.Deadline]:
-    return st.one_of(st.builds(ast.Deadline, st.just("before"), exprs()),
-                     st.builds(ast.Deadline, st.just("within"), st.none(), st.integers(1, 10**6)),
-                     st.just(ast.Deadline("end")))
+    return st.one_of(
+        st.builds(ast.Deadline, st.just("before"), exprs()),
+        st.builds(ast.Deadline, st.just("within"), st.none(), st.integers(1, 10**6)),
+        st.just(ast.Deadline("end")),
+    )
 
 
 def items() -> st.SearchStrategy[ast.Item]:
@@ -224,10 +238,22 @@ def items() -> st.SearchStrategy[ast.Item]:
         st.builds(ast.Violation, names(), weights(), exprs(), maybe),
         st.builds(ast.Obligation, names(), weights(), weights(), exprs(), exprs(), st.none() | bindings(), deadlines()),
         st.builds(ast.RepeatError, names() | st.just(ast.Name("repeat_error")), weights(), maybe),
-        st.builds(lambda n, w, body: ast.BlindDestructive(n, w, *body),
-                  names() | st.just(ast.Name("blind_destructive")), weights(), blind_body),
-        st.builds(ast.Progress, names(), weights(), names(), st.sampled_from(["decreasing", "increasing"]),
-                  st.booleans(), st.none() | numbers, st.none() | numbers),
+        st.builds(
+            lambda n, w, body: ast.BlindDestructive(n, w, *body),
+            names() | st.just(ast.Name("blind_destructive")),
+            weights(),
+            blind_body,
+        ),
+        st.builds(
+            ast.Progress,
+            names(),
+            weights(),
+            names(),
+            st.sampled_from(["decreasing", "increasing"]),
+            st.booleans(),
+            st.none() | numbers,
+            st.none() | numbers,
+        ),
     )
 
 

@@ -45,16 +45,20 @@ def test_never_firing_rule_fails_reachable_with_the_reason(tmp_path):
 
     manifest = load_manifest(str(RULES / "never_fires_tools.json"))
     result = check_program(program, tools=manifest, tools_source="M", examples=EXAMPLES, properties=("reachable",))[0]
-    assert any("test_after_write (discharge) can never fire" in n and "tagged `verify`" in n
-               and "`run_tests`" in n for n in result.notes)
+    assert any(
+        "test_after_write (discharge) can never fire" in n and "tagged `verify`" in n and "`run_tests`" in n
+        for n in result.notes
+    )
 
 
 def test_open_implying_discharge_is_explained():
     """An obligation whose open condition implies its discharge is reported as never opening."""
     from rlvp_dsl import loads
 
-    program = loads("tool a : read target x\ntool b : write target x\n"
-                    "obligation o (+0.5, expire -0.5) { open on call a ok  discharge on call ok }\n")
+    program = loads(
+        "tool a : read target x\ntool b : write target x\n"
+        "obligation o (+0.5, expire -0.5) { open on call a ok  discharge on call ok }\n"
+    )
     result = check_program(program, examples=EXAMPLES, properties=("reachable",))[0]
     assert result.status == "warn"
     assert any("it can never open" in n for n in result.notes)
@@ -76,8 +80,9 @@ class _Broken(Program):
         return credits
 
 
-@pytest.mark.parametrize("bug, prop", [("unbounded", "bounded"), ("twice", "discharge_once"),
-                                       ("reversed", "deterministic")])
+@pytest.mark.parametrize(
+    "bug, prop", [("unbounded", "bounded"), ("twice", "discharge_once"), ("reversed", "deterministic")]
+)
 def test_each_property_catches_a_seeded_bug(bug, prop):
     """Extra credit breaks `bounded`, a doubled discharge `discharge_once`, batch != stream `deterministic`."""
     base = load_program(str(REPO / "rules" / "tau2_airline.rlvp"))
@@ -119,8 +124,9 @@ def test_cli_check_farmable_exits_1_and_prints_the_counterexample(capsys):
 def test_cli_check_stock_rules_with_manifest_exits_0(capsys):
     """The airline rules against the tau2 manifest: every property ok, exit 0."""
     manifest = REPO / "examples" / "data" / "tau2" / "airline" / "tools_manifest.json"
-    code = main(["--check", str(REPO / "rules" / "tau2_airline.rlvp"), "--manifest", str(manifest),
-                 "--examples", str(EXAMPLES)])
+    code = main(
+        ["--check", str(REPO / "rules" / "tau2_airline.rlvp"), "--manifest", str(manifest), "--examples", str(EXAMPLES)]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     for name in ("bounded", "not_farmable", "discharge_once", "deterministic"):

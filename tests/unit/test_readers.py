@@ -97,8 +97,10 @@ def test_tau2_pr_files_match_data_readme(name, episodes, agent_calls, user_calls
     assert read[0].meta["domain"] in ("airline", "telecom") and read[0].meta["agent_llm"]
 
 
-@pytest.mark.parametrize("name,domain", [("pr103_azure-airline-full_gpt-4o.sample.json", "airline"),
-                                         ("pr17_telecom_gpt-4o.sample.json", "telecom")])
+@pytest.mark.parametrize(
+    "name,domain",
+    [("pr103_azure-airline-full_gpt-4o.sample.json", "airline"), ("pr17_telecom_gpt-4o.sample.json", "telecom")],
+)
 def test_tau2_samples_read_their_records(name, domain):
     """The shipped tau2 samples: one episode per simulation, in order, with its reward, task, trial,
     termination reason and domain; every message is an event or a result."""
@@ -114,7 +116,9 @@ def test_tau2_samples_read_their_records(name, domain):
         assert episode.meta["domain"] == domain
         raw_calls = [c["name"] for m in sim["messages"] for c in (m.get("tool_calls") or [])]
         assert [c.tool for c in episode.calls] == raw_calls
-        assert sum(m["role"] == "tool" for m in sim["messages"]) == sum(c.status in ("ok", "error") for c in episode.calls)
+        assert sum(m["role"] == "tool" for m in sim["messages"]) == sum(
+            c.status in ("ok", "error") for c in episode.calls
+        )
 
 
 def test_tau_bench_v1_sample_reads_its_entries():
@@ -181,7 +185,11 @@ def test_swe_agent_counts_and_paths():
     by_name = {Path(e.source).name: e for e in report.episodes}
     fix = next(e for n, e in by_name.items() if "humanevalfix" in n)
     assert [(c.tool, c.arguments.get("path")) for c in fix.calls] == [
-        ("ls", None), ("open", "main.py"), ("edit", "main.py"), ("python", "main.py"), ("submit", None)
+        ("ls", None),
+        ("open", "main.py"),
+        ("edit", "main.py"),
+        ("python", "main.py"),
+        ("submit", None),
     ]
     assert fix.meta["exit_status"] == "submitted"
     simple = by_name["demonstrations__function_calling_simple.traj"]  # history only
@@ -208,11 +216,15 @@ def test_truncated_arguments_mid_json_is_malformed_only_for_that_call(tmp_path):
     """Second call has arguments truncated mid-JSON: no exception, that call is malformed, the others read normally."""
     messages = [
         {"role": "user", "content": "cancel AB12CD"},
-        {"role": "assistant", "content": None, "tool_calls": [
-            _oa_call("c1", "get_user_details", '{"user_id": "u1"}'),
-            _oa_call("c2", "get_reservation_details", '{"reservation_id": "AB'),
-            _oa_call("c3", "get_user_details", '{"user_id": "u2"}'),
-        ]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                _oa_call("c1", "get_user_details", '{"user_id": "u1"}'),
+                _oa_call("c2", "get_reservation_details", '{"reservation_id": "AB'),
+                _oa_call("c3", "get_user_details", '{"user_id": "u2"}'),
+            ],
+        },
         {"role": "tool", "tool_call_id": "c1", "content": "{}"},
         {"role": "tool", "tool_call_id": "c2", "content": "Error: bad arguments"},
         {"role": "tool", "tool_call_id": "c3", "content": "{}"},
@@ -228,17 +240,44 @@ def test_truncated_arguments_mid_json_is_malformed_only_for_that_call(tmp_path):
 
 def test_tau2_string_arguments_truncated_and_length_cut(tmp_path):
     """tau2: JSON-text arguments cut mid-JSON, and finish_reason 'length', make only the affected call malformed."""
-    sim = {"id": "s", "task_id": "1", "trial": 0, "termination_reason": "max_steps", "reward_info": {"reward": 0.0},
-           "messages": [
-               {"role": "assistant", "content": None, "tool_calls": [
-                   {"id": "a", "name": "get_reservation_details", "arguments": '{"reservation_id": "AB', "requestor": "assistant"},
-                   {"id": "b", "name": "get_user_details", "arguments": {"user_id": "u"}, "requestor": "assistant"}]},
-               {"role": "tool", "id": "b", "content": "{}", "error": False},
-               {"role": "tool", "id": "a", "content": "Error: x", "error": True},
-               {"role": "assistant", "content": "", "raw_data": {"finish_reason": "length"}, "tool_calls": [
-                   {"id": "c", "name": "get_user_details", "arguments": {"user_id": "u"}, "requestor": "assistant"},
-                   {"id": "d", "name": "cancel_reservation", "arguments": {"reservation_id": "AB"}, "requestor": "assistant"}]},
-           ]}
+    sim = {
+        "id": "s",
+        "task_id": "1",
+        "trial": 0,
+        "termination_reason": "max_steps",
+        "reward_info": {"reward": 0.0},
+        "messages": [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "a",
+                        "name": "get_reservation_details",
+                        "arguments": '{"reservation_id": "AB',
+                        "requestor": "assistant",
+                    },
+                    {"id": "b", "name": "get_user_details", "arguments": {"user_id": "u"}, "requestor": "assistant"},
+                ],
+            },
+            {"role": "tool", "id": "b", "content": "{}", "error": False},
+            {"role": "tool", "id": "a", "content": "Error: x", "error": True},
+            {
+                "role": "assistant",
+                "content": "",
+                "raw_data": {"finish_reason": "length"},
+                "tool_calls": [
+                    {"id": "c", "name": "get_user_details", "arguments": {"user_id": "u"}, "requestor": "assistant"},
+                    {
+                        "id": "d",
+                        "name": "cancel_reservation",
+                        "arguments": {"reservation_id": "AB"},
+                        "requestor": "assistant",
+                    },
+                ],
+            },
+        ],
+    }
     (episode,) = read_episodes(_write(tmp_path, "r.json", {"simulations": [sim]}))
     assert [c.status for c in episode.calls] == ["malformed", "ok", "no_result", "malformed"]
     assert "length" in episode.calls[3].error_text
@@ -277,10 +316,19 @@ def test_results_match_by_id_then_by_order(tmp_path):
         {"role": "tool", "tool_call_id": "x", "content": "Error: for a"},
     ]
     (episode,) = read_episodes(_write(tmp_path, "ids.json", with_ids))
-    assert [(c.tool, c.result, c.status) for c in episode.calls] == [("a", "Error: for a", "error"), ("b", "for b", "ok")]
+    assert [(c.tool, c.result, c.status) for c in episode.calls] == [
+        ("a", "Error: for a", "error"),
+        ("b", "for b", "ok"),
+    ]
     no_ids = [
-        {"role": "assistant", "content": None, "tool_calls": [{"function": {"name": "a", "arguments": "{}"}},
-                                                               {"function": {"name": "b", "arguments": "{}"}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"function": {"name": "a", "arguments": "{}"}},
+                {"function": {"name": "b", "arguments": "{}"}},
+            ],
+        },
         {"role": "tool", "content": "first"},
         {"role": "tool", "content": "second"},
     ]
@@ -293,7 +341,11 @@ def test_message_turns_and_nameless_call(tmp_path):
     messages = [
         {"role": "system", "content": "policy text"},
         {"role": "user", "content": [{"type": "text", "text": "hello"}]},
-        {"role": "assistant", "content": "checking", "tool_calls": [_oa_call("1", "", "{}"), _oa_call("2", "ok_tool", "{}")]},
+        {
+            "role": "assistant",
+            "content": "checking",
+            "tool_calls": [_oa_call("1", "", "{}"), _oa_call("2", "ok_tool", "{}")],
+        },
         {"role": "tool", "tool_call_id": "2", "content": "fine"},
     ]
     (episode,) = read_episodes(_write(tmp_path, "m.json", messages))
@@ -306,19 +358,41 @@ def test_message_turns_and_nameless_call(tmp_path):
 
 def _numeric_name_call(tmp_path, fmt):
     if fmt == "openai":
-        messages = [{"role": "user", "content": "hi"},
-                    {"role": "assistant", "content": "", "tool_calls": [_oa_call("1", "ok", "{}"), _oa_call("2", 5, "{}")]}]
-        return _write(tmp_path, "chat.jsonl", json.dumps({"messages": messages}) + "\n"), \
-            "line 1: messages[1].tool_calls[1]: field 'function.name'"
+        messages = [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "", "tool_calls": [_oa_call("1", "ok", "{}"), _oa_call("2", 5, "{}")]},
+        ]
+        return _write(
+            tmp_path, "chat.jsonl", json.dumps({"messages": messages}) + "\n"
+        ), "line 1: messages[1].tool_calls[1]: field 'function.name'"
     if fmt == "tau2":
-        sim = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "1", "name": "ok", "arguments": {}}, {"id": "2", "name": 5, "arguments": {}}]}]}
-        return _write(tmp_path, "r.json", {"simulations": [sim]}), \
-            "simulations[0].messages[1].tool_calls[1]: field 'name'"
-    history = [{"role": "user", "content": "fix it"}, {"role": "assistant", "content": "", "tool_calls": [
-        {"id": "1", "function": {"name": "ok", "arguments": "{}"}}, {"id": "2", "function": {"name": 5, "arguments": "{}"}}]}]
-    return _write(tmp_path, "x.traj", {"history": history, "trajectory": []}), \
-        "history[1].tool_calls[1]: field 'function.name'"
+        sim = {
+            "messages": [
+                {"role": "user", "content": "hi"},
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": "1", "name": "ok", "arguments": {}}, {"id": "2", "name": 5, "arguments": {}}],
+                },
+            ]
+        }
+        return _write(
+            tmp_path, "r.json", {"simulations": [sim]}
+        ), "simulations[0].messages[1].tool_calls[1]: field 'name'"
+    history = [
+        {"role": "user", "content": "fix it"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "1", "function": {"name": "ok", "arguments": "{}"}},
+                {"id": "2", "function": {"name": 5, "arguments": "{}"}},
+            ],
+        },
+    ]
+    return _write(
+        tmp_path, "x.traj", {"history": history, "trajectory": []}
+    ), "history[1].tool_calls[1]: field 'function.name'"
 
 
 @pytest.mark.parametrize("fmt", ["openai", "tau2", "swe_agent"])
@@ -336,11 +410,19 @@ def test_a_numeric_tool_name_is_a_malformed_call_naming_record_and_field(tmp_pat
 
 def test_tau2_user_requestor_calls(tmp_path):
     """Calls in a tau2 user message (telecom phone tools) are call events with requestor 'user'."""
-    sim = {"task_id": "t", "trial": 0, "reward_info": {"reward": 1}, "messages": [
-        {"role": "user", "content": "let me check", "tool_calls": [
-            {"id": "u1", "name": "check_status_bar", "arguments": {}, "requestor": "user"}]},
-        {"role": "tool", "id": "u1", "content": "ok", "requestor": "user", "error": False},
-    ]}
+    sim = {
+        "task_id": "t",
+        "trial": 0,
+        "reward_info": {"reward": 1},
+        "messages": [
+            {
+                "role": "user",
+                "content": "let me check",
+                "tool_calls": [{"id": "u1", "name": "check_status_bar", "arguments": {}, "requestor": "user"}],
+            },
+            {"role": "tool", "id": "u1", "content": "ok", "requestor": "user", "error": False},
+        ],
+    }
     (episode,) = read_episodes(_write(tmp_path, "tel.json", {"simulations": [sim]}))
     assert [(e.kind, e.requestor) for e in episode.events] == [("user", "assistant"), ("call", "user")]
     assert episode.outcome == 1.0
@@ -349,11 +431,26 @@ def test_tau2_user_requestor_calls(tmp_path):
 def test_mcp_results_use_is_error(tmp_path):
     """MCP tools/call results (object or JSON text) are understood, isError marks an error."""
     lines = [
-        {"id": "e1", "messages": [
-            {"role": "assistant", "content": None, "tool_calls": [_oa_call("1", "read", "{}"), _oa_call("2", "read", "{}")]},
-            {"role": "tool", "tool_call_id": "1", "content": {"content": [{"type": "text", "text": "boom"}], "isError": True}},
-            {"role": "tool", "tool_call_id": "2", "content": json.dumps({"content": [{"type": "text", "text": "fine"}], "isError": False})},
-        ]},
+        {
+            "id": "e1",
+            "messages": [
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [_oa_call("1", "read", "{}"), _oa_call("2", "read", "{}")],
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "1",
+                    "content": {"content": [{"type": "text", "text": "boom"}], "isError": True},
+                },
+                {
+                    "role": "tool",
+                    "tool_call_id": "2",
+                    "content": json.dumps({"content": [{"type": "text", "text": "fine"}], "isError": False}),
+                },
+            ],
+        },
     ]
     path = _write(tmp_path, "mcp.jsonl", "\n".join(json.dumps(x) for x in lines) + "\n\n")
     (episode,) = read_episodes(path)
@@ -401,7 +498,9 @@ def test_invalid_json_and_bad_jsonl_line(tmp_path):
     with pytest.raises(ReaderError, match=r"line 2: messages\[0\]: field 'content'"):
         read_episodes(_write(tmp_path, "c2.jsonl", f"{good}\n{bad_record}\n"))
     with pytest.raises(ReaderError, match=r"\[0\]\.traj\[1\]: field 'role'"):
-        read_episodes(_write(tmp_path, "v1.json", [{"task_id": 1, "traj": [{"role": "user", "content": ""}, {"role": 3}]}]))
+        read_episodes(
+            _write(tmp_path, "v1.json", [{"task_id": 1, "traj": [{"role": "user", "content": ""}, {"role": 3}]}])
+        )
 
 
 def test_detection_and_not_a_trajectory(tmp_path):
@@ -459,9 +558,12 @@ def test_a_given_format_that_fits_still_reads():
 def test_a_given_format_on_a_non_trajectory_says_it_is_none(tmp_path):
     """A tool manifest read as swe_agent: not an empty episode, but `not a trajectory of any format`."""
     path = _write(tmp_path, "tools.json", {"domain": "airline", "toolkits": {}})
-    with pytest.raises(ReaderError, match=r"has a 'history' or a 'trajectory' list; this object has neither "
-                                          r"\(keys: 'domain', 'toolkits'\); the content is not a "
-                                          r"trajectory of any format \(a JSON object"):
+    with pytest.raises(
+        ReaderError,
+        match=r"has a 'history' or a 'trajectory' list; this object has neither "
+        r"\(keys: 'domain', 'toolkits'\); the content is not a "
+        r"trajectory of any format \(a JSON object",
+    ):
         read_episodes(path, format="swe_agent")
 
 
@@ -481,8 +583,10 @@ def test_a_reward_that_is_not_a_finite_number_names_the_record_and_field(tmp_pat
     messages = '[{"role": "user", "content": "hi"}]'
     text, where = {
         "openai": (f'{{"reward": {reward}, "messages": {messages}}}', "field 'reward'"),
-        "tau2": (f'{{"simulations": [{{"reward_info": {{"reward": {reward}}}, "messages": {messages}}}]}}',
-                 "simulations[0].reward_info: field 'reward'"),
+        "tau2": (
+            f'{{"simulations": [{{"reward_info": {{"reward": {reward}}}, "messages": {messages}}}]}}',
+            "simulations[0].reward_info: field 'reward'",
+        ),
         "tau_bench_v1": (f'[{{"reward": {reward}, "traj": {messages}}}]', "[0]: field 'reward'"),
     }[fmt]
     path = _write(tmp_path, "r.json", text)
@@ -535,5 +639,7 @@ def test_a_compressed_trajectory_says_so(tmp_path):
 
     path = tmp_path / "run.json"
     path.write_bytes(gzip.compress(b'{"messages": []}'))
-    with pytest.raises(ReaderError, match=r"run.json: not UTF-8 text \(byte \d+\) -- it is gzip-compressed: decompress"):
+    with pytest.raises(
+        ReaderError, match=r"run.json: not UTF-8 text \(byte \d+\) -- it is gzip-compressed: decompress"
+    ):
         read_episodes(path)

@@ -17,6 +17,7 @@ DATA = REPO.parent / "shared" / "data"
 
 try:
     import orjson  # noqa: F401
+
     HAVE_ORJSON = True
 except ImportError:
     HAVE_ORJSON = False
@@ -66,11 +67,14 @@ def test_the_shared_corpus_reads_the_same_with_both(monkeypatch):
     assert fast == plain
 
 
-@pytest.mark.parametrize("text", [
-    '{"x": NaN, "y": Infinity}',          # json accepts these literals; orjson does not
-    '{"s": "\\ud800 lone surrogate"}',
-    '[1, 2.5, "é", null, true]',
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"x": NaN, "y": Infinity}',  # json accepts these literals; orjson does not
+        '{"s": "\\ud800 lone surrogate"}',
+        '[1, 2.5, "é", null, true]',
+    ],
+)
 def test_loads_gives_json_values(backend, text):
     got, want = json_text.loads(text), json.loads(text)
     assert json.dumps(got, sort_keys=True) == json.dumps(want, sort_keys=True)

@@ -41,9 +41,11 @@ def test_a_closer_before_any_opener_ends_a_thought_the_prompt_opened():
 def test_messages_never_read_calls_from_a_thought():
     """TRL keeps an unparsed turn as content: a call in its <think> is not a malformed call; a message's
     reasoning_content is never read for calls."""
-    messages = [{"role": "user", "content": "go"},
-                {"role": "assistant", "content": f"<think>{HERMES}</think>ok, done"},
-                {"role": "assistant", "content": "done", "reasoning_content": f"maybe {HERMES}"}]
+    messages = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": f"<think>{HERMES}</think>ok, done"},
+        {"role": "assistant", "content": "done", "reasoning_content": f"maybe {HERMES}"},
+    ]
     episode = episode_from_messages(messages, call_markers=HERMES_MARKERS)
     assert episode.calls == ()
     broken = [{"role": "assistant", "content": '<think>hm</think><tool_call>{"name": "x", broken</tool_call>'}]
@@ -75,7 +77,9 @@ def test_the_qwen3_xml_form_is_a_call_outside_a_thought():
     """Qwen3-Coder / Qwen3.5 write calls as XML; outside a thought such a block is a call with its
     parameters as text arguments, not a malformed call."""
     episode = episode_from_text(f"Deleting. {XML}")
-    assert [(c.tool, c.status, dict(c.arguments)) for c in episode.calls] == [("delete_file", "no_result", {"path": "a"})]
+    assert [(c.tool, c.status, dict(c.arguments)) for c in episode.calls] == [
+        ("delete_file", "no_result", {"path": "a"})
+    ]
     cut = marked_calls("<tool_call>\n<function=delete_file>\n<parameter=path>\na")[1][0]
     assert (cut.tool, cut.problem) == ("delete_file", "tool call cut off before its closing marker")
     unclosed = marked_calls("<tool_call><function=delete_file><parameter=path>a</parameter></tool_call>")[1][0]

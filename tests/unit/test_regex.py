@@ -33,8 +33,28 @@ def re_flags(flags: str) -> int:
 ALPHABET = "abA \n_1"  # small, so that generated patterns often hit or barely miss
 UNICODE_ALPHABET = "abAB1 _\n.Ωω中٣\u2003"
 LITERALS = ["a", "b", "A", "B", "1", " ", "_", "ω", "Ω", r"\.", r"\n", r"\ ", r"\x61", "."]
-SETS = [r"\d", r"\D", r"\w", r"\W", r"\s", r"\S", "[ab]", "[^a]", "[a-c]", "[A-Z_]", r"[\d\s]",
-        r"[^\w]", "[.]", "[]a]", "[a-]", "[-b]", r"[^\n]", "[α-ω]", r"[\W1]", "[^A-Za-z]"]
+SETS = [
+    r"\d",
+    r"\D",
+    r"\w",
+    r"\W",
+    r"\s",
+    r"\S",
+    "[ab]",
+    "[^a]",
+    "[a-c]",
+    "[A-Z_]",
+    r"[\d\s]",
+    r"[^\w]",
+    "[.]",
+    "[]a]",
+    "[a-]",
+    "[-b]",
+    r"[^\n]",
+    "[α-ω]",
+    r"[\W1]",
+    "[^A-Za-z]",
+]
 ANCHORS = ["^", "$", r"\b", r"\B"]
 QUANTIFIERS = ["*", "+", "?", "{2}", "{1,3}", "{0,}", "{,2}", "{0}", "{2,}"]
 

@@ -94,8 +94,9 @@ def test_contexts_are_the_training_sequence(tiny):
             seen.append([list(c) for c in contexts])
             return super().sample_turns(contexts, trie, cfg)
 
-    rollouts = collect_group(Recorder(model, tok), tok, env_factory("chain4", max_turns=4), make_tasks(1)[0], 3,
-                             GenConfig(), seed=0)
+    rollouts = collect_group(
+        Recorder(model, tok), tok, env_factory("chain4", max_turns=4), make_tasks(1)[0], 3, GenConfig(), seed=0
+    )
     for g, r in enumerate(rollouts):
         for turn, (start, _end) in enumerate(r.call_spans):
             turn_start = start  # no reasoning: the turn starts with the call
@@ -113,12 +114,21 @@ def test_trainer_logprobs_equal_the_samplers(tiny):
             turns.append(super().sample_turns(contexts, trie, cfg))
             return turns[-1]
 
-    rollouts = collect_group(Recorder(model, tok), tok, env_factory("chain4", max_turns=4), make_tasks(1)[0], 3,
-                             GenConfig(temperature=0.7), seed=5)
+    rollouts = collect_group(
+        Recorder(model, tok),
+        tok,
+        env_factory("chain4", max_turns=4),
+        make_tasks(1)[0],
+        3,
+        GenConfig(temperature=0.7),
+        seed=5,
+    )
     for g, r in enumerate(rollouts):
         # turn k was sampled in row `active.index(g)` of the k-th call, active = the rollouts still playing
-        samples = [turns[k][[h for h, q in enumerate(rollouts) if len(q.call_spans) > k].index(g)]
-                   for k in range(len(r.call_spans))]
+        samples = [
+            turns[k][[h for h, q in enumerate(rollouts) if len(q.call_spans) > k].index(g)]
+            for k in range(len(r.call_spans))
+        ]
         gen = torch.tensor(r.completion_mask, dtype=torch.bool)
         with torch.no_grad():
             masked, _ = completion_logprobs(model, [r], tok.pad_token_id, constrained=True, temperature=0.7)
@@ -157,7 +167,7 @@ def test_random_model_emits_only_wellformed_calls_in_both_styles(tiny):
         for sample in HFGenerator(model, tok).sample_turns(contexts, trie, cfg):
             assert isinstance(sample, TurnSample) and sample.ended_with_eos
             assert sample.call is not None and sample.call_text in trie.texts
-            assert sample.ids[sample.call_start:sample.call_end] == trie.ids[trie.texts.index(sample.call_text)]
+            assert sample.ids[sample.call_start : sample.call_end] == trie.ids[trie.texts.index(sample.call_text)]
             assert sample.ids[-1] == tok.eos_token_id and sample.call_end == len(sample.ids) - 1
 
 
@@ -184,8 +194,19 @@ class Oracle:
         for env in self.envs[: len(contexts)]:
             index = trie.calls.index(env.expected_call())
             ids = trie.ids[index] + [trie.eos_id]
-            out.append(TurnSample(ids, [0.0] * len(ids), [0.0] * len(ids), [None] * len(ids), trie.calls[index],
-                                  trie.texts[index], 0, len(ids) - 1, True))
+            out.append(
+                TurnSample(
+                    ids,
+                    [0.0] * len(ids),
+                    [0.0] * len(ids),
+                    [None] * len(ids),
+                    trie.calls[index],
+                    trie.texts[index],
+                    0,
+                    len(ids) - 1,
+                    True,
+                )
+            )
         return out
 
 

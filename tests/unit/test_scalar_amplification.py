@@ -26,8 +26,15 @@ W = 0.5
 def _adv(outcomes, penalties, mode, **kw):
     groups = [[make_rollout("a", [2], o) for o in outcomes]]
     _, _, mask = pad_batch(groups[0])
-    return compute_advantages([list(outcomes)], [[credits_of([p]) for p in penalties]],
-                              [[r.call_spans for r in groups[0]]], mask, credit_mode=mode, process_weight=W, **kw)
+    return compute_advantages(
+        [list(outcomes)],
+        [[credits_of([p]) for p in penalties]],
+        [[r.call_spans for r in groups[0]]],
+        mask,
+        credit_mode=mode,
+        process_weight=W,
+        **kw,
+    )
 
 
 def test_group_rms_never_scales_credit_past_the_token_bound():
@@ -65,8 +72,16 @@ def test_amplified_groups_by_batch_std():
 def test_the_compact_trainer_counts_and_says_amplified_groups(tmp_path):
     """scalar_fold in the compact trainer: process/amplified_groups counts them, one message says so."""
     said = []
-    cfg = TrainConfig(method="scalar_fold", iterations=2, tasks_per_iteration=2, num_generations=4,
-                      learning_rate=0.05, out_dir=str(tmp_path), micro_batch=8, process_weight=0.02)
+    cfg = TrainConfig(
+        method="scalar_fold",
+        iterations=2,
+        tasks_per_iteration=2,
+        num_generations=4,
+        learning_rate=0.05,
+        out_dir=str(tmp_path),
+        micro_batch=8,
+        process_weight=0.02,
+    )
     rows = train(cfg, backend=fake_backend(calls=3), progress=False, log=said.append)
     assert all("process/amplified_groups" in r for r in rows)
     assert sum(r["process/amplified_groups"] for r in rows) > 0

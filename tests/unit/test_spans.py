@@ -57,8 +57,12 @@ def bpe():
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     core.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=700, special_tokens=["<|eot|>", "<|pad|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=700,
+        special_tokens=["<|eot|>", "<|pad|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
     core.train_from_iterator(list(_corpus()), trainer)
     tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|eot|>", pad_token="<|pad|>")
     tok.chat_template = STRIPPING_TEMPLATE
@@ -79,8 +83,7 @@ def rollouts(bpe):
 def test_the_case_is_hard(bpe, rollouts):
     """The tokenizer merges across turn boundaries and the template rewrites earlier turns."""
     rs, _ = rollouts
-    assert any(encode(bpe, bpe.decode(r.prompt_ids + r.completion_ids)) != r.prompt_ids + r.completion_ids
-               for r in rs)
+    assert any(encode(bpe, bpe.decode(r.prompt_ids + r.completion_ids)) != r.prompt_ids + r.completion_ids for r in rs)
     r = rs[0]
     sequence = bpe.decode(r.prompt_ids + r.completion_ids)
     messages = [{"role": "user", "content": r.episode.events[0].text}]
@@ -101,8 +104,9 @@ def test_spans_decode_to_their_call_and_appear_once(bpe, rollouts):
             assert bpe.decode(ids[start:end]) == text and text in trie.texts
             assert ids[start:end] == trie.ids[trie.texts.index(text)]
             span_ids, width = ids[start:end], end - start
-            hits = {i for i in range(len(ids) - width + 1)
-                    if ids[i:i + width] == span_ids and all(mask[i:i + width])}
+            hits = {
+                i for i in range(len(ids) - width + 1) if ids[i : i + width] == span_ids and all(mask[i : i + width])
+            }
             same_text = {s for (s, _), t in zip(r.call_spans, r.info["call_texts"], strict=True) if t == text}
             assert hits == same_text
 
@@ -118,15 +122,15 @@ def test_masks_and_spans_never_drift(bpe, rollouts):
         position = 0
         calls = r.episode.calls
         for k, ((start, end), event) in enumerate(zip(r.call_spans, calls, strict=True)):
-            turn = r.completion_ids[position:end + 1]
-            assert all(r.completion_mask[position:end + 1])
+            turn = r.completion_ids[position : end + 1]
+            assert all(r.completion_mask[position : end + 1])
             assert bpe.decode(turn[: start - position]).startswith(THINK_OPEN)
             assert bpe.decode(turn[: start - position]).endswith(THINK_CLOSE)
             assert r.completion_ids[end] == bpe.eos_token_id
             observation = event.result or event.error_text
             after = chat.after_turn_ids(bpe, observation, True, next_turn=k + 1 < len(calls))
-            assert r.completion_ids[end + 1:end + 1 + len(after)] == after
-            assert not any(r.completion_mask[end + 1:end + 1 + len(after)])
+            assert r.completion_ids[end + 1 : end + 1 + len(after)] == after
+            assert not any(r.completion_mask[end + 1 : end + 1 + len(after)])
             assert observation in bpe.decode(after)
             position = end + 1 + len(after)
         assert position == n
@@ -141,11 +145,14 @@ def test_reasoning_is_bounded_and_in_the_sequence(bpe, rollouts):
     for r in rs:
         position = 0
         for start, end in r.call_spans:
-            free = r.completion_ids[position + len(opening):start - len(close)]
+            free = r.completion_ids[position + len(opening) : start - len(close)]
             assert len(free) <= 3 and set(free) <= filler
-            assert r.completion_ids[start - len(close):start] == close
-            position = next(i for i in range(end + 1, len(r.completion_ids) + 1)
-                            if i == len(r.completion_ids) or r.completion_mask[i] == 1)
+            assert r.completion_ids[start - len(close) : start] == close
+            position = next(
+                i
+                for i in range(end + 1, len(r.completion_ids) + 1)
+                if i == len(r.completion_ids) or r.completion_mask[i] == 1
+            )
 
 
 def test_turn_cut_inside_reasoning_is_one_malformed_call(bpe):

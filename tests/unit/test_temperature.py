@@ -42,7 +42,8 @@ def _action_runs(mask):
 def test_the_loop_recomputes_log_probs_at_the_sampling_temperature(tmp_path, monkeypatch):
     """Every generated token's log-prob in the update equals the sampler's, at T = 0.5 (and not at T = 1)."""
     cfg = load_config(CONFIG, out_dir=str(tmp_path), iterations=1).replace(
-        tasks_per_iteration=1, num_generations=3, temperature=TEMPERATURE)
+        tasks_per_iteration=1, num_generations=3, temperature=TEMPERATURE
+    )
     sampled: dict[tuple[int, ...], list[float]] = {}  # context + turn ids -> the turn's sampled log-probs
     real_play = rollout._Group.play
 
@@ -102,8 +103,11 @@ def test_old_and_reference_log_probs_are_at_the_sampling_temperature(tmp_path, m
     from trainer.batch import micro_batches
 
     cfg = load_config(CONFIG, out_dir=str(tmp_path), iterations=1).replace(
-        tasks_per_iteration=1, num_generations=3, temperature=TEMPERATURE,
-        **({"updates_per_batch": 2} if site == "old" else {"beta": 0.1}))
+        tasks_per_iteration=1,
+        num_generations=3,
+        temperature=TEMPERATURE,
+        **({"updates_per_batch": 2} if site == "old" else {"beta": 0.1}),
+    )
     be = build_backend(cfg)
     _non_zero_adapter(be.model)
     batches, checked = [], []
@@ -116,17 +120,22 @@ def test_old_and_reference_log_probs_are_at_the_sampling_temperature(tmp_path, m
             want, at_one = [], []
             with torch.no_grad():
                 for temperature in (TEMPERATURE, 1.0):
-                    with (be.ref_context() if site == "ref" else contextlib.nullcontext()):
-                        lp, _ = completion_logprobs(be.model, rs, be.pad_id, constrained=cfg.constrained_logprobs,
-                                                    temperature=temperature)
+                    with be.ref_context() if site == "ref" else contextlib.nullcontext():
+                        lp, _ = completion_logprobs(
+                            be.model, rs, be.pad_id, constrained=cfg.constrained_logprobs, temperature=temperature
+                        )
                     (want if temperature == TEMPERATURE else at_one).append(lp)
             checked.append((got.clone(), want[0], at_one[0], mask.clone()))
         return real_loss(logp, old_logp, advantages, mask, **kw)
 
     monkeypatch.setattr(loop, "policy_loss", checking_loss)
-    loop.train(cfg, backend=be, progress=False,
-               on_batch=lambda it, groups, credits, weight: batches.append([r for g in groups for r in g]))
-    (got, want, at_one, mask), = checked
+    loop.train(
+        cfg,
+        backend=be,
+        progress=False,
+        on_batch=lambda it, groups, credits, weight: batches.append([r for g in groups for r in g]),
+    )
+    ((got, want, at_one, mask),) = checked
     assert torch.equal(got, want)  # the same computation on the same inputs: the same bits
     free = (want != 0) & (mask > 0)  # forced tokens have log-prob 0 at any temperature
     assert int(free.sum()) > 10 and bool((at_one[free] - want[free]).abs().gt(1e-3).float().mean() > 0.9)

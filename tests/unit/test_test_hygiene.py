@@ -47,12 +47,21 @@ def offences(source: str, path: str = "<test>") -> list[str]:
             elif _root(arg.value) in OWN:
                 found.append((node.lineno, f"importorskip({arg.value!r}) on the project's own module"))
         if isinstance(node, ast.Try):
-            own = [a.name for n in node.body for a in getattr(n, "names", [])
-                   if isinstance(n, ast.Import) and _root(a.name) in OWN]
-            own += [n.module for n in node.body
-                    if isinstance(n, ast.ImportFrom) and n.module and n.level == 0 and _root(n.module) in OWN]
-            skips = any(_catches_import_error(h) and any(_is_skip(x) for b in h.body for x in ast.walk(b))
-                        for h in node.handlers)
+            own = [
+                a.name
+                for n in node.body
+                for a in getattr(n, "names", [])
+                if isinstance(n, ast.Import) and _root(a.name) in OWN
+            ]
+            own += [
+                n.module
+                for n in node.body
+                if isinstance(n, ast.ImportFrom) and n.module and n.level == 0 and _root(n.module) in OWN
+            ]
+            skips = any(
+                _catches_import_error(h) and any(_is_skip(x) for b in h.body for x in ast.walk(b))
+                for h in node.handlers
+            )
             if own and skips:
                 found.append((node.lineno, f"import of {own} skips on ImportError"))
     return [f"{path}:{line}: {what}" for line, what in sorted(found)]
@@ -60,16 +69,29 @@ def offences(source: str, path: str = "<test>") -> list[str]:
 
 def test_no_test_skips_on_the_projects_own_modules():
     """No file under tests/ skips when rlvp_dsl, trainer or another package of the repository fails to import."""
-    found = [o for f in sorted((REPO / "tests").rglob("*.py"))
-             for o in offences(f.read_text(encoding="utf-8"), str(f.relative_to(REPO)))]
+    found = [
+        o
+        for f in sorted((REPO / "tests").rglob("*.py"))
+        for o in offences(f.read_text(encoding="utf-8"), str(f.relative_to(REPO)))
+    ]
     assert found == []
 
 
 def test_the_check_catches_each_form():
     """The scan itself flags importorskip on own modules, computed names and try/except-skip, not third parties."""
-    bad = ('import pytest\nm = pytest.importorskip("trainer.loss")\nn = pytest.importorskip(NAME)\n'
-           'try:\n    from rlvp_dsl.attach import score_calls\nexcept ImportError:\n    pytest.skip("no")\n')
-    assert [o.split(": ", 1)[1].split(" ", 1)[0] for o in offences(bad)] == ["importorskip('trainer.loss')",
-                                                                         "importorskip", "import"]
-    assert offences('import pytest\npytest.importorskip("verl")\ntry:\n    import ray\nexcept ImportError:\n'
-                    '    pytest.skip("no ray")\n') == []
+    bad = (
+        'import pytest\nm = pytest.importorskip("trainer.loss")\nn = pytest.importorskip(NAME)\n'
+        'try:\n    from rlvp_dsl.attach import score_calls\nexcept ImportError:\n    pytest.skip("no")\n'
+    )
+    assert [o.split(": ", 1)[1].split(" ", 1)[0] for o in offences(bad)] == [
+        "importorskip('trainer.loss')",
+        "importorskip",
+        "import",
+    ]
+    assert (
+        offences(
+            'import pytest\npytest.importorskip("verl")\ntry:\n    import ray\nexcept ImportError:\n'
+            '    pytest.skip("no ray")\n'
+        )
+        == []
+    )

@@ -79,6 +79,7 @@ def test_user_style_positive_credit_only_on_assistant_turns(episode):
 
 def test_counterexamples_shrink_to_one_small_event():
     """A search for 'an unconfirmed write' shrinks to one call with at most its target argument."""
+
     def unconfirmed(ep):
         return any(c.rule == "write_unconfirmed" for c in program.score(ep))
 
@@ -118,9 +119,11 @@ def test_bad_arguments_are_clear_errors():
 def test_core_library_imports_without_hypothesis():
     """Without hypothesis, `import rlvp_dsl` and the in-file test runner work, and the
     strategies of rlvp_dsl.testing name the pip command."""
-    code = ("import sys; sys.modules['hypothesis'] = None\n"
-            "import rlvp_dsl, rlvp_dsl.compile, rlvp_dsl.testing.rule_tests\n"
-            "try:\n    from rlvp_dsl.testing import episodes\nexcept ImportError as e:\n    print(e)\n")
+    code = (
+        "import sys; sys.modules['hypothesis'] = None\n"
+        "import rlvp_dsl, rlvp_dsl.compile, rlvp_dsl.testing.rule_tests\n"
+        "try:\n    from rlvp_dsl.testing import episodes\nexcept ImportError as e:\n    print(e)\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=True)
     assert "pip install hypothesis" in out.stdout
 
@@ -133,7 +136,11 @@ def test_the_docs_pytest_example_runs(tmp_path):
     code = re.findall(r"```python\n(.*?)```", text, re.S)[0]
     path = tmp_path / "test_doc_example.py"
     path.write_text(code, encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir",
-                          str(tmp_path), str(path)], capture_output=True, text=True, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(tmp_path), str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "2 passed" in out.stdout

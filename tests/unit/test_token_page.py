@@ -35,11 +35,13 @@ class _Tokens(HTMLParser):
             self._row = int(a["data-row"])
             self.rows[self._row], self.calls[self._row] = [], []
         elif tag == "span" and "tok" in classes:
-            self.rows[self._row].append({"masked": "masked" in classes,
-                                         **{k: float(a[f"data-{k}"]) for k in "aop" if f"data-{k}" in a}})
+            self.rows[self._row].append(
+                {"masked": "masked" in classes, **{k: float(a[f"data-{k}"]) for k in "aop" if f"data-{k}" in a}}
+            )
         elif tag == "span" and "call" in classes:
-            self.calls[self._row].append({"k": int(a["data-call"]), "credited": "credited" in classes,
-                                          "value": float(a["data-value"])})
+            self.calls[self._row].append(
+                {"k": int(a["data-call"]), "credited": "credited" in classes, "value": float(a["data-value"])}
+            )
 
 
 def _parse(path: Path) -> _Tokens:
@@ -57,8 +59,15 @@ def test_the_page_shows_the_advantages_and_mask_the_loss_receives(tmp_path, monk
         return update(cfg, be, model, optimizer, params, batch, advantages, cmask, step)
 
     monkeypatch.setattr(loop, "_update", spy)
-    cfg = TrainConfig(iterations=2, tasks_per_iteration=2, num_generations=4, out_dir=str(tmp_path), micro_batch=8,
-                      token_page_every=1, token_page_rollouts=3)
+    cfg = TrainConfig(
+        iterations=2,
+        tasks_per_iteration=2,
+        num_generations=4,
+        out_dir=str(tmp_path),
+        micro_batch=8,
+        token_page_every=1,
+        token_page_rollouts=3,
+    )
     loop.train(cfg, backend=fake_backend(), progress=False)
     pages = sorted((tmp_path / "token_pages").glob("iter_*.html"))
     assert [p.name for p in pages] == ["iter_0000.html", "iter_0001.html"]
@@ -79,8 +88,12 @@ def test_the_page_shows_the_advantages_and_mask_the_loss_receives(tmp_path, monk
 
 
 def _batch():
-    rs = [make_rollout("a", [2, 3], 1.0), make_rollout("a", [2], 0.0),
-          make_rollout("b", [1, 1], 0.0), make_rollout("b", [2, 2], 0.0)]
+    rs = [
+        make_rollout("a", [2, 3], 1.0),
+        make_rollout("a", [2], 0.0),
+        make_rollout("b", [1, 1], 0.0),
+        make_rollout("b", [2, 2], 0.0),
+    ]
     cs = [credits_of([0.5, -0.25]), credits_of([0.0]), credits_of([0.0, 0.0]), credits_of([-1.0, 0.0])]
     return rs, cs
 
@@ -88,11 +101,15 @@ def _batch():
 def test_process_part_is_the_weighted_call_credit_and_outcome_part_the_group_advantage(tmp_path):
     rs, cs = _batch()
     _, _, cmask = pad_batch(rs)
-    adv = compute_advantages([[r.outcome for r in rs[:2]], [r.outcome for r in rs[2:]]], [cs[:2], cs[2:]],
-                             [[r.call_spans for r in rs[:2]], [r.call_spans for r in rs[2:]]], cmask,
-                             credit_mode="token", process_weight=0.5)
-    path = token_page.write(tmp_path, 7, "rlvp", rs, cs, adv.advantages, adv.outcome, adv.process, cmask, 0.5,
-                            count=4)
+    adv = compute_advantages(
+        [[r.outcome for r in rs[:2]], [r.outcome for r in rs[2:]]],
+        [cs[:2], cs[2:]],
+        [[r.call_spans for r in rs[:2]], [r.call_spans for r in rs[2:]]],
+        cmask,
+        credit_mode="token",
+        process_weight=0.5,
+    )
+    path = token_page.write(tmp_path, 7, "rlvp", rs, cs, adv.advantages, adv.outcome, adv.process, cmask, 0.5, count=4)
     parsed = _parse(path)
     row0 = parsed.rows[0]  # call 0: tokens 0-1 (+0.5 * 0.5), tool output 2-3, call 1: tokens 4-6 (-0.25 * 0.5)
     assert [t["masked"] for t in row0] == [False, False, True, True, False, False, False, True, True]
@@ -108,8 +125,10 @@ def test_process_part_is_the_weighted_call_credit_and_outcome_part_the_group_adv
 def test_call_credits_name_their_rules():
     rs, _ = _batch()
     episode = rs[0].episode
-    credits = [Credit(0, "stage_done", 1.0, "r.rlvp:15:1", "new best", "progress"),
-               Credit(1, "failed_call", -0.25, "r.rlvp:7:1", "failed", "violation")]
+    credits = [
+        Credit(0, "stage_done", 1.0, "r.rlvp:15:1", "new best", "progress"),
+        Credit(1, "failed_call", -0.25, "r.rlvp:7:1", "failed", "violation"),
+    ]
     cc = score_calls(type("P", (), {"score": lambda self, e: credits})(), episode)
     view = token_page.rollout_view(0, rs[0], cc, [1.0] * 9, rs[0].completion_mask, 0.0, 0.75, decode=None)
     assert [[x["rule"] for x in c["credits"]] for c in view["calls"]] == [["stage_done"], ["failed_call"]]
@@ -117,9 +136,15 @@ def test_call_credits_name_their_rules():
     assert view["segments"][0]["tokens"][0]["text"] == "#10"
 
 
-@pytest.mark.parametrize("every, iterations, expected", [
-    (20, 4, [3]), (2, 5, [1, 3, 4]), (1, 3, [0, 1, 2]), (0, 5, []),
-])
+@pytest.mark.parametrize(
+    "every, iterations, expected",
+    [
+        (20, 4, [3]),
+        (2, 5, [1, 3, 4]),
+        (1, 3, [0, 1, 2]),
+        (0, 5, []),
+    ],
+)
 def test_pages_are_due_every_k_iterations_and_at_the_last(every, iterations, expected):
     assert [it for it in range(iterations) if token_page.due(every, it, iterations)] == expected
 

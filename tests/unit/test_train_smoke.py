@@ -110,8 +110,14 @@ def test_kl_is_positive_and_matches_an_independent_computation(tmp_path):
     batch_len = max(len(r.prompt_ids) + len(r.completion_ids) for g in batches[0] for r in g)
     tokens = sum(sum(r.completion_mask) for g in batches[0] for r in g)
     # a padded batch through trainer.logprobs vs one unpadded rollout at a time (logged as a float32 value)
-    assert_close(rows[0]["loss/kl"], kl, n=transformer_terms(be.model, batch_len, tokens), dtype=torch.float32,
-                 scale=magnitude, what="loss/kl")
+    assert_close(
+        rows[0]["loss/kl"],
+        kl,
+        n=transformer_terms(be.model, batch_len, tokens),
+        dtype=torch.float32,
+        scale=magnitude,
+        what="loss/kl",
+    )
 
 
 def test_config_errors_name_file_and_key(tmp_path):
@@ -120,13 +126,13 @@ def test_config_errors_name_file_and_key(tmp_path):
     bad.write_text('methd = "rlvp"\n')
     with pytest.raises(ConfigError, match=r"bad.toml:1: unknown key 'methd'; did you mean 'method'"):
         load_config(bad)
-    bad.write_text('seed = = 0\n')  # a TOML syntax error: file:line:col like every other error
+    bad.write_text("seed = = 0\n")  # a TOML syntax error: file:line:col like every other error
     with pytest.raises(ConfigError, match=r"bad.toml:1:8: Invalid value$"):
         load_config(bad)
-    bad.write_text('[modle]\nlora_rank = 4\n')  # a near miss of a known table is a typo; other names are free
+    bad.write_text("[modle]\nlora_rank = 4\n")  # a near miss of a known table is a typo; other names are free
     with pytest.raises(ConfigError, match=r"unknown table '\[modle\]'; did you mean '\[model\]'"):
         load_config(bad)
-    bad.write_text('[my_notes]\nlora_rank = 4\n')
+    bad.write_text("[my_notes]\nlora_rank = 4\n")
     assert load_config(bad).lora_rank == 4
     bad.write_text('[loss]\nloss_type = "sum"\n')
     with pytest.raises(ConfigError, match="'loss_type' must be one of"):
@@ -138,8 +144,13 @@ def test_config_errors_name_file_and_key(tmp_path):
 def test_cli_two_iterations(tmp_path):
     """`rlvp-train CONFIG --method rlvp --iterations 2` runs and reports; bad config exits 1."""
     cmd = [sys.executable, "-c", "from trainer.cli import main; main()"]
-    out = subprocess.run(cmd + [str(CONFIG), "--method", "grpo", "--iterations", "2", "--out", str(tmp_path)],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    out = subprocess.run(
+        cmd + [str(CONFIG), "--method", "grpo", "--iterations", "2", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     assert "grpo seed 0: 2 iterations" in out.stdout
     bad = tmp_path / "bad.toml"

@@ -50,8 +50,15 @@ def uniform_policy_success(env_factory, tasks, episodes_per_task: int, seed: int
     return wins / max(1, total)
 
 
-def calibrate(env: str, knobs: dict, model: str = "tiny", groups: int = 50, num_generations: int = 8,
-              seed: int = 0, temperature: float = 1.0) -> dict:
+def calibrate(
+    env: str,
+    knobs: dict,
+    model: str = "tiny",
+    groups: int = 50,
+    num_generations: int = 8,
+    seed: int = 0,
+    temperature: float = 1.0,
+) -> dict:
     """Run the untrained `model` on `groups` tasks of `env`; returns the numbers as a dict."""
     import torch
 
@@ -76,14 +83,23 @@ def calibrate(env: str, knobs: dict, model: str = "tiny", groups: int = 50, num_
     wins = int(sum(outcomes))
     low, high = wilson(wins, len(outcomes))
     return {
-        "env": env, "knobs": knobs, "model": model, "seed": seed, "temperature": temperature,
-        "episodes": len(outcomes), "success": wins / len(outcomes), "success_ci95": [low, high],
-        "all_fail_groups": sum(1 for i in range(0, len(outcomes), num_generations)
-                               if not any(outcomes[i:i + num_generations])) / groups,
+        "env": env,
+        "knobs": knobs,
+        "model": model,
+        "seed": seed,
+        "temperature": temperature,
+        "episodes": len(outcomes),
+        "success": wins / len(outcomes),
+        "success_ci95": [low, high],
+        "all_fail_groups": sum(
+            1 for i in range(0, len(outcomes), num_generations) if not any(outcomes[i : i + num_generations])
+        )
+        / groups,
         "dead_groups": dead / groups,
         "calls_per_episode": sum(calls) / len(calls),
         "uniform_policy_success": uniform_policy_success(factory, tasks, 20 * num_generations, seed),
-        "seconds": round(elapsed, 1), "threads": torch.get_num_threads(),
+        "seconds": round(elapsed, 1),
+        "threads": torch.get_num_threads(),
     }
 
 
@@ -95,8 +111,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--num-generations", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--temperature", type=float, default=1.0)
-    parser.add_argument("--knob", action="append", default=[], metavar="NAME=JSON",
-                        help="environment knob, e.g. --knob num_distractors=1 (repeatable)")
+    parser.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME=JSON",
+        help="environment knob, e.g. --knob num_distractors=1 (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     knobs = {}
@@ -122,9 +143,11 @@ def main(argv: list[str] | None = None) -> int:
     low, high = result["success_ci95"]
     print("| env | model | episodes | success (95% CI) | all-fail groups | calls/ep | uniform random | s |")
     print("|---|---|---|---|---|---|---|---|")
-    print(f"| {args.env} {knobs or ''} | {args.model} | {result['episodes']} | {result['success']:.3f} "
-          f"({low:.3f}-{high:.3f}) | {result['all_fail_groups']:.2f} | {result['calls_per_episode']:.1f} | "
-          f"{result['uniform_policy_success']:.3f} | {result['seconds']} |")
+    print(
+        f"| {args.env} {knobs or ''} | {args.model} | {result['episodes']} | {result['success']:.3f} "
+        f"({low:.3f}-{high:.3f}) | {result['all_fail_groups']:.2f} | {result['calls_per_episode']:.1f} | "
+        f"{result['uniform_policy_success']:.3f} | {result['seconds']} |"
+    )
     return 0
 
 

@@ -93,9 +93,7 @@ class ChainConfig:
         if self.num_stages > len(STAGE_TOOLS) + 1:
             raise ValueError(f"'num_stages' must be <= {len(STAGE_TOOLS) + 1} (got {self.num_stages})")
         if self.num_distractors > len(DISTRACTOR_TOOLS):
-            raise ValueError(
-                f"'num_distractors' must be <= {len(DISTRACTOR_TOOLS)} (got {self.num_distractors})"
-            )
+            raise ValueError(f"'num_distractors' must be <= {len(DISTRACTOR_TOOLS)} (got {self.num_distractors})")
 
 
 class ChainEnv:
@@ -118,13 +116,17 @@ class ChainEnv:
     # --- schema -----------------------------------------------------------
     def schema(self) -> Sequence[ToolSpec]:
         """Every tool with its argument values, in a fixed order."""
-        return [ToolSpec(name, tags=self._tags[name], target=ARGUMENT, params=(ARGUMENT,),
-                         values={ARGUMENT: self.values}) for name in self._tools]
+        return [
+            ToolSpec(name, tags=self._tags[name], target=ARGUMENT, params=(ARGUMENT,), values={ARGUMENT: self.values})
+            for name in self._tools
+        ]
 
     def manifest(self) -> dict[str, Any]:
         """The tool manifest, with the progress signal every result reports."""
-        return manifest_from_schema(self.schema(), signals=[
-            {"name": SIGNAL, "direction": "decreasing", "description": "stages of the chain still to do"}])
+        return manifest_from_schema(
+            self.schema(),
+            signals=[{"name": SIGNAL, "direction": "decreasing", "description": "stages of the chain still to do"}],
+        )
 
     def vocabulary(self) -> set[str]:
         """Every whitespace-separated word this environment can show the policy."""
@@ -209,7 +211,10 @@ class ChainEnv:
         self._stage += 1
         remaining = self.stages_remaining
         return ToolResult(
-            ok=True, text=self._ok_text(self._tokens[self._stage], remaining), done=remaining == 0, signals=self._signals()
+            ok=True,
+            text=self._ok_text(self._tokens[self._stage], remaining),
+            done=remaining == 0,
+            signals=self._signals(),
         )
 
     def _special_call(self, call: ToolCall, value: str) -> ToolResult | None:

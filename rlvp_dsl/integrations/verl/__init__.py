@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import sys
 
-_NEEDS_VERL = ("rlvp_dsl.integrations.verl needs verl: install the project with its verl extra "
-               "(bash tests/integrations/verl/setup.sh, or pip install -e '.[verl]' after torch==2.13.0)")
+_NEEDS_VERL = (
+    "rlvp_dsl.integrations.verl needs verl: install the project with its verl extra "
+    "(bash tests/integrations/verl/setup.sh, or pip install -e '.[verl]' after torch==2.13.0)"
+)
 
 try:
     import verl  # noqa: F401  (when verl imports us as its plugin, this is verl itself, mid-import)

@@ -65,13 +65,18 @@ def _entry_point() -> str | None:
 def _probe() -> dict[str, Any]:
     """What a fresh ``import verl`` registers (run in a subprocess)."""
     try:
-        proc = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True,
-                              timeout=PROBE_TIMEOUT_S, env=dict(os.environ))
+        proc = subprocess.run(
+            [sys.executable, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            env=dict(os.environ),
+        )
     except subprocess.TimeoutExpired:
         return {"error": f"a fresh `import verl` did not finish within {PROBE_TIMEOUT_S} s"}
     for line in proc.stdout.splitlines():
         if line.startswith("RLVP-PROBE "):
-            return json.loads(line[len("RLVP-PROBE "):])
+            return json.loads(line[len("RLVP-PROBE ") :])
     tail = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
     return {"error": f"a fresh `import verl` failed (exit {proc.returncode}): {tail}"}
 
@@ -85,14 +90,18 @@ def check() -> dict[str, Any]:
     warnings: list[str] = []
     value = _entry_point()
     if value != MODULE:
-        errors.append(f"entry point: {GROUP} '{ENTRY}' must point at {MODULE} (got {value!r}); "
-                      "reinstall the project with its verl extra: pip install -e '.[verl]'")
+        errors.append(
+            f"entry point: {GROUP} '{ENTRY}' must point at {MODULE} (got {value!r}); "
+            "reinstall the project with its verl extra: pip install -e '.[verl]'"
+        )
     policy = os.environ.get("VERL_USE_EXTERNAL_PLUGINS", "auto").strip().lower()
     modules = [m.strip() for m in os.environ.get("VERL_USE_EXTERNAL_MODULES", "").split(",") if m.strip()]
     allowed = policy == "auto" or ENTRY in {p.strip() for p in policy.split(",")}
     if not allowed and MODULE not in modules:
-        errors.append(f"entry point: VERL_USE_EXTERNAL_PLUGINS={policy!r} keeps verl from loading '{ENTRY}'; "
-                      f"unset it, add '{ENTRY}' to it, or set VERL_USE_EXTERNAL_MODULES={MODULE}")
+        errors.append(
+            f"entry point: VERL_USE_EXTERNAL_PLUGINS={policy!r} keeps verl from loading '{ENTRY}'; "
+            f"unset it, add '{ENTRY}' to it, or set VERL_USE_EXTERNAL_MODULES={MODULE}"
+        )
     probe = _probe()
     if "error" in probe:
         errors.append(f"worker view: {probe['error']}")
@@ -103,31 +112,50 @@ def check() -> dict[str, Any]:
     for piece in PIECES:
         here, there = held(piece), (probe.get("held") or {}).get(piece.name)
         want = expected(piece)
-        row = {"kind": piece.kind, "name": piece.name, "registry": piece.registry, "object": here,
-               "worker_view": there, "config": piece.config}
+        row = {
+            "kind": piece.kind,
+            "name": piece.name,
+            "registry": piece.registry,
+            "object": here,
+            "worker_view": there,
+            "config": piece.config,
+        }
         pieces.append(row)
         failure = REGISTRATION_ERRORS.get(piece.name) or (probe.get("registration_errors") or {}).get(piece.name)
         if here != want:
             reason = failure or (f"the name is taken by {here}" if here else "it is not in the registry")
             errors.append(f"{piece.kind} '{piece.name}': not registered in {piece.registry}: {reason}")
         elif "error" not in probe and there != want:
-            errors.append(f"{piece.kind} '{piece.name}': a fresh `import verl` does not register it "
-                          f"(holds {there!r}){': ' + failure if failure else ''}")
+            errors.append(
+                f"{piece.kind} '{piece.name}': a fresh `import verl` does not register it "
+                f"(holds {there!r}){': ' + failure if failure else ''}"
+            )
     version = getattr(verl, "__version__", "?")
     if version != VERL_VERSION:
-        warnings.append(f"verl {version} is installed; rlvp's verl integration is tested with {VERL_VERSION} "
-                        f"(the verl extra pins it)")
-    return {"ok": not errors, "verl": version, "tested_with": VERL_VERSION,
-            "entry_point": f"{GROUP}: {ENTRY} = {value}", "loaded_by_import_verl": probe.get("loaded_by_import_verl"),
-            "pieces": pieces, "errors": errors, "warnings": warnings}
+        warnings.append(
+            f"verl {version} is installed; rlvp's verl integration is tested with {VERL_VERSION} "
+            f"(the verl extra pins it)"
+        )
+    return {
+        "ok": not errors,
+        "verl": version,
+        "tested_with": VERL_VERSION,
+        "entry_point": f"{GROUP}: {ENTRY} = {value}",
+        "loaded_by_import_verl": probe.get("loaded_by_import_verl"),
+        "pieces": pieces,
+        "errors": errors,
+        "warnings": warnings,
+    }
 
 
 def render(report: dict[str, Any]) -> str:
     """The report as text: a verdict line, then the pieces, then the errors."""
-    lines = [f"rlvp verl plugin: {'ok' if report['ok'] else 'FAILED'} "
-             f"(verl {report['verl']}, tested with {report['tested_with']})",
-             f"  entry point          {report['entry_point']}"
-             + ("  (loaded by a fresh `import verl`)" if report["loaded_by_import_verl"] else "")]
+    lines = [
+        f"rlvp verl plugin: {'ok' if report['ok'] else 'FAILED'} "
+        f"(verl {report['verl']}, tested with {report['tested_with']})",
+        f"  entry point          {report['entry_point']}"
+        + ("  (loaded by a fresh `import verl`)" if report["loaded_by_import_verl"] else ""),
+    ]
     for p in report["pieces"]:
         lines.append(f"  {p['kind']:<20} {p['name']:<16} {p['registry']}  ->  {p['object'] or '(missing)'}")
     lines.append("  select with: " + " | ".join(p["config"] for p in report["pieces"]))
@@ -137,10 +165,13 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m rlvp_dsl.integrations.verl",
-                                     description="Check that rlvp's verl plugin is registered where verl looks.")
-    parser.add_argument("--check", action="store_true",
-                        help="verify the registrations (in this process and in a fresh `import verl`)")
+    parser = argparse.ArgumentParser(
+        prog="python -m rlvp_dsl.integrations.verl",
+        description="Check that rlvp's verl plugin is registered where verl looks.",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="verify the registrations (in this process and in a fresh `import verl`)"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     if not args.check:

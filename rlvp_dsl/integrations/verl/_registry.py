@@ -64,13 +64,27 @@ class Piece:
 
 
 PIECES = (
-    Piece("advantage estimator", "rlvp_token", "verl.trainer.ppo.core_algos:ADV_ESTIMATOR_REGISTRY",
-          "rlvp_dsl.integrations.verl.estimator:rlvp_token_advantage", "algorithm.adv_estimator=rlvp_token"),
-    Piece("reward manager", "rlvp", "verl.experimental.reward_loop.reward_manager.registry:REWARD_MANAGER",
-          "rlvp_dsl.integrations.verl.reward_manager:RlvpRewardManager", "reward.reward_manager.name=rlvp"),
-    Piece("agent loop", "rlvp_tool_agent", "verl.experimental.agent_loop.agent_loop:_agent_loop_registry",
-          "rlvp_dsl.integrations.verl.agent_loop:RlvpToolAgentLoop",
-          "actor_rollout_ref.rollout.agent.default_agent_loop=rlvp_tool_agent"),
+    Piece(
+        "advantage estimator",
+        "rlvp_token",
+        "verl.trainer.ppo.core_algos:ADV_ESTIMATOR_REGISTRY",
+        "rlvp_dsl.integrations.verl.estimator:rlvp_token_advantage",
+        "algorithm.adv_estimator=rlvp_token",
+    ),
+    Piece(
+        "reward manager",
+        "rlvp",
+        "verl.experimental.reward_loop.reward_manager.registry:REWARD_MANAGER",
+        "rlvp_dsl.integrations.verl.reward_manager:RlvpRewardManager",
+        "reward.reward_manager.name=rlvp",
+    ),
+    Piece(
+        "agent loop",
+        "rlvp_tool_agent",
+        "verl.experimental.agent_loop.agent_loop:_agent_loop_registry",
+        "rlvp_dsl.integrations.verl.agent_loop:RlvpToolAgentLoop",
+        "actor_rollout_ref.rollout.agent.default_agent_loop=rlvp_tool_agent",
+    ),
 )
 
 
@@ -96,8 +110,11 @@ def _register_agent_loop(piece: Piece, cls: type) -> None:
     register(piece.name)(cls)
 
 
-_REGISTER = {"rlvp_token": _register_estimator, "rlvp": _register_reward_manager,
-             "rlvp_tool_agent": _register_agent_loop}
+_REGISTER = {
+    "rlvp_token": _register_estimator,
+    "rlvp": _register_reward_manager,
+    "rlvp_tool_agent": _register_agent_loop,
+}
 
 
 def held(piece: Piece) -> str | None:
@@ -130,6 +147,11 @@ def register_all() -> dict[str, str]:
                 _REGISTER[piece.name](piece, piece.target_object())
         except Exception as exc:  # reported, not raised: verl would swallow it anyway
             errors[piece.name] = f"{type(exc).__name__}: {exc}"
-            logger.warning("rlvp: could not register the %s %r: %s: %s (run `python -m rlvp_dsl.integrations.verl "
-                           "--check`)", piece.kind, piece.name, type(exc).__name__, exc)
+            logger.warning(
+                "rlvp: could not register the %s %r: %s: %s (run `python -m rlvp_dsl.integrations.verl --check`)",
+                piece.kind,
+                piece.name,
+                type(exc).__name__,
+                exc,
+            )
     return errors

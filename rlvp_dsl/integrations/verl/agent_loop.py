@@ -99,18 +99,25 @@ def _check_config(config: Any, mode: str) -> None:
     """Fail at construction where the config makes rlvp's credit miss training."""
     fmt = config_value(config, "actor_rollout_ref.rollout.multi_turn.format", "hermes")
     if fmt != "hermes":
-        raise SettingsError(f"'actor_rollout_ref.rollout.multi_turn.format' must be hermes for {AGENT_LOOP_NAME} "
-                            f"(got {fmt!r}): its calls are read from the hermes <tool_call> markers")
+        raise SettingsError(
+            f"'actor_rollout_ref.rollout.multi_turn.format' must be hermes for {AGENT_LOOP_NAME} "
+            f"(got {fmt!r}): its calls are read from the hermes <tool_call> markers"
+        )
     if mode == "token":
         if config_value(config, "trainer.use_v1", True) is False:
-            raise SettingsError(f"'trainer.use_v1' must be true with algorithm.adv_estimator={ESTIMATOR_NAME} "
-                                "(got false): the legacy trainer keeps one reward per trajectory, so the "
-                                "token credit of rlvp_tool_agent would be lost")
+            raise SettingsError(
+                f"'trainer.use_v1' must be true with algorithm.adv_estimator={ESTIMATOR_NAME} "
+                "(got false): the legacy trainer keeps one reward per trajectory, so the "
+                "token credit of rlvp_tool_agent would be lost"
+            )
         if config_value(config, "reward.reward_model.enable", False) and not config_value(
-                config, "reward.reward_model.enable_resource_pool", False):
-            raise SettingsError("'reward.reward_model.enable_resource_pool' must be true when a reward model is "
-                                f"enabled with {AGENT_LOOP_NAME} in token mode (got false): a colocated reward "
-                                "model rewrites rm_scores after the agent loop, erasing the token credit")
+            config, "reward.reward_model.enable_resource_pool", False
+        ):
+            raise SettingsError(
+                "'reward.reward_model.enable_resource_pool' must be true when a reward model is "
+                f"enabled with {AGENT_LOOP_NAME} in token mode (got false): a colocated reward "
+                "model rewrites rm_scores after the agent loop, erasing the token credit"
+            )
     else:
         name = config_value(config, "reward.reward_manager.name", "naive")
         if name not in (REWARD_MANAGER_NAME, "RlvpRewardManager"):
@@ -118,7 +125,8 @@ def _check_config(config: Any, mode: str) -> None:
             raise SettingsError(
                 f"'reward.reward_manager.name' must be {REWARD_MANAGER_NAME} when {AGENT_LOOP_NAME} runs with "
                 f"algorithm.adv_estimator={estimator} (got {name!r}): in scalar mode only the rlvp reward manager "
-                f"adds the credit; or set algorithm.adv_estimator={ESTIMATOR_NAME} for token credit")
+                f"adds the credit; or set algorithm.adv_estimator={ESTIMATOR_NAME} for token credit"
+            )
 
 
 class RlvpToolAgentLoop(ToolAgentLoop):
@@ -133,8 +141,12 @@ class RlvpToolAgentLoop(ToolAgentLoop):
         _check_config(self.config, self.rlvp_mode)
         self.marker_ids = tuple(self.tokenizer.encode(m, add_special_tokens=False) for m in self.rlvp.call_markers)
         if any(len(ids) != 1 for ids in self.marker_ids):
-            logger.warning("rlvp: the call markers %r are not single tokens (%r); call spans are found only where "
-                           "they tokenise the same in context", self.rlvp.call_markers, self.marker_ids)
+            logger.warning(
+                "rlvp: the call markers %r are not single tokens (%r); call spans are found only where "
+                "they tokenise the same in context",
+                self.rlvp.call_markers,
+                self.marker_ids,
+            )
         self._turns: list[dict[str, Any]] = []
         self._prompt_messages: list[dict[str, Any]] = []
 
@@ -147,13 +159,15 @@ class RlvpToolAgentLoop(ToolAgentLoop):
         state = await super()._handle_generating_state(agent_data, sampling_params, ignore_termination)
         ids = tuple(agent_data.response_ids)  # this generation's tokens, as the server returned them
         parsed = len(agent_data.messages) > n_messages
-        self._turns.append({
-            "start": len(agent_data.response_mask) - len(ids),
-            "ids": ids,
-            "parsed": parsed,
-            "executed": min(len(agent_data.tool_calls), self.max_parallel_calls) if parsed else 0,
-            "results": (),
-        })
+        self._turns.append(
+            {
+                "start": len(agent_data.response_mask) - len(ids),
+                "ids": ids,
+                "parsed": parsed,
+                "executed": min(len(agent_data.tool_calls), self.max_parallel_calls) if parsed else 0,
+                "results": (),
+            }
+        )
         return state
 
     async def _handle_processing_tools_state(self, agent_data):
@@ -184,11 +198,17 @@ class RlvpToolAgentLoop(ToolAgentLoop):
         response_ids, mask = list(output.response_ids), list(output.response_mask)
         T = len(response_ids)
         read = episode_from_turns(
-            self._prompt_messages, self._turns_in(response_ids),
+            self._prompt_messages,
+            self._turns_in(response_ids),
             lambda ids, skip: self.tokenizer.decode(list(ids), skip_special_tokens=skip),
-            self.marker_ids, n_tokens=T, call_markers=self.rlvp.call_markers, error_signal=self.rlvp.error_signal)
-        scored = score(self.program, read.episode, source=self.rlvp.rules, malformed=read.malformed,
-                       first_event=read.first_event)
+            self.marker_ids,
+            n_tokens=T,
+            call_markers=self.rlvp.call_markers,
+            error_signal=self.rlvp.error_signal,
+        )
+        scored = score(
+            self.program, read.episode, source=self.rlvp.rules, malformed=read.malformed, first_event=read.first_event
+        )
         cc = scored.credits
         process = token_credits(cc.values, read.spans, T, mask)  # (T,) calls on their spans
         if cc.unattached:

@@ -76,8 +76,9 @@ def write_row(outcome: float, process: Sequence[float], mask: Sequence[int]) -> 
         raise ValueError(f"process has {len(process)} entries for a response of {T} tokens")
     bad = next((t for t in range(T) if not mask[t] and process[t] != 0.0), None)
     if bad is not None:
-        raise ValueError(f"process credit {process[bad]!r} on token {bad}, which the policy did not generate "
-                         "(response_mask 0)")
+        raise ValueError(
+            f"process credit {process[bad]!r} on token {bad}, which the policy did not generate (response_mask 0)"
+        )
     row = [float(v) for v in process]
     last = last_action_index(mask)
     if last is None:
@@ -100,14 +101,19 @@ def split_channel(token_level_rewards: torch.Tensor, response_mask: torch.Tensor
         ``(outcomes [B] float64, process [B, T] in token_level_rewards' dtype)``.
     """
     if token_level_rewards.shape != response_mask.shape or token_level_rewards.dim() != 2:
-        raise ValueError(f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
-                         f"{tuple(response_mask.shape)} must be the same [B, T] shape")
+        raise ValueError(
+            f"token_level_rewards {tuple(token_level_rewards.shape)} and response_mask "
+            f"{tuple(response_mask.shape)} must be the same [B, T] shape"
+        )
     X = token_level_rewards
     action = response_mask != 0  # (B, T)
     B, T = X.shape
     positions = torch.arange(T, device=X.device).expand(B, T)
-    last = torch.where(action, positions, torch.full_like(positions, -1)).max(dim=1).values if T else \
-        torch.full((B,), -1, dtype=torch.long)  # (B,)
+    last = (
+        torch.where(action, positions, torch.full_like(positions, -1)).max(dim=1).values
+        if T
+        else torch.full((B,), -1, dtype=torch.long)
+    )  # (B,)
     at_last = action & (positions == last[:, None])  # (B, T), one True per row with an action token
     outcome_slots = at_last | ~action
     outcomes = torch.where(outcome_slots, X, torch.zeros_like(X)).double().sum(dim=1)  # (B,)

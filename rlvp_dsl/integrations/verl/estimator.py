@@ -52,8 +52,9 @@ def _groups(index: Any, n_rows: int) -> list[list[int]]:
     return list(groups.values())
 
 
-def group_outcome_advantages(outcomes: torch.Tensor, groups: Sequence[Sequence[int]], scale_rewards: str,
-                             eps: float) -> torch.Tensor:
+def group_outcome_advantages(
+    outcomes: torch.Tensor, groups: Sequence[Sequence[int]], scale_rewards: str, eps: float
+) -> torch.Tensor:
     """``A_out`` per row: `trainer.advantages.outcome_advantages` on each stack of same-size groups.
 
     Args:
@@ -71,8 +72,10 @@ def group_outcome_advantages(outcomes: torch.Tensor, groups: Sequence[Sequence[i
     for rows in groups:
         by_size.setdefault(len(rows), []).append(rows)
     if scale_rewards == "batch" and len(by_size) > 1:
-        raise ValueError(f"scale_rewards='batch' needs groups of one size (got sizes {sorted(by_size)}); "
-                         "use algorithm.rlvp.scale_rewards=group or none")
+        raise ValueError(
+            f"scale_rewards='batch' needs groups of one size (got sizes {sorted(by_size)}); "
+            "use algorithm.rlvp.scale_rewards=group or none"
+        )
     out = torch.zeros(outcomes.shape[0], dtype=torch.float32)
     for stack in by_size.values():
         rows = torch.tensor(stack, dtype=torch.long)  # (n_groups, G)
@@ -80,8 +83,9 @@ def group_outcome_advantages(outcomes: torch.Tensor, groups: Sequence[Sequence[i
     return out
 
 
-def rlvp_token_advantage(token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None,
-                         config: Any = None, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+def rlvp_token_advantage(
+    token_level_rewards: torch.Tensor, response_mask: torch.Tensor, index: Any = None, config: Any = None, **kwargs: Any
+) -> tuple[torch.Tensor, torch.Tensor]:
     """verl advantage estimator ``rlvp_token`` (the module docstring's formula).
 
     Args:
@@ -101,11 +105,14 @@ def rlvp_token_advantage(token_level_rewards: torch.Tensor, response_mask: torch
     """
     settings = estimator_settings(config)
     if index is None:
-        raise ValueError("rlvp_token needs the group ids: the batch must carry non_tensor_batch['uid'] "
-                         "(verl sets one per prompt for its rollout.n samples)")
+        raise ValueError(
+            "rlvp_token needs the group ids: the batch must carry non_tensor_batch['uid'] "
+            "(verl sets one per prompt for its rollout.n samples)"
+        )
     outcomes, process = split_channel(token_level_rewards, response_mask)  # (B,), (B, T)
     mask = (response_mask != 0).to(torch.float32)  # (B, T)
-    a_out = group_outcome_advantages(outcomes, _groups(index, mask.shape[0]), settings.scale_rewards,
-                                     settings.eps).to(mask.device)  # (B,)
+    a_out = group_outcome_advantages(outcomes, _groups(index, mask.shape[0]), settings.scale_rewards, settings.eps).to(
+        mask.device
+    )  # (B,)
     advantages = a_out[:, None] * mask + settings.process_weight * process.to(torch.float32)  # (B, T)
     return advantages, advantages

@@ -51,10 +51,16 @@ def _messages(value: Any) -> list[dict] | None:
 class RlvpRewardManager(NaiveRewardManager):
     """verl reward manager ``rlvp`` (see the module docstring)."""
 
-    def __init__(self, config, tokenizer, compute_score, reward_router_address=None, reward_model_tokenizer=None,
-                 **kwargs):
-        super().__init__(config, tokenizer, compute_score, reward_router_address=reward_router_address,
-                         reward_model_tokenizer=reward_model_tokenizer)
+    def __init__(
+        self, config, tokenizer, compute_score, reward_router_address=None, reward_model_tokenizer=None, **kwargs
+    ):
+        super().__init__(
+            config,
+            tokenizer,
+            compute_score,
+            reward_router_address=reward_router_address,
+            reward_model_tokenizer=reward_model_tokenizer,
+        )
         self.settings = rule_settings(config)
         self.program = program_for(self.settings.rules)
 
@@ -65,15 +71,19 @@ class RlvpRewardManager(NaiveRewardManager):
         if isinstance(extra, dict) and isinstance(extra.get("rlvp"), dict):
             return None, extra["rlvp"]
         response_ids = item.batch["responses"]
-        length = int(item.batch["attention_mask"][-response_ids.shape[-1]:].sum())
+        length = int(item.batch["attention_mask"][-response_ids.shape[-1] :].sum())
         text = self.tokenizer.decode(response_ids[:length].tolist(), skip_special_tokens=True)
         read = episode_from_response_text(
-            text, prompt_messages=_messages(item.non_tensor_batch.get("raw_prompt")),
-            call_markers=self.settings.call_markers, error_signal=self.settings.error_signal)
-        response_calls = [e for e in read.episode.events[read.first_event:] if e.kind == "call"]
+            text,
+            prompt_messages=_messages(item.non_tensor_batch.get("raw_prompt")),
+            call_markers=self.settings.call_markers,
+            error_signal=self.settings.error_signal,
+        )
+        response_calls = [e for e in read.episode.events[read.first_event :] if e.kind == "call"]
         malformed = sum(1 for e in response_calls if e.status == "malformed")
-        return score(self.program, read.episode, source=self.settings.rules, malformed=malformed,
-                     first_event=read.first_event), None
+        return score(
+            self.program, read.episode, source=self.settings.rules, malformed=malformed, first_event=read.first_event
+        ), None
 
     async def run_single(self, data: DataProto) -> dict:
         result = await super().run_single(data)
@@ -82,8 +92,9 @@ class RlvpRewardManager(NaiveRewardManager):
         if agent is not None:
             credit = float(agent.get("credit", 0.0))
             process = 0.0 if agent.get("mode") == "token" else self.settings.process_weight * credit
-            metrics = as_floats({**agent.get("metrics", {}), "rlvp_credit": credit, "rlvp_outcome": outcome,
-                                 "rlvp_process": process})
+            metrics = as_floats(
+                {**agent.get("metrics", {}), "rlvp_credit": credit, "rlvp_outcome": outcome, "rlvp_process": process}
+            )
         else:
             process = self.settings.process_weight * scored.credits.total
             metrics = scored.metrics(outcome=outcome, process=process)

@@ -18,14 +18,14 @@ from rlvp_dsl.events import Episode
 
 #: The metric keys, in order (all floats).
 METRIC_KEYS = (
-    "rlvp_outcome",      # the outcome reward (from compute_score)
-    "rlvp_credit",       # the episode's total rule credit (attached + unattached), unweighted
-    "rlvp_process",      # what entered the scalar reward: w * credit in scalar mode, 0 in token mode
-    "rlvp_violations",   # negative credits received by calls
-    "rlvp_discharges",   # obligation discharges received by calls
-    "rlvp_calls",        # tool calls in the episode (malformed ones included)
-    "rlvp_malformed",    # blocks verl did not read as calls
-    "rlvp_dropped",      # token mode: credit on the last action token, which the channel cannot carry
+    "rlvp_outcome",  # the outcome reward (from compute_score)
+    "rlvp_credit",  # the episode's total rule credit (attached + unattached), unweighted
+    "rlvp_process",  # what entered the scalar reward: w * credit in scalar mode, 0 in token mode
+    "rlvp_violations",  # negative credits received by calls
+    "rlvp_discharges",  # obligation discharges received by calls
+    "rlvp_calls",  # tool calls in the episode (malformed ones included)
+    "rlvp_malformed",  # blocks verl did not read as calls
+    "rlvp_dropped",  # token mode: credit on the last action token, which the channel cannot carry
 )
 
 

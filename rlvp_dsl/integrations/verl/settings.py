@@ -80,8 +80,9 @@ def _plain(section: Any, where: str) -> dict[str, Any]:
 def _check_keys(values: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
     unknown = sorted(set(values) - set(known))
     if unknown:
-        raise SettingsError(f"'{where}' has unknown key(s) {', '.join(map(repr, unknown))}; "
-                            f"known keys: {', '.join(known)}")
+        raise SettingsError(
+            f"'{where}' has unknown key(s) {', '.join(map(repr, unknown))}; known keys: {', '.join(known)}"
+        )
 
 
 def _number(values: Mapping[str, Any], key: str, default: float, where: str, *, minimum: float | None = None) -> float:
@@ -125,15 +126,17 @@ def estimator_settings(algorithm: Any) -> EstimatorSettings:
         raise SettingsError(
             "'algorithm.use_kl_in_reward' must be false with algorithm.adv_estimator=rlvp_token (got true): "
             "the in-reward KL penalty is written into token_level_rewards, the channel rlvp_token reads "
-            "process credit from; use actor_rollout_ref.actor.use_kl_loss=true for a KL term instead")
+            "process credit from; use actor_rollout_ref.actor.use_kl_loss=true for a KL term instead"
+        )
     values = _plain(_get(algorithm, "rlvp"), ESTIMATOR_KEY)
     _check_keys(values, ("process_weight", "scale_rewards", "eps"), ESTIMATOR_KEY)
     norm = _get(algorithm, "norm_adv_by_std_in_grpo")
     default_scale = "none" if norm is False else "group"
     scale = values.get("scale_rewards", default_scale)
     if scale not in SCALE_REWARDS:
-        raise SettingsError(f"'{ESTIMATOR_KEY}.scale_rewards' must be one of {', '.join(SCALE_REWARDS)} "
-                            f"(got {scale!r})")
+        raise SettingsError(
+            f"'{ESTIMATOR_KEY}.scale_rewards' must be one of {', '.join(SCALE_REWARDS)} (got {scale!r})"
+        )
     eps = _number(values, "eps", 1e-4, ESTIMATOR_KEY)
     if eps < 0:
         raise SettingsError(f"'{ESTIMATOR_KEY}.eps' must be >= 0 (got {eps!r})")
@@ -170,12 +173,16 @@ def rule_settings(config: Any) -> RuleSettings:
     _check_keys(values, ("rules", "process_weight", "error_signal", "call_markers"), REWARD_KEY)
     rules = values.get("rules")
     if not isinstance(rules, str) or not rules:
-        raise SettingsError(f"'{REWARD_KEY}.rules' must name the rule file (got {rules!r}); "
-                            f"add +{REWARD_KEY}.rules=/abs/path/rules.rlvp to the verl command line")
+        raise SettingsError(
+            f"'{REWARD_KEY}.rules' must name the rule file (got {rules!r}); "
+            f"add +{REWARD_KEY}.rules=/abs/path/rules.rlvp to the verl command line"
+        )
     path = os.path.abspath(os.path.expanduser(rules))
     if not os.path.isfile(path):
-        raise SettingsError(f"'{REWARD_KEY}.rules' names {rules!r}, which is not a file "
-                            f"(resolved to {path} in {os.getcwd()}); give an absolute path")
+        raise SettingsError(
+            f"'{REWARD_KEY}.rules' names {rules!r}, which is not a file "
+            f"(resolved to {path} in {os.getcwd()}); give an absolute path"
+        )
     signal = values.get("error_signal", "verl")
     try:
         if not isinstance(signal, str):  # a config holds names, never an ErrorSignal

@@ -130,7 +130,7 @@ def _prompt(builder: EpisodeBuilder, prompt_messages: Sequence[Mapping[str, Any]
 def _strip_markers(text: str, markers: tuple[str, str]) -> tuple[str, bool]:
     """The inner text of a decoded span and whether it was closed."""
     opener, closer = markers
-    inner = text[len(opener):] if text.startswith(opener) else text
+    inner = text[len(opener) :] if text.startswith(opener) else text
     closed = inner.rstrip().endswith(closer)
     if closed:
         inner = inner.rstrip()[: -len(closer)]
@@ -242,8 +242,11 @@ def episode_from_response_text(
             for k, block in enumerate(blocks):
                 call = verl_call(block.raw) if not block.problem.startswith("tool call cut off") else None
                 if call is None:
-                    builder.call(block.tool, block.raw, problem=CUT_OFF if block.problem.startswith(
-                        "tool call cut off") else NOT_RUN)
+                    builder.call(
+                        block.tool,
+                        block.raw,
+                        problem=CUT_OFF if block.problem.startswith("tool call cut off") else NOT_RUN,
+                    )
                     continue
                 call_id = f"rlvp-{number}-{k}"
                 builder.call(call[0], call[1], call_id=call_id)
@@ -252,7 +255,7 @@ def episode_from_response_text(
         if start < 0:
             break
         end = text.find(closer, start + len(opener))
-        body = text[start + len(opener):] if end < 0 else text[start + len(opener):end]
+        body = text[start + len(opener) :] if end < 0 else text[start + len(opener) : end]
         if pending:  # a result with no call waiting is dropped (it would answer a wrong call)
             builder.result(body.strip("\n"), call_id=pending.pop(0), records=[])
         if end < 0:

@@ -27,8 +27,11 @@ repeat_error (-0.3)
 
 
 def _call(name):
-    return {"role": "assistant", "content": "", "tool_calls": [
-        {"type": "function", "function": {"name": name, "arguments": {"id": "A"}}}]}
+    return {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": name, "arguments": {"id": "A"}}}],
+    }
 
 
 def _result(name, ok):
@@ -37,16 +40,30 @@ def _result(name, ok):
 
 #: name -> (segments, messages): what the model wrote, and the episode TRL's tools would record.
 SCRIPTS = {
-    "read_then_cancel": ([("model", CALL_GET), ("tool", TOOL_OK), ("model", CALL_A), ("tool", TOOL_OK),
-                          ("model", ["done"])],
-                         [_call("get"), _result("get", True), _call("cancel"), _result("cancel", True),
-                          {"role": "assistant", "content": "done"}]),
-    "repeat_error": ([("model", CALL_A), ("tool", TOOL_ERROR), ("model", CALL_A), ("tool", TOOL_ERROR),
-                      ("model", ["done"])],
-                     [_call("cancel"), _result("cancel", False), _call("cancel"), _result("cancel", False),
-                      {"role": "assistant", "content": "done"}]),
-    "malformed": ([("model", BROKEN), ("model", ["done"])],
-                  [{"role": "assistant", "content": " ".join(BROKEN) + " done"}]),
+    "read_then_cancel": (
+        [("model", CALL_GET), ("tool", TOOL_OK), ("model", CALL_A), ("tool", TOOL_OK), ("model", ["done"])],
+        [
+            _call("get"),
+            _result("get", True),
+            _call("cancel"),
+            _result("cancel", True),
+            {"role": "assistant", "content": "done"},
+        ],
+    ),
+    "repeat_error": (
+        [("model", CALL_A), ("tool", TOOL_ERROR), ("model", CALL_A), ("tool", TOOL_ERROR), ("model", ["done"])],
+        [
+            _call("cancel"),
+            _result("cancel", False),
+            _call("cancel"),
+            _result("cancel", False),
+            {"role": "assistant", "content": "done"},
+        ],
+    ),
+    "malformed": (
+        [("model", BROKEN), ("model", ["done"])],
+        [{"role": "assistant", "content": " ".join(BROKEN) + " done"}],
+    ),
     "no_call": ([("model", ["done"])], [{"role": "assistant", "content": "done"}]),
 }
 #: the credit each call of a script earns under RULES (in call order).
@@ -80,8 +97,15 @@ def make_rollout(tok, plan, outcomes):
     """A TRL rollout_func: the k-th completion of each group follows ``plan[k]`` and gets ``outcomes[k]``."""
 
     def rollout(prompts, trainer):
-        out = {"prompt_ids": [], "completion_ids": [], "logprobs": [], "env_mask": [], "rlvp_messages": [],
-               "outcome": [], "script": []}
+        out = {
+            "prompt_ids": [],
+            "completion_ids": [],
+            "logprobs": [],
+            "env_mask": [],
+            "rlvp_messages": [],
+            "outcome": [],
+            "script": [],
+        }
         G = trainer.num_generations
         for k, prompt in enumerate(prompts):
             name = plan[k % G]
@@ -112,9 +136,23 @@ def dataset(n_prompts: int = 2):
 def config(tmp_path, **overrides):
     from trl import GRPOConfig
 
-    args = dict(output_dir=str(tmp_path), use_cpu=True, bf16=False, report_to=[], max_steps=2, logging_steps=1,
-                per_device_train_batch_size=4, num_generations=4, max_completion_length=64, learning_rate=1e-2,
-                weight_decay=0.0, save_strategy="no", gradient_checkpointing=False, seed=0, beta=0.0)
+    args = dict(
+        output_dir=str(tmp_path),
+        use_cpu=True,
+        bf16=False,
+        report_to=[],
+        max_steps=2,
+        logging_steps=1,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=64,
+        learning_rate=1e-2,
+        weight_decay=0.0,
+        save_strategy="no",
+        gradient_checkpointing=False,
+        seed=0,
+        beta=0.0,
+    )
     args.update(overrides)
     return GRPOConfig(**args)
 

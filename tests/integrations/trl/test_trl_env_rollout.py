@@ -18,8 +18,7 @@ from trainer import envs, trl_rollout
 from trainer.config import load_config
 from trainer.envs.base import ToolCall
 from trainer.generation import GenConfig
-from trainer.trl_rollout import (CALL_MARKERS, ConstrainedLogprobsMixin, EnvRollout, episode_messages,
-                                 outcome_reward)
+from trainer.trl_rollout import CALL_MARKERS, ConstrainedLogprobsMixin, EnvRollout, episode_messages, outcome_reward
 from trainer.trl_runs import grpo_config, tiny_policy
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -52,11 +51,16 @@ def run(tmp_path_factory):
     """One 2-step run; the rollouts `collect_group` played (by completion ids) and the trainer."""
     torch.set_num_threads(1)
     cfg = load_config(ROOT / "examples" / "chain4.toml").replace(
-        tasks_per_iteration=TASKS, num_generations=G, model_args={"hidden_size": 32, "intermediate_size": 64})
+        tasks_per_iteration=TASKS, num_generations=G, model_args={"hidden_size": 32, "intermediate_size": 64}
+    )
     factory = envs.env_factory(cfg.env, **cfg.env_args)
     model, tokenizer = tiny_policy(cfg, factory)
-    rollout = EnvRollout(factory, envs.make_tasks(STEPS * TASKS, cfg.seed, prefix="chain4-"),
-                         GenConfig(temperature=1.0, max_turns=MAX_TURNS), seed=cfg.seed)
+    rollout = EnvRollout(
+        factory,
+        envs.make_tasks(STEPS * TASKS, cfg.seed, prefix="chain4-"),
+        GenConfig(temperature=1.0, max_turns=MAX_TURNS),
+        seed=cfg.seed,
+    )
     played: dict[tuple[int, ...], object] = {}
     collect = trl_rollout.collect_group
 
@@ -68,8 +72,14 @@ def run(tmp_path_factory):
     reward = RecordingReward(RULES, mode="token", process_weight=W, call_markers=CALL_MARKERS)
     reward.read_rows = {}
     args = grpo_config(cfg, steps=STEPS, out_dir=str(tmp_path_factory.mktemp("trl_env")))
-    trainer = RecordingTrainer(model=model, reward_funcs=[outcome_reward, reward], args=args,
-                               train_dataset=rollout.dataset(), processing_class=tokenizer, rollout_func=rollout)
+    trainer = RecordingTrainer(
+        model=model,
+        reward_funcs=[outcome_reward, reward],
+        args=args,
+        train_dataset=rollout.dataset(),
+        processing_class=tokenizer,
+        rollout_func=rollout,
+    )
     trainer.seen = []
     mp = pytest.MonkeyPatch()
     mp.setattr(trl_rollout, "collect_group", recording_collect)
@@ -126,11 +136,12 @@ def test_each_calls_credit_sits_on_exactly_its_tokens(run):
             base = rest[on]
             assert torch.allclose(base, base[0].expand_as(base), atol=1e-6), "credit off its call's tokens"
             for (start, end), value in zip(r.call_spans, cc.values, strict=True):
-                assert adv[i, start:end].tolist() == pytest.approx([base[0].item() + W * value] * (end - start),
-                                                                   abs=1e-6)
+                assert adv[i, start:end].tolist() == pytest.approx(
+                    [base[0].item() + W * value] * (end - start), abs=1e-6
+                )
                 checked_calls += 1
         for g in range(B // G):
-            group = outcomes[g * G:(g + 1) * G]
+            group = outcomes[g * G : (g + 1) * G]
             if len(set(group)) == 1:  # equal outcomes: no outcome advantage, only the credit
                 equal_groups += 1
                 for i in range(g * G, (g + 1) * G):
@@ -157,8 +168,9 @@ def test_the_reward_reads_the_played_episodes(run):
         read = row.episode
         assert read.events[0].kind == USER and read.events[0].signals == r.episode.events[0].signals
         assert r.episode.events[0].signals == {"stages_remaining": 4.0}
-        assert [(c.tool, c.status, dict(c.signals)) for c in read.calls] == \
-               [(c.tool, c.status, dict(c.signals)) for c in r.episode.calls]
+        assert [(c.tool, c.status, dict(c.signals)) for c in read.calls] == [
+            (c.tool, c.status, dict(c.signals)) for c in r.episode.calls
+        ]
         for call in r.episode.calls:
             statuses.add(call.status)
         got = RlvpReward(program, mode="token").credits(row)
@@ -180,9 +192,18 @@ def test_failed_calls_are_marked_errors_on_their_tool_messages():
     events = [Event(0, USER, text="go", signals=initial)]
     for call in (ToolCall("ping", {"token": "k0"}), env.expected_call()):
         res = env.step(call)
-        events.append(Event(len(events), CALL, tool=call.tool, arguments=dict(call.arguments),
-                            status=OK if res.ok else ERROR, result=res.text if res.ok else "",
-                            error_text="" if res.ok else res.text, signals=dict(res.signals)))
+        events.append(
+            Event(
+                len(events),
+                CALL,
+                tool=call.tool,
+                arguments=dict(call.arguments),
+                status=OK if res.ok else ERROR,
+                result=res.text if res.ok else "",
+                error_text="" if res.ok else res.text,
+                signals=dict(res.signals),
+            )
+        )
     messages = episode_messages(Episode("e", tuple(events)))
     tools = [m for m in messages if m["role"] == "tool"]
     assert tools[0]["error"] is True and tools[0]["content"].startswith("error")

@@ -24,23 +24,26 @@ PLAN = ["read_then_cancel", "repeat_error", "malformed", "no_call"]
 LOGGER = "rlvp_dsl.integrations.trl"
 
 
-@pytest.mark.parametrize("kwargs, error, words", [
-    ({"process_weight": float("nan")}, ValueError, "finite"),
-    ({"process_weight": float("inf")}, ValueError, "finite"),
-    ({"process_weight": -0.5}, ValueError, "non-negative"),
-    ({"process_weight": True}, TypeError, "a number"),
-    ({"process_weight": 10 ** 400}, ValueError, "finite"),
-    ({"error_signal": "nope"}, ValueError, "unknown error signal 'nope'"),
-    ({"error_signal": 5}, ValueError, "error_signal"),
-    ({"call_markers": ("", "")}, ValueError, "non-empty"),
-    ({"call_markers": ("<tool_call>", "")}, ValueError, "non-empty"),
-    ({"call_markers": ("<x>", "<x>")}, ValueError, "different"),
-    ({"call_markers": ("<x>",)}, ValueError, "two non-empty strings"),
-    ({"call_markers": "<x></x>"}, ValueError, "two non-empty strings"),
-    ({"mode": "tokens"}, ValueError, "token or scalar"),
-    ({"mode": None}, ValueError, "token or scalar"),
-    ({"name": ""}, ValueError, "non-empty string"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"process_weight": float("nan")}, ValueError, "finite"),
+        ({"process_weight": float("inf")}, ValueError, "finite"),
+        ({"process_weight": -0.5}, ValueError, "non-negative"),
+        ({"process_weight": True}, TypeError, "a number"),
+        ({"process_weight": 10**400}, ValueError, "finite"),
+        ({"error_signal": "nope"}, ValueError, "unknown error signal 'nope'"),
+        ({"error_signal": 5}, ValueError, "error_signal"),
+        ({"call_markers": ("", "")}, ValueError, "non-empty"),
+        ({"call_markers": ("<tool_call>", "")}, ValueError, "non-empty"),
+        ({"call_markers": ("<x>", "<x>")}, ValueError, "different"),
+        ({"call_markers": ("<x>",)}, ValueError, "two non-empty strings"),
+        ({"call_markers": "<x></x>"}, ValueError, "two non-empty strings"),
+        ({"mode": "tokens"}, ValueError, "token or scalar"),
+        ({"mode": None}, ValueError, "token or scalar"),
+        ({"name": ""}, ValueError, "non-empty string"),
+    ],
+)
 def test_bad_arguments_are_refused_at_construction(kwargs, error, words):
     with pytest.raises(error, match=words):
         RlvpReward(loads(RULES), **kwargs)
@@ -79,16 +82,25 @@ def test_the_marker_scan_itself_cannot_spin_on_empty_markers():
 
 def _trainer(cls, tmp_path, reward_funcs, outcomes=(0, 0, 0, 0), **overrides):
     tok, model = tiny()
-    return cls(model=model, reward_funcs=reward_funcs, args=config(tmp_path, **overrides), train_dataset=dataset(),
-               processing_class=tok, rollout_func=make_rollout(tok, PLAN, outcomes))
+    return cls(
+        model=model,
+        reward_funcs=reward_funcs,
+        args=config(tmp_path, **overrides),
+        train_dataset=dataset(),
+        processing_class=tok,
+        rollout_func=make_rollout(tok, PLAN, outcomes),
+    )
 
 
 def test_a_token_mode_reward_in_the_stock_trainer_fails_with_the_fix(tmp_path):
     """Before: the stock GRPOTrainer trained on 0 from it for every completion, silently."""
     trainer = _trainer(GRPOTrainer, tmp_path, [outcome_reward, RlvpReward(loads(RULES))], max_steps=1)
     before = snapshot(trainer.model)
-    with pytest.raises(ValueError, match=r"RlvpReward\(mode='token'\) was called by GRPOTrainer.*RlvpGRPOTrainer"
-                                         r".*mode='scalar'"):
+    with pytest.raises(
+        ValueError,
+        match=r"RlvpReward\(mode='token'\) was called by GRPOTrainer.*RlvpGRPOTrainer"
+        r".*mode='scalar'",
+    ):
         trainer.train()
     assert not changed(before, trainer.model)
     # a call by hand (no trainer) still reads the rows, and RlvpGRPOTrainer takes the same reward
@@ -157,35 +169,41 @@ def test_scalar_mode_counts_nothing_where_the_outcomes_differ(tmp_path):
 
 
 # --- the new-user trial (issue 17): more constructor arguments, and malformed completions ----------
-@pytest.mark.parametrize("kwargs, error, words", [
-    ({"process_weight": "1"}, TypeError, "a number"),
-    ({"process_weight": None}, TypeError, "a number"),
-    ({"process_weight": float("-inf")}, ValueError, "finite"),
-    ({"process_weight": [1.0]}, TypeError, "a number"),
-    ({"error_signal": "opnai"}, ValueError, "did you mean 'openai'"),
-    ({"error_signal": ""}, ValueError, "error_signal"),
-    ({"error_signal": ["trl"]}, ValueError, "error_signal"),
-    ({"call_markers": None}, ValueError, "two non-empty strings"),
-    ({"call_markers": ("<a>", "</a>", "<b>")}, ValueError, "two non-empty strings"),
-    ({"call_markers": (1, 2)}, ValueError, "two non-empty strings"),
-    ({"mode": "Scalar"}, ValueError, "token or scalar"),
-    ({"mode": 1}, ValueError, "token or scalar"),
-    ({"name": None}, ValueError, "non-empty string"),
-    ({"name": 5}, ValueError, "non-empty string"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"process_weight": "1"}, TypeError, "a number"),
+        ({"process_weight": None}, TypeError, "a number"),
+        ({"process_weight": float("-inf")}, ValueError, "finite"),
+        ({"process_weight": [1.0]}, TypeError, "a number"),
+        ({"error_signal": "opnai"}, ValueError, "did you mean 'openai'"),
+        ({"error_signal": ""}, ValueError, "error_signal"),
+        ({"error_signal": ["trl"]}, ValueError, "error_signal"),
+        ({"call_markers": None}, ValueError, "two non-empty strings"),
+        ({"call_markers": ("<a>", "</a>", "<b>")}, ValueError, "two non-empty strings"),
+        ({"call_markers": (1, 2)}, ValueError, "two non-empty strings"),
+        ({"mode": "Scalar"}, ValueError, "token or scalar"),
+        ({"mode": 1}, ValueError, "token or scalar"),
+        ({"name": None}, ValueError, "non-empty string"),
+        ({"name": 5}, ValueError, "non-empty string"),
+    ],
+)
 def test_more_bad_arguments_are_refused_at_construction(kwargs, error, words):
     with pytest.raises(error, match=words):
         RlvpReward(loads(RULES), **kwargs)
 
 
-@pytest.mark.parametrize("rules, error, words", [
-    ("/dev/zero", RuleError, "a character device, not a regular file"),
-    ("/nonexistent/rules.rlvp", RuleError, "file not found"),
-    ("/tmp", RuleError, "is a directory"),
-    (None, TypeError, "compiled Program or the path"),
-    (b"rules.rlvp", TypeError, "compiled Program or the path"),
-    ("tool get : read", RuleError, "file not found"),  # rule text, not a path: loads() it first
-])
+@pytest.mark.parametrize(
+    "rules, error, words",
+    [
+        ("/dev/zero", RuleError, "a character device, not a regular file"),
+        ("/nonexistent/rules.rlvp", RuleError, "file not found"),
+        ("/tmp", RuleError, "is a directory"),
+        (None, TypeError, "compiled Program or the path"),
+        (b"rules.rlvp", TypeError, "compiled Program or the path"),
+        ("tool get : read", RuleError, "file not found"),  # rule text, not a path: loads() it first
+    ],
+)
 def test_rules_that_cannot_be_loaded_are_refused_by_name(rules, error, words):
     with pytest.raises(error, match=words):
         RlvpReward(rules)
@@ -194,24 +212,27 @@ def test_rules_that_cannot_be_loaded_are_refused_by_name(rules, error, words):
 CALL = '<tool_call>{"name": "cancel_reservation", "arguments": {"reservation_id": "A"}}</tool_call>'
 
 
-@pytest.mark.parametrize("prompt, completion, unscorable", [
-    ("p", None, True),
-    ("p", 5, True),
-    ("p", {"role": "assistant"}, True),
-    ("p", [1, 2], True),
-    ("p", [{"content": "x"}], True),
-    ("p", [{"role": "assistant", "content": 5}], True),
-    ("p", b"bytes", True),
-    ([1], "x", True),
-    (5, "x", False),                      # not a prompt TRL makes: read as no prompt
-    (None, "x", False),
-    ("p", "<tool_call>" + "[" * 50_000 + "</tool_call>", False),   # a malformed call, not a RecursionError
-    ("p", "<think>" + CALL, False),       # a call inside an unclosed thought: no call
-    ("p", "\ud800" + CALL, False),
-    ("p", "\x00" + CALL, False),
-    ("p", CALL[:-5], False),              # cut off before its closing marker
-    ("p", "", False),
-])
+@pytest.mark.parametrize(
+    "prompt, completion, unscorable",
+    [
+        ("p", None, True),
+        ("p", 5, True),
+        ("p", {"role": "assistant"}, True),
+        ("p", [1, 2], True),
+        ("p", [{"content": "x"}], True),
+        ("p", [{"role": "assistant", "content": 5}], True),
+        ("p", b"bytes", True),
+        ([1], "x", True),
+        (5, "x", False),  # not a prompt TRL makes: read as no prompt
+        (None, "x", False),
+        ("p", "<tool_call>" + "[" * 50_000 + "</tool_call>", False),  # a malformed call, not a RecursionError
+        ("p", "<think>" + CALL, False),  # a call inside an unclosed thought: no call
+        ("p", "\ud800" + CALL, False),
+        ("p", "\x00" + CALL, False),
+        ("p", CALL[:-5], False),  # cut off before its closing marker
+        ("p", "", False),
+    ],
+)
 def test_a_malformed_completion_is_isolated_to_its_row(prompt, completion, unscorable):
     """Each bad completion: a finite value for its row, the good row beside it scored as alone."""
     reward = RlvpReward(loads(RULES), mode="scalar")
@@ -223,24 +244,30 @@ def test_a_malformed_completion_is_isolated_to_its_row(prompt, completion, unsco
     assert reward.unscorable_rows == int(unscorable)
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"prompts": ["a", "b"], "completions": ["x"]}, "2 prompts, 1 completions"),
-    ({"prompts": ["a"], "completions": None}, "needs prompts and completions"),
-    ({"prompts": "a", "completions": ["x"]}, "'prompts' must be a list"),
-    ({"prompts": ["a", "b"], "completions": ["x", "y"], "rlvp_messages": [[]]}, "1 rlvp_messages"),
-    ({"prompts": ["a"], "completions": ["x"], "rlvp_messages": 5}, "'rlvp_messages' must be a list"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"prompts": ["a", "b"], "completions": ["x"]}, "2 prompts, 1 completions"),
+        ({"prompts": ["a"], "completions": None}, "needs prompts and completions"),
+        ({"prompts": "a", "completions": ["x"]}, "'prompts' must be a list"),
+        ({"prompts": ["a", "b"], "completions": ["x", "y"], "rlvp_messages": [[]]}, "1 rlvp_messages"),
+        ({"prompts": ["a"], "completions": ["x"], "rlvp_messages": 5}, "'rlvp_messages' must be a list"),
+    ],
+)
 def test_a_misaligned_batch_is_refused_naming_the_lengths(kwargs, words):
     """Before: zip's ValueError, an IndexError or a TypeError from inside the call."""
     with pytest.raises(ValueError, match=words):
         RlvpReward(loads(RULES), mode="scalar")(**kwargs)
 
 
-@pytest.mark.parametrize("reward_funcs, words", [
-    ([outcome_reward], "found 0"),
-    ([outcome_reward, RlvpReward(loads(RULES), mode="scalar")], "found 0"),
-    ([outcome_reward, RlvpReward(loads(RULES)), RlvpReward(loads(RULES))], "found 2"),
-])
+@pytest.mark.parametrize(
+    "reward_funcs, words",
+    [
+        ([outcome_reward], "found 0"),
+        ([outcome_reward, RlvpReward(loads(RULES), mode="scalar")], "found 0"),
+        ([outcome_reward, RlvpReward(loads(RULES)), RlvpReward(loads(RULES))], "found 2"),
+    ],
+)
 def test_rlvp_grpo_trainer_needs_exactly_one_token_mode_reward(tmp_path, reward_funcs, words):
     with pytest.raises(ValueError, match=f"needs exactly one RlvpReward.*{words}"):
         _trainer(RlvpGRPOTrainer, tmp_path, reward_funcs)

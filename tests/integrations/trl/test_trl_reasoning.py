@@ -21,8 +21,8 @@ violation errored_call (-0.1) { on call error }
 blind_destructive blind_delete (-0.3) { inspected_by call read_file ok }
 """
 W = 0.5
-THOUGHT_CALL = '<tool_call>\n' + json.dumps({"name": "delete_file", "arguments": {"path": "a"}}) + '\n</tool_call>'
-REAL_CALL = '<tool_call>\n' + json.dumps({"name": "read_file", "arguments": {"path": "a"}}) + '\n</tool_call>'
+THOUGHT_CALL = "<tool_call>\n" + json.dumps({"name": "delete_file", "arguments": {"path": "a"}}) + "\n</tool_call>"
+REAL_CALL = "<tool_call>\n" + json.dumps({"name": "read_file", "arguments": {"path": "a"}}) + "\n</tool_call>"
 TURN = f"<think>\nI could just call {THOUGHT_CALL} but reading first is safer.\n</think>\n\n{REAL_CALL}<|im_end|>"
 
 
@@ -42,8 +42,13 @@ def _train(tmp_path, tools):
     reward = RlvpReward(loads(RULES), process_weight=W)
     data = Dataset.from_dict({"prompt": [[{"role": "user", "content": "Tidy up file a."}]]})
     trainer = type("Scripted", (ScriptedTools,), {"first_turn": [TURN]})(
-        model=_model(tok), reward_funcs=[_no_outcome, reward], args=config(tmp_path, max_steps=1,
-        max_completion_length=256), train_dataset=data, processing_class=tok, tools=tools)
+        model=_model(tok),
+        reward_funcs=[_no_outcome, reward],
+        args=config(tmp_path, max_steps=1, max_completion_length=256),
+        train_dataset=data,
+        processing_class=tok,
+        tools=tools,
+    )
     trainer.seen = []
     trainer.train()
     return tok, trainer, reward
@@ -61,13 +66,13 @@ def test_think_tokens_carry_no_call_credit(tmp_path, tools):
     for batch in trainer.seen:
         for ids, adv in zip(batch["completion_ids"].tolist(), batch["advantages"].tolist(), strict=True):
             thought = (ids.index(think_open), ids.index(think_close) + 1)
-            assert opener in ids[thought[0]:thought[1]]  # the thought does hold a marked call
+            assert opener in ids[thought[0] : thought[1]]  # the thought does hold a marked call
             start = ids.index(opener, thought[1])
             real = (start, ids.index(closer, start) + 1)
             expected = [0.0] * len(ids)
             for t in range(*real):
                 expected[t] = W * -0.1
-            assert adv[thought[0]:thought[1]] == [0.0] * (thought[1] - thought[0])
+            assert adv[thought[0] : thought[1]] == [0.0] * (thought[1] - thought[0])
             assert adv == pytest.approx(expected, abs=1e-7)
     unmatched = [e["rlvp/unmatched_spans"] for e in trainer.state.log_history if "rlvp/unmatched_spans" in e]
     assert unmatched and all(v == 0.0 for v in unmatched)

@@ -23,7 +23,7 @@ W = 0.5
 
 
 def _call(name, path):
-    return '<tool_call>\n' + json.dumps({"name": name, "arguments": {"path": path}}) + '\n</tool_call>'
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": {"path": path}}) + "\n</tool_call>"
 
 
 #: one model turn with three calls; the async read_file raises for "a"
@@ -76,9 +76,13 @@ def _train(tmp_path, turn):
     reward = SeenCompletions(loads(RULES), process_weight=W)
     data = Dataset.from_dict({"prompt": [[{"role": "user", "content": "Tidy up file a."}]]})
     trainer = type("Scripted", (ScriptedTools,), {"first_turn": [turn]})(
-        model=_model(tok), reward_funcs=[_no_outcome, reward], args=config(tmp_path, max_steps=1,
-        max_completion_length=256), train_dataset=data, processing_class=tok,
-        tools=[write_file, read_file, delete_file])
+        model=_model(tok),
+        reward_funcs=[_no_outcome, reward],
+        args=config(tmp_path, max_steps=1, max_completion_length=256),
+        train_dataset=data,
+        processing_class=tok,
+        tools=[write_file, read_file, delete_file],
+    )
     trainer.seen = []
     trainer.train()
     return tok, trainer, reward
@@ -99,7 +103,10 @@ def test_the_async_tools_error_lands_on_its_own_call(tmp_path):
         assert all("tool_call_id" not in m for m in completion)
     for row in reward.last_rows:
         assert [(c.tool, c.status) for c in row.episode.calls] == [
-            ("write_file", "ok"), ("read_file", "error"), ("delete_file", "ok")]
+            ("write_file", "ok"),
+            ("read_file", "error"),
+            ("delete_file", "ok"),
+        ]
         assert "cannot read a" in row.episode.calls[1].error_text
     assert trainer.seen
     for batch in trainer.seen:
@@ -120,7 +127,10 @@ def test_same_name_results_that_could_be_swapped_are_counted_and_get_no_error_cr
     tok, trainer, reward = _train(tmp_path, SWAPPABLE)
     for row in reward.last_rows:
         assert [(c.tool, c.status, c.ambiguous) for c in row.episode.calls] == [
-            ("read_file", "no_result", True), ("read_file", "no_result", True), ("write_file", "ok", False)]
+            ("read_file", "no_result", True),
+            ("read_file", "no_result", True),
+            ("write_file", "ok", False),
+        ]
     for batch in trainer.seen:
         for adv in batch["advantages"].tolist():
             assert adv == pytest.approx([0.0] * len(adv), abs=1e-7)

@@ -10,8 +10,18 @@ from trl import GRPOTrainer
 from rlvp_dsl import loads
 from rlvp_dsl.integrations.trl import RlvpGRPOTrainer, RlvpReward
 
-from .scripted import (CALL_CREDITS, RULES, changed, config, dataset, make_rollout, outcome_reward, script_ids,
-                       snapshot, tiny)
+from .scripted import (
+    CALL_CREDITS,
+    RULES,
+    changed,
+    config,
+    dataset,
+    make_rollout,
+    outcome_reward,
+    script_ids,
+    snapshot,
+    tiny,
+)
 
 PLAN = ["read_then_cancel", "repeat_error", "malformed", "no_call"]
 W = 0.5
@@ -35,8 +45,14 @@ class RecordingStock(Recording, GRPOTrainer):
 
 def _run(cls, tmp_path, rlvp, outcomes=(0, 0, 0, 0), **overrides):
     tok, model = tiny()
-    trainer = cls(model=model, reward_funcs=[outcome_reward, rlvp], args=config(tmp_path, **overrides),
-                  train_dataset=dataset(), processing_class=tok, rollout_func=make_rollout(tok, PLAN, outcomes))
+    trainer = cls(
+        model=model,
+        reward_funcs=[outcome_reward, rlvp],
+        args=config(tmp_path, **overrides),
+        train_dataset=dataset(),
+        processing_class=tok,
+        rollout_func=make_rollout(tok, PLAN, outcomes),
+    )
     trainer.seen = []
     before = snapshot(trainer.model)
     trainer.train()
@@ -47,7 +63,7 @@ def _expected_row(tok, ids: list[int]) -> tuple[str, list[float]]:
     """The script whose completion ids these are, and its expected process advantage per token."""
     for name in PLAN:
         script, _, spans = script_ids(tok, name)
-        if ids[:len(script)] == script:
+        if ids[: len(script)] == script:
             row = [0.0] * len(ids)
             for (start, end), credit in zip(spans, CALL_CREDITS[name], strict=True):
                 for t in range(start, end):
@@ -106,7 +122,7 @@ def test_outcome_advantage_is_group_normalised(tmp_path):
             name, _ = _expected_row(tok, ids)
             ids_script, mask, _ = script_ids(tok, name)
             a = want[PLAN.index(name)]
-            assert row[:len(mask)] == pytest.approx([a * m for m in mask], abs=1e-5)
+            assert row[: len(mask)] == pytest.approx([a * m for m in mask], abs=1e-5)
 
 
 @pytest.mark.parametrize("loss_type", ["grpo", "bnpo", "dr_grpo", "dapo", "cispo", "sapo", "luspo", "vespo"])
@@ -115,15 +131,22 @@ def test_every_loss_type_trains_on_token_advantages(tmp_path, loss_type):
     extra = {"epsilon_high": 5.0} if loss_type == "cispo" else {}
     if loss_type == "luspo":
         extra["importance_sampling_level"] = "sequence"
-    _, trainer, before = _run(RecordingRlvp, tmp_path, RlvpReward(loads(RULES), process_weight=W),
-                              loss_type=loss_type, max_steps=1, **extra)
+    _, trainer, before = _run(
+        RecordingRlvp, tmp_path, RlvpReward(loads(RULES), process_weight=W), loss_type=loss_type, max_steps=1, **extra
+    )
     assert trainer.seen and changed(before, trainer.model)
 
 
 def test_gradient_accumulation_and_several_iterations(tmp_path):
     """gradient_accumulation_steps=2 and num_iterations=2: every micro-batch gets its rows' token advantages."""
-    tok, trainer, before = _run(RecordingRlvp, tmp_path, RlvpReward(loads(RULES), process_weight=W),
-                                per_device_train_batch_size=2, gradient_accumulation_steps=2, num_iterations=2)
+    tok, trainer, before = _run(
+        RecordingRlvp,
+        tmp_path,
+        RlvpReward(loads(RULES), process_weight=W),
+        per_device_train_batch_size=2,
+        gradient_accumulation_steps=2,
+        num_iterations=2,
+    )
     # 2 optimizer steps x 2 micro-batches; one generation serves both (2 iterations over it)
     assert len(trainer.seen) == 4
     assert torch.equal(trainer.seen[0]["completion_ids"], trainer.seen[2]["completion_ids"])
@@ -137,6 +160,11 @@ def test_the_trainer_needs_a_token_mode_reward(tmp_path):
     """RlvpGRPOTrainer without a token-mode RlvpReward says what to pass instead."""
     tok, model = tiny()
     with pytest.raises(ValueError, match="needs exactly one RlvpReward"):
-        RlvpGRPOTrainer(model=model, reward_funcs=[outcome_reward, RlvpReward(loads(RULES), mode="scalar")],
-                        args=config(tmp_path), train_dataset=dataset(), processing_class=tok,
-                        rollout_func=make_rollout(tok, PLAN, (0, 0, 0, 0)))
+        RlvpGRPOTrainer(
+            model=model,
+            reward_funcs=[outcome_reward, RlvpReward(loads(RULES), mode="scalar")],
+            args=config(tmp_path),
+            train_dataset=dataset(),
+            processing_class=tok,
+            rollout_func=make_rollout(tok, PLAN, (0, 0, 0, 0)),
+        )

@@ -53,16 +53,28 @@ def get_reservation(reservation_id: str) -> str:
 
 def _tokenizer(extra_corpus=(), extra_tokens=()):
     template = (Path(trl.__file__).parent / "chat_templates" / "qwen2_5.jinja").read_text()
-    corpus = [template, *FIRST_TURN, "Cancel reservation A please. You are a helpful assistant.",
-              "reservation_id cancel_reservation get_reservation error cannot be cancelled passenger", *extra_corpus]
+    corpus = [
+        template,
+        *FIRST_TURN,
+        "Cancel reservation A please. You are a helpful assistant.",
+        "reservation_id cancel_reservation get_reservation error cannot be cancelled passenger",
+        *extra_corpus,
+    ]
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     core.decoder = decoders.ByteLevel()
-    core.train_from_iterator(corpus * 3, trainer=trainers.BpeTrainer(
-        vocab_size=600, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
-    tok = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                  padding_side="left")
+    core.train_from_iterator(
+        corpus * 3,
+        trainer=trainers.BpeTrainer(
+            vocab_size=600,
+            special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>", padding_side="left"
+    )
     tok.add_tokens(["<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>", *extra_tokens])
     tok.chat_template = template
     return tok
@@ -70,9 +82,18 @@ def _tokenizer(extra_corpus=(), extra_tokens=()):
 
 def _model(tok):
     torch.manual_seed(0)
-    cfg = Qwen2Config(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id, bos_token_id=None)
+    cfg = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        bos_token_id=None,
+    )
     model = Qwen2ForCausalLM(cfg)
     model.generation_config.eos_token_id = tok.eos_token_id
     model.generation_config.pad_token_id = tok.pad_token_id
@@ -91,14 +112,22 @@ class ScriptedTools(RlvpGRPOTrainer):
 
     def _generate_single_turn(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
         turns = self.first_turn
-        texts = [turns[i % len(turns)] for i in range(len(prompt_ids))] if self._first_turn else (
-            [LATER_TURN] * len(prompt_ids))
+        texts = (
+            [turns[i % len(turns)] for i in range(len(prompt_ids))]
+            if self._first_turn
+            else ([LATER_TURN] * len(prompt_ids))
+        )
         self._first_turn = False
         return [self.processing_class(t, add_special_tokens=False)["input_ids"] for t in texts], None
 
     def _compute_loss(self, model, inputs):
-        self.seen.append({k: inputs[k].detach().clone() for k in ("advantages", "completion_ids", "completion_mask",
-                                                                   "tool_mask") if k in inputs})
+        self.seen.append(
+            {
+                k: inputs[k].detach().clone()
+                for k in ("advantages", "completion_ids", "completion_mask", "tool_mask")
+                if k in inputs
+            }
+        )
         return super()._compute_loss(model, inputs)
 
 
@@ -114,17 +143,23 @@ def test_trl_tool_errors_and_unparsed_calls_get_the_failed_call_credit(tmp_path)
     model = _model(tok)
     reward = RlvpReward(loads(RULES), process_weight=W)
     data = Dataset.from_dict({"prompt": [[{"role": "user", "content": "Cancel reservation A please."}]] * 2})
-    trainer = ScriptedTools(model=model, reward_funcs=[_no_outcome, reward], args=config(tmp_path, max_steps=1,
-                            max_completion_length=128), train_dataset=data, processing_class=tok,
-                            tools=[cancel_reservation, get_reservation])
+    trainer = ScriptedTools(
+        model=model,
+        reward_funcs=[_no_outcome, reward],
+        args=config(tmp_path, max_steps=1, max_completion_length=128),
+        train_dataset=data,
+        processing_class=tok,
+        tools=[cancel_reservation, get_reservation],
+    )
     trainer.seen = []
     before = snapshot(trainer.model)
     trainer.train()
     statuses = sorted(tuple(e.status for e in row.episode.calls) for row in reward.last_rows)
     assert statuses == [(), ("error",), ("malformed",), ("ok",)]
     for batch in trainer.seen:
-        for ids, adv, tool_mask in zip(batch["completion_ids"].tolist(), batch["advantages"].tolist(),
-                                       batch["tool_mask"].tolist(), strict=True):
+        for ids, adv, tool_mask in zip(
+            batch["completion_ids"].tolist(), batch["advantages"].tolist(), batch["tool_mask"].tolist(), strict=True
+        ):
             text = tok.decode(ids)
             start = ids.index(tok.convert_tokens_to_ids("<tool_call>")) if "<tool_call>" in text else None
             end = ids.index(tok.convert_tokens_to_ids("</tool_call>")) + 1 if start is not None else None
@@ -171,18 +206,27 @@ def test_environment_factory_counts_the_outcome_once(tmp_path):
     tok = _tokenizer()
     reward = RlvpReward(loads(RULES), process_weight=W)
     data = Dataset.from_dict({"prompt": [[{"role": "user", "content": "Cancel reservation A please."}]] * 2})
-    trainer = ScriptedTools(model=_model(tok), reward_funcs=[reward], args=config(tmp_path, max_steps=1,
-                            max_completion_length=128), train_dataset=data, processing_class=tok,
-                            environment_factory=Reservations)
+    trainer = ScriptedTools(
+        model=_model(tok),
+        reward_funcs=[reward],
+        args=config(tmp_path, max_steps=1, max_completion_length=128),
+        train_dataset=data,
+        processing_class=tok,
+        environment_factory=Reservations,
+    )
     trainer.seen = []
     trainer.train()
     assert trainer.reward_func_names == ["rlvp", "Reservations"]
     r = torch.tensor([0.0, 1.0, 0.0, 0.0], dtype=torch.float64)  # only the get_reservation rollout looked up
     a_out = ((r - r.mean()) / (r.std(unbiased=False) + 1e-4)).tolist()
     for batch in trainer.seen:
-        for ids, adv, mask, tool_mask in zip(batch["completion_ids"].tolist(), batch["advantages"].tolist(),
-                                             batch["completion_mask"].tolist(), batch["tool_mask"].tolist(),
-                                             strict=True):
+        for ids, adv, mask, tool_mask in zip(
+            batch["completion_ids"].tolist(),
+            batch["advantages"].tolist(),
+            batch["completion_mask"].tolist(),
+            batch["tool_mask"].tolist(),
+            strict=True,
+        ):
             text = tok.decode(ids)
             k = next(i for i, first in enumerate(FIRST_TURN) if tok.decode(tok(first)["input_ids"]) in text)
             action = [m * t for m, t in zip(mask, tool_mask, strict=True)]

@@ -70,7 +70,7 @@ def test_assistant_turn_credit_on_every_action_token_but_the_last(tmp_path):
     boom's own credit is -0.75 (failed -0.5, and the recover it opened expires unmet, -0.25)."""
     out, _ = _run(tmp_path, [f"hmm {BOOM}", "The answer is 5."])
     rm, mask, ids = _channel(out, 0.0)
-    (s, e), = F.marked_spans(ids, mask, OPEN_ID, CLOSE_ID)
+    ((s, e),) = F.marked_spans(ids, mask, OPEN_ID, CLOSE_ID)
     last = _last(mask)
     for t, (value, m) in enumerate(zip(rm, mask)):
         want = 0.0 if not m or t == last else -0.125 + (-0.75 if s <= t < e else 0.0)
@@ -88,7 +88,7 @@ def test_calls_verl_did_not_run_are_no_result(tmp_path):
     out, _ = _run(tmp_path, [f"{CALC}{BROKEN}"], max_assistant_turns=1)
     rm, mask, ids = _channel(out, 0.0)
     spans = F.marked_spans(ids, mask, OPEN_ID, CLOSE_ID)
-    assert set(rm[spans[0][0]:spans[0][1]]) == {0.0}  # parsed by nobody, run by nobody: no_result
+    assert set(rm[spans[0][0] : spans[0][1]]) == {0.0}  # parsed by nobody, run by nobody: no_result
     assert out.extra_fields["rlvp"]["metrics"]["rlvp_malformed"] == 1.0
 
 
@@ -107,16 +107,19 @@ def test_v1_trainer_path_gives_the_compact_trainer_s_advantages(tmp_path):
     data = DataProto(batch=td)  # as TrainerBase._compute_advantage builds it
     data.batch["token_level_rewards"] = data.batch["rm_scores"]
     data.non_tensor_batch["uid"] = np.array(["p0", "p0"], dtype=object)
-    algorithm = OmegaConf.create({"adv_estimator": "rlvp_token", "use_kl_in_reward": False,
-                                  "rlvp": {"process_weight": 0.5}})
-    got = compute_advantage_for_multi_trajectories(data, batch_keys=["p0_0_0", "p0_1_0"],
-                                                   adv_estimator="rlvp_token", config=algorithm).batch["advantages"]
+    algorithm = OmegaConf.create(
+        {"adv_estimator": "rlvp_token", "use_kl_in_reward": False, "rlvp": {"process_weight": 0.5}}
+    )
+    got = compute_advantage_for_multi_trajectories(
+        data, batch_keys=["p0_0_0", "p0_1_0"], adv_estimator="rlvp_token", config=algorithm
+    ).batch["advantages"]
     T = got.shape[1]
     spans = [F.marked_spans(ids, mask, OPEN_ID, CLOSE_ID) for ids, mask in rows]
     credits = [CallCredits((-0.5, -0.5, 0.25), (1, 1, 0), (0, 0, 1))] * 2
     masks = torch.tensor([mask + [0] * (T - len(mask)) for _, mask in rows])
-    expected = compute_advantages([[1.0, 0.0]], [credits], [spans], masks, credit_mode="token",
-                                  process_weight=0.5).advantages
+    expected = compute_advantages(
+        [[1.0, 0.0]], [credits], [spans], masks, credit_mode="token", process_weight=0.5
+    ).advantages
     assert torch.equal(got, expected)
 
 
@@ -133,10 +136,11 @@ def test_scalar_mode_rides_to_the_rlvp_reward_manager(tmp_path):
 def test_configs_that_would_lose_the_credit_fail_at_construction(tmp_path):
     """The legacy trainer, a colocated reward model and a non-hermes format are refused, naming the key."""
     rules = F.write_rules(tmp_path)
-    for override, key in [({"trainer": {"use_v1": False}}, "trainer.use_v1"),
-                          ({"reward": {"reward_model": {"enable": True}}}, "enable_resource_pool"),
-                          ({"actor_rollout_ref": {"rollout": {"multi_turn": {"format": "gpt-oss"}}}},
-                           "multi_turn.format")]:
+    for override, key in [
+        ({"trainer": {"use_v1": False}}, "trainer.use_v1"),
+        ({"reward": {"reward_model": {"enable": True}}}, "enable_resource_pool"),
+        ({"actor_rollout_ref": {"rollout": {"multi_turn": {"format": "gpt-oss"}}}}, "multi_turn.format"),
+    ]:
         cfg = OmegaConf.merge(F.config(rules), override)
         with pytest.raises(REFUSED, match=key):
             F.run_agent(cfg, TOK, SCRIPT, PROMPT)

@@ -43,8 +43,11 @@ RULE_CASES = [
     ("process-weight-bool", _reward(rules=RULES, process_weight=True), "must be a finite number"),
     ("process-weight-nan", _reward(rules=RULES, process_weight=float("nan")), "must be a finite number"),
     ("process-weight-inf", _reward(rules=RULES, process_weight=float("inf")), "must be a finite number"),
-    ("process-weight-400-digits", {"reward": {"reward_kwargs": {"rlvp": {"rules": RULES, "process_weight": 10 ** 400}}}},
-     "must be a finite number"),
+    (
+        "process-weight-400-digits",
+        {"reward": {"reward_kwargs": {"rlvp": {"rules": RULES, "process_weight": 10**400}}}},
+        "must be a finite number",
+    ),
     ("process-weight-negative", _reward(rules=RULES, process_weight=-0.5), f"'{R}.process_weight' must be >= 0"),
     ("process-weight-none", _reward(rules=RULES, process_weight=None), "must be a finite number"),
     ("error-signal-unknown", _reward(rules=RULES, error_signal="vrl"), "did you mean 'verl'"),
@@ -70,7 +73,7 @@ def test_bad_rule_settings_are_refused_by_key(config, words):
 ESTIMATOR_CASES = [
     ("process-weight-text", {"rlvp": {"process_weight": "x"}}, f"'{A}.process_weight' must be a finite number"),
     ("process-weight-nan", {"rlvp": {"process_weight": float("nan")}}, "must be a finite number"),
-    ("process-weight-400-digits", {"rlvp": {"process_weight": 10 ** 400}}, "must be a finite number"),
+    ("process-weight-400-digits", {"rlvp": {"process_weight": 10**400}}, "must be a finite number"),
     ("process-weight-negative", {"rlvp": {"process_weight": -1.0}}, f"'{A}.process_weight' must be >= 0"),
     ("eps-negative", {"rlvp": {"eps": -1e-4}}, f"'{A}.eps' must be >= 0"),
     ("eps-inf", {"rlvp": {"eps": float("inf")}}, "must be a finite number"),
@@ -104,8 +107,9 @@ ADVANTAGE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("rewards, mask, index, words", [c[1] + (c[2],) for c in ADVANTAGE_CASES],
-                         ids=[c[0] for c in ADVANTAGE_CASES])
+@pytest.mark.parametrize(
+    "rewards, mask, index, words", [c[1] + (c[2],) for c in ADVANTAGE_CASES], ids=[c[0] for c in ADVANTAGE_CASES]
+)
 def test_bad_estimator_arguments_are_a_value_error_naming_them(rewards, mask, index, words):
     with pytest.raises(ValueError) as raised:
         rlvp_token_advantage(rewards, mask, index=index)
@@ -114,7 +118,10 @@ def test_bad_estimator_arguments_are_a_value_error_naming_them(rewards, mask, in
 
 def test_degenerate_batches_give_zero_advantages_not_an_error():
     """No rows, no tokens, no action token: advantages of the batch's shape, all 0."""
-    for rewards, mask, index in ((torch.zeros(0, 3), torch.ones(0, 3), []), (torch.zeros(4, 0), torch.ones(4, 0), GROUPS),
-                                 (torch.zeros(4, 3), torch.zeros(4, 3), GROUPS)):
+    for rewards, mask, index in (
+        (torch.zeros(0, 3), torch.ones(0, 3), []),
+        (torch.zeros(4, 0), torch.ones(4, 0), GROUPS),
+        (torch.zeros(4, 3), torch.zeros(4, 3), GROUPS),
+    ):
         advantages, returns = rlvp_token_advantage(rewards, mask, index=index)
         assert advantages.shape == rewards.shape and not advantages.any() and torch.equal(advantages, returns)

@@ -57,20 +57,28 @@ def _channel(credits):
 
 
 def _batch(rewards):
-    return DataProto.from_dict(tensors={"token_level_rewards": rewards, "response_mask": torch.tensor(MASKS)},
-                               non_tensors={"uid": UIDS.copy()})
+    return DataProto.from_dict(
+        tensors={"token_level_rewards": rewards, "response_mask": torch.tensor(MASKS)}, non_tensors={"uid": UIDS.copy()}
+    )
 
 
 def _algorithm(**rlvp):
-    return OmegaConf.create({"adv_estimator": "rlvp_token", "use_kl_in_reward": False,
-                             "norm_adv_by_std_in_grpo": True, "rlvp": {"process_weight": W, **rlvp}})
+    return OmegaConf.create(
+        {
+            "adv_estimator": "rlvp_token",
+            "use_kl_in_reward": False,
+            "norm_adv_by_std_in_grpo": True,
+            "rlvp": {"process_weight": W, **rlvp},
+        }
+    )
 
 
 def _compact(credits, mode="token", weight=W):
     grouped = [credits[0:3], credits[3:6]]
     spans = [SPANS[0:3], SPANS[3:6]]
-    return compute_advantages(OUTCOMES, grouped, spans, torch.tensor(MASKS), credit_mode=mode,
-                              process_weight=weight).advantages
+    return compute_advantages(
+        OUTCOMES, grouped, spans, torch.tensor(MASKS), credit_mode=mode, process_weight=weight
+    ).advantages
 
 
 def test_verl_compute_advantage_equals_the_compact_trainer():
@@ -89,8 +97,9 @@ def test_the_v1_trainer_path_routes_rlvp_token_unchanged():
     """verl's v1 trainer calls compute_advantage_for_multi_trajectories; rlvp_token goes through it unchanged."""
     rewards, _ = _channel(_credits())
     keys = [f"{u}_{k % 3}_0" for k, u in enumerate(UIDS)]
-    out = compute_advantage_for_multi_trajectories(_batch(rewards), batch_keys=keys, adv_estimator="rlvp_token",
-                                                   num_repeat=3, config=_algorithm())
+    out = compute_advantage_for_multi_trajectories(
+        _batch(rewards), batch_keys=keys, adv_estimator="rlvp_token", num_repeat=3, config=_algorithm()
+    )
     assert torch.equal(out.batch["advantages"], _compact(_credits()))
 
 
@@ -104,8 +113,9 @@ def test_process_weight_is_read_from_a_composed_verl_config():
 
     config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     with initialize_config_dir(config_dir=config_dir, version_base=None):
-        cfg = compose("ppo_trainer", overrides=["algorithm.adv_estimator=rlvp_token",
-                                                "+algorithm.rlvp.process_weight=0.25"])
+        cfg = compose(
+            "ppo_trainer", overrides=["algorithm.adv_estimator=rlvp_token", "+algorithm.rlvp.process_weight=0.25"]
+        )
     rewards, _ = _channel(_credits())
     out = compute_advantage(_batch(rewards), adv_estimator="rlvp_token", config=cfg.algorithm)
     assert torch.equal(out.batch["advantages"], _compact(_credits(), weight=0.25))
@@ -162,8 +172,10 @@ def test_ragged_groups_and_the_constant_group_rule():
     """Groups of different sizes normalise separately; a single-rollout group gets exactly 0."""
     X = torch.tensor([[1.0], [0.0], [0.0], [7.0]])
     M = torch.ones(4, 1)
-    data = DataProto.from_dict(tensors={"token_level_rewards": X, "response_mask": M},
-                               non_tensors={"uid": np.array(["a", "a", "b", "c"], dtype=object)})
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": X, "response_mask": M},
+        non_tensors={"uid": np.array(["a", "a", "b", "c"], dtype=object)},
+    )
     adv = compute_advantage(data, adv_estimator="rlvp_token", config=_algorithm()).batch["advantages"]
     assert adv[2:].tolist() == [[0.0], [0.0]] and adv[0, 0] > 0 > adv[1, 0]
     with pytest.raises(ValueError, match="needs groups of one size"):
@@ -177,8 +189,9 @@ def test_settings_errors_are_loud():
     with pytest.raises(SettingsError, match="use_kl_in_reward' must be false"):
         compute_advantage(_batch(rewards), adv_estimator="rlvp_token", config=kl)
     with pytest.raises(SettingsError, match="unknown key.*'process_wieght'"):
-        compute_advantage(_batch(rewards), adv_estimator="rlvp_token",
-                          config=OmegaConf.create({"rlvp": {"process_wieght": 1}}))
+        compute_advantage(
+            _batch(rewards), adv_estimator="rlvp_token", config=OmegaConf.create({"rlvp": {"process_wieght": 1}})
+        )
     data = _batch(rewards)
     data.non_tensor_batch.pop("uid")
     with pytest.raises(ValueError, match="needs the group ids"):

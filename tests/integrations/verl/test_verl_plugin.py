@@ -21,8 +21,9 @@ MODULE = "rlvp_dsl.integrations.verl"
 
 def _check(env_extra=None):
     env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", MODULE, "--check"], capture_output=True, text=True, env=env,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", MODULE, "--check"], capture_output=True, text=True, env=env, timeout=300
+    )
 
 
 def test_the_entry_point_is_installed_and_registers_every_piece():

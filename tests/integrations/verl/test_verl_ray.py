@@ -88,10 +88,12 @@ def test_agent_loop_output_through_verl_s_compute_score(reward_loop):
     prompt = [{"role": "user", "content": "What is 2+3?"}]
     out, _ = F.run_agent(cfg, TOK, [f"Let me try. {BOOM}", CALC, "It is 5."], prompt)
     stub = object.__new__(AgentLoopWorker)  # the worker's state _compute_score reads
-    stub.reward_loop_worker_handles, stub.processor, stub.mm_processor_kwargs = reward_loop[0].reward_loop_workers, \
-        None, {}
-    kwargs = {"raw_prompt": prompt, "data_source": "rlvp_test", "reward_model": {"ground_truth": "5"},
-              "uid": "p0"}
+    stub.reward_loop_worker_handles, stub.processor, stub.mm_processor_kwargs = (
+        reward_loop[0].reward_loop_workers,
+        None,
+        {},
+    )
+    kwargs = {"raw_prompt": prompt, "data_source": "rlvp_test", "reward_model": {"ground_truth": "5"}, "uid": "p0"}
     asyncio.run(AgentLoopWorker._compute_score(stub, [out], kwargs))
     assert out.reward_score == 1.0
     info = out.extra_fields["reward_extra_info"]

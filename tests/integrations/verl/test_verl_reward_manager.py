@@ -25,8 +25,10 @@ TOK = F.build_tokenizer()
 BOOM = '<tool_call>{"name": "boom", "arguments": {"x": "1"}}</tool_call>'
 CALC = '<tool_call>{"name": "calc", "arguments": {"a": 2, "b": 3}}</tool_call>'
 # A tool agent's response as verl's stock tool_agent renders it (decoded, special tokens skipped).
-MULTI_TURN = (f"Let me try. {BOOM}\nuser\n<tool_response>\nError executing tool 'boom': kaboom 1\n</tool_response>\n"
-              f"assistant\n{CALC}\nuser\n<tool_response>\n5\n</tool_response>\nassistant\nThe answer is 5.")
+MULTI_TURN = (
+    f"Let me try. {BOOM}\nuser\n<tool_response>\nError executing tool 'boom': kaboom 1\n</tool_response>\n"
+    f"assistant\n{CALC}\nuser\n<tool_response>\n5\n</tool_response>\nassistant\nThe answer is 5."
+)
 SINGLE_TURN = f"hmm, {CALC} so 5"  # calls written as text, never run
 BROKEN = "<tool_call>{not json}</tool_call> The answer is 6."
 
@@ -34,14 +36,13 @@ BROKEN = "<tool_call>{not json}</tool_call> The answer is 6."
 def _scores(cfg, data):
     async def go():  # built inside the running loop, as RewardLoopWorker does
         manager = load_reward_manager(cfg, TOK, reward_router_address=None, reward_model_tokenizer=None)
-        return manager, [await manager.run_single(data[i:i + 1]) for i in range(len(data))]
+        return manager, [await manager.run_single(data[i : i + 1]) for i in range(len(data))]
 
     return asyncio.run(go())
 
 
 def _data():
-    return F.reward_batch(TOK, ["What is 2+3?"] * 4, [MULTI_TURN, SINGLE_TURN, BROKEN, "It is 6"],
-                          ["5", "5", "5", "5"])
+    return F.reward_batch(TOK, ["What is 2+3?"] * 4, [MULTI_TURN, SINGLE_TURN, BROKEN, "It is 6"], ["5", "5", "5", "5"])
 
 
 def test_reward_is_outcome_plus_weighted_credit(tmp_path):
@@ -63,8 +64,9 @@ def test_reward_is_outcome_plus_weighted_credit(tmp_path):
 def test_default_compute_score_is_verl_s(tmp_path):
     """Without a custom reward function the outcome is verl's default_compute_score for the data source."""
     cfg = F.config(F.write_rules(tmp_path), manager="rlvp", process_weight=1.0)
-    data = F.reward_batch(TOK, ["2+3?", "2+3?"], ["<tool_call>{bad}</tool_call> #### 5", "#### 6"], ["5", "5"],
-                          data_source="openai/gsm8k")
+    data = F.reward_batch(
+        TOK, ["2+3?", "2+3?"], ["<tool_call>{bad}</tool_call> #### 5", "#### 6"], ["5", "5"], data_source="openai/gsm8k"
+    )
     _, out = _scores(cfg, data)
     assert [o["reward_score"] for o in out] == [1.0 - 0.75, 0.0]
 
@@ -75,8 +77,12 @@ def test_the_episode_read_from_text():
     episode = read.episode
     assert read.first_event == 1
     assert [(e.kind, e.tool, e.status) for e in episode.events] == [
-        ("user", None, "ok"), ("assistant", None, "ok"), ("call", "boom", "error"), ("call", "calc", "ok"),
-        ("assistant", None, "ok")]
+        ("user", None, "ok"),
+        ("assistant", None, "ok"),
+        ("call", "boom", "error"),
+        ("call", "calc", "ok"),
+        ("assistant", None, "ok"),
+    ]
     assert episode.events[3].result == "5" and episode.events[4].text == "The answer is 5."
     # a turn's text and calls were issued together; the next turn came after the results
     assert episode.events[1].same_message(episode.events[2]) and not episode.events[2].same_message(episode.events[3])
@@ -86,10 +92,15 @@ def test_the_episode_read_from_text():
 
 
 # An earlier turn in the prompt: a failed boom call (-0.5) that opened recover.
-HISTORY = [{"role": "user", "content": "2+3?"},
-           {"role": "assistant", "content": "", "tool_calls": [
-               {"id": "h1", "type": "function", "function": {"name": "boom", "arguments": '{"x": "1"}'}}]},
-           {"role": "tool", "tool_call_id": "h1", "content": "Error executing tool 'boom': kaboom 0"}]
+HISTORY = [
+    {"role": "user", "content": "2+3?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "h1", "type": "function", "function": {"name": "boom", "arguments": '{"x": "1"}'}}],
+    },
+    {"role": "tool", "tool_call_id": "h1", "content": "Error executing tool 'boom': kaboom 0"},
+]
 
 
 def test_credit_on_the_prompt_history_is_not_the_response_s(tmp_path):
@@ -110,8 +121,10 @@ def test_credit_on_the_prompt_history_is_not_the_response_s(tmp_path):
     assert [i["rlvp_credit"] for i in info] == [0.25, 0.0]
     assert [o["reward_score"] for o in out] == [1.25, 1.0]
     program = loads(F.RULES)
-    whole = [sorted(c.value for c in program.score(episode_from_response_text(r, prompt_messages=HISTORY).episode))
-             for r in (recovers, "It is 5")]
+    whole = [
+        sorted(c.value for c in program.score(episode_from_response_text(r, prompt_messages=HISTORY).episode))
+        for r in (recovers, "It is 5")
+    ]
     assert whole == [[-0.5, 0.25], [-0.5, -0.25]]  # what scoring the whole episode would have added
 
 
@@ -121,8 +134,10 @@ def test_agent_loop_scoring_is_used_and_never_counted_twice(tmp_path):
     cfg.reward.custom_reward_function.path = F.write_score_fn(tmp_path)
     data = F.reward_batch(TOK, ["2+3?", "2+3?"], ["It is 5", "It is 5"], ["5", "5"])
     extra = np.empty(2, dtype=object)
-    extra[:] = [{"rlvp": {"mode": "token", "credit": -1.0, "metrics": {}}},
-                {"rlvp": {"mode": "scalar", "credit": -1.0, "metrics": {}}}]
+    extra[:] = [
+        {"rlvp": {"mode": "token", "credit": -1.0, "metrics": {}}},
+        {"rlvp": {"mode": "scalar", "credit": -1.0, "metrics": {}}},
+    ]
     data.non_tensor_batch["tool_extra_fields"] = extra
     _, out = _scores(cfg, data)
     assert [o["reward_score"] for o in out] == [1.0, 1.0 - 0.5]
@@ -149,9 +164,14 @@ def test_settings_from_a_composed_verl_config(tmp_path):
     rules = F.write_rules(tmp_path)
     config_dir = os.path.join(os.path.dirname(verl.__file__), "trainer", "config")
     with initialize_config_dir(config_dir=config_dir, version_base=None):
-        cfg = compose("ppo_trainer", overrides=["reward.reward_manager.name=rlvp",
-                                                f"+reward.reward_kwargs.rlvp.rules={rules}",
-                                                "+reward.reward_kwargs.rlvp.process_weight=0.5"])
+        cfg = compose(
+            "ppo_trainer",
+            overrides=[
+                "reward.reward_manager.name=rlvp",
+                f"+reward.reward_kwargs.rlvp.rules={rules}",
+                "+reward.reward_kwargs.rlvp.process_weight=0.5",
+            ],
+        )
     settings = rule_settings(cfg)
     assert (settings.rules, settings.process_weight, settings.error_signal) == (rules, 0.5, "verl")
 
@@ -174,11 +194,14 @@ def test_verl_settings_take_every_documented_name_and_refuse_others(tmp_path):
         settings(5)
 
 
-@pytest.mark.parametrize("markers,fragment", [
-    (["<tool_call>", "<tool_call>"], "two different strings"),   # one marker for both ends: no call's end is found
-    (["<tool_call>", ""], "two non-empty strings"),
-    ("<tool_call>", "two non-empty strings"),
-])
+@pytest.mark.parametrize(
+    "markers,fragment",
+    [
+        (["<tool_call>", "<tool_call>"], "two different strings"),  # one marker for both ends: no call's end is found
+        (["<tool_call>", ""], "two non-empty strings"),
+        ("<tool_call>", "two non-empty strings"),
+    ],
+)
 def test_verl_settings_check_call_markers_as_rlvp_reward_does(tmp_path, markers, fragment):
     """reward_kwargs.rlvp.call_markers is refused where RlvpReward refuses it, with the key named."""
     rules = tmp_path / "r.rlvp"

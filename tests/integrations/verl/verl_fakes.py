@@ -54,8 +54,14 @@ def build_tokenizer(save_dir: str | Path | None = None):
     tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tok.decoder = decoders.ByteLevel()
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<|im_end|>", bos_token=None,
-                                 additional_special_tokens=["<|im_start|>"], chat_template=CHAT_TEMPLATE)
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        pad_token="<pad>",
+        eos_token="<|im_end|>",
+        bos_token=None,
+        additional_special_tokens=["<|im_start|>"],
+        chat_template=CHAT_TEMPLATE,
+    )
     hf.add_tokens([OPEN, CLOSE, "<tool_response>", "</tool_response>"])  # added, not special (as in Qwen)
     if save_dir is not None:
         hf.save_pretrained(str(save_dir))
@@ -93,28 +99,52 @@ def write_rules(directory: Path, text: str = RULES) -> str:
     return str(path)
 
 
-def config(rules: str, *, estimator: str = "rlvp_token", manager: str = "naive", process_weight: float = 0.5,
-           **multi_turn):
+def config(
+    rules: str, *, estimator: str = "rlvp_token", manager: str = "naive", process_weight: float = 0.5, **multi_turn
+):
     """The parts of verl's trainer config the agent loop and the reward pieces read."""
-    turns = {"max_user_turns": 4, "max_assistant_turns": 4, "max_parallel_calls": 5, "max_tool_response_length": 256,
-             "tool_response_truncate_side": "middle", "format": "hermes", **multi_turn}
-    return OmegaConf.create({
-        "trainer": {"use_v1": True},
-        "algorithm": {"adv_estimator": estimator, "use_kl_in_reward": False, "norm_adv_by_std_in_grpo": True,
-                      "rlvp": {"process_weight": process_weight}},
-        "actor_rollout_ref": {"rollout": {"prompt_length": 4096, "response_length": 512, "full_determinism": False,
-                                          "multi_turn": turns}},
-        "data": {},
-        "reward": {
-            "num_workers": 1,
-            "reward_manager": {"source": "register", "name": manager, "module": {"path": None, "name": manager}},
-            "custom_reward_function": {"path": None, "name": "compute_score", "reward_kwargs": {}},
-            "reward_kwargs": {"rlvp": {"rules": rules, "process_weight": process_weight}},
-            "reward_model": {"enable": False, "enable_resource_pool": False, "model_path": None,
-                             "rollout": {"full_determinism": False}},
-            "sandbox_fusion": {"url": None},
-        },
-    })
+    turns = {
+        "max_user_turns": 4,
+        "max_assistant_turns": 4,
+        "max_parallel_calls": 5,
+        "max_tool_response_length": 256,
+        "tool_response_truncate_side": "middle",
+        "format": "hermes",
+        **multi_turn,
+    }
+    return OmegaConf.create(
+        {
+            "trainer": {"use_v1": True},
+            "algorithm": {
+                "adv_estimator": estimator,
+                "use_kl_in_reward": False,
+                "norm_adv_by_std_in_grpo": True,
+                "rlvp": {"process_weight": process_weight},
+            },
+            "actor_rollout_ref": {
+                "rollout": {
+                    "prompt_length": 4096,
+                    "response_length": 512,
+                    "full_determinism": False,
+                    "multi_turn": turns,
+                }
+            },
+            "data": {},
+            "reward": {
+                "num_workers": 1,
+                "reward_manager": {"source": "register", "name": manager, "module": {"path": None, "name": manager}},
+                "custom_reward_function": {"path": None, "name": "compute_score", "reward_kwargs": {}},
+                "reward_kwargs": {"rlvp": {"rules": rules, "process_weight": process_weight}},
+                "reward_model": {
+                    "enable": False,
+                    "enable_resource_pool": False,
+                    "model_path": None,
+                    "rollout": {"full_determinism": False},
+                },
+                "sandbox_fusion": {"url": None},
+            },
+        }
+    )
 
 
 class ScriptedServer:
@@ -136,9 +166,16 @@ def run_agent(cfg, tokenizer, turns: list[str], raw_prompt: list[dict], name: st
 
     async def go():
         loop = hydra.utils.instantiate(
-            config=_agent_loop_registry[name], trainer_config=DictConfigWrap(config=cfg),
-            server_manager=ScriptedServer(tokenizer, turns), tokenizer=tokenizer, processor=None,
-            hf_model_type=None, dataset_cls=None, data_config=DictConfigWrap(cfg.data), tools=ToolListWrap(tools()))
+            config=_agent_loop_registry[name],
+            trainer_config=DictConfigWrap(config=cfg),
+            server_manager=ScriptedServer(tokenizer, turns),
+            tokenizer=tokenizer,
+            processor=None,
+            hf_model_type=None,
+            dataset_cls=None,
+            data_config=DictConfigWrap(cfg.data),
+            tools=ToolListWrap(tools()),
+        )
         return await loop.run({"temperature": 1.0}, raw_prompt=raw_prompt), loop
 
     return asyncio.run(go())
@@ -163,8 +200,16 @@ def marked_spans(ids: list[int], mask: list[int], open_id: int, close_id: int) -
     return spans
 
 
-def reward_batch(tokenizer, prompts: list[str], responses: list[str], ground_truths: list[str], *,
-                 data_source: str = "rlvp_test", prompt_len: int = 16, response_len: int = 200) -> DataProto:
+def reward_batch(
+    tokenizer,
+    prompts: list[str],
+    responses: list[str],
+    ground_truths: list[str],
+    *,
+    data_source: str = "rlvp_test",
+    prompt_len: int = 16,
+    response_len: int = 200,
+) -> DataProto:
     """verl's reward-loop layout: left-padded prompts, right-padded responses, attention mask over both."""
     B = len(prompts)
     P = torch.full((B, prompt_len), tokenizer.pad_token_id, dtype=torch.long)
@@ -174,17 +219,21 @@ def reward_batch(tokenizer, prompts: list[str], responses: list[str], ground_tru
         pi = tokenizer.encode(p, add_special_tokens=False)[-prompt_len:]
         ri = tokenizer.encode(r, add_special_tokens=False)
         assert len(ri) <= response_len, "response_len too small for the test response"
-        P[i, prompt_len - len(pi):] = torch.tensor(pi)
-        R[i, :len(ri)] = torch.tensor(ri)
-        A[i, prompt_len - len(pi):prompt_len] = 1
-        A[i, prompt_len:prompt_len + len(ri)] = 1
+        P[i, prompt_len - len(pi) :] = torch.tensor(pi)
+        R[i, : len(ri)] = torch.tensor(ri)
+        A[i, prompt_len - len(pi) : prompt_len] = 1
+        A[i, prompt_len : prompt_len + len(ri)] = 1
     raw = np.empty(B, dtype=object)
     raw[:] = [[{"role": "user", "content": p}] for p in prompts]
     return DataProto.from_dict(
         tensors={"prompts": P, "responses": R, "attention_mask": A, "input_ids": torch.cat([P, R], 1)},
-        non_tensors={"data_source": np.array([data_source] * B, dtype=object),
-                     "reward_model": np.array([{"ground_truth": g} for g in ground_truths], dtype=object),
-                     "raw_prompt": raw, "uid": np.array([f"g{i // 2}" for i in range(B)], dtype=object)})
+        non_tensors={
+            "data_source": np.array([data_source] * B, dtype=object),
+            "reward_model": np.array([{"ground_truth": g} for g in ground_truths], dtype=object),
+            "raw_prompt": raw,
+            "uid": np.array([f"g{i // 2}" for i in range(B)], dtype=object),
+        },
+    )
 
 
 CUSTOM_SCORE = (
