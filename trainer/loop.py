@@ -60,8 +60,7 @@ import torch
 from rlvp_dsl.attach import CallCredits, score_calls
 from trainer import checkpoint as ckpt
 from trainer import token_page
-from trainer.advantages import compute_advantages
-from trainer.annealing import ProcessWeightSchedule
+from rlvp_dsl.advantages import ProcessWeightSchedule, compute_advantages
 from trainer.backend import Backend, build_backend
 from trainer.batch import device_of, micro_batches, pad_batch
 from trainer.config import TrainConfig

@@ -20,7 +20,7 @@ from typing import Callable
 import attrs
 import torch
 
-from trainer.advantages import constant_groups
+from rlvp_dsl.advantages import constant_groups
 
 
 @attrs.frozen

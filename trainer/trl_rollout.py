@@ -263,7 +263,7 @@ class EnvRollout:
     def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list]:
         import torch
 
-        from rlvp_dsl.spans import find_call_spans
+        from rlvp_dsl.call_spans import find_call_spans
 
         t0 = time.perf_counter()
         self.allowed.clear()

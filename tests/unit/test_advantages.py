@@ -2,7 +2,7 @@
 
 import torch
 
-from trainer.advantages import compute_advantages, constant_groups, outcome_advantages
+from rlvp_dsl.advantages import compute_advantages, constant_groups, outcome_advantages
 from trainer.batch import pad_batch
 
 from trainer_fakes import credits_of, make_rollout

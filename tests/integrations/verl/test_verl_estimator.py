@@ -19,7 +19,7 @@ import rlvp_dsl.integrations.verl  # noqa: E402,F401  (registers)
 from rlvp_dsl.attach import CallCredits, token_credits  # noqa: E402
 from rlvp_dsl.integrations.verl.channel import split_channel, write_row  # noqa: E402
 from rlvp_dsl.integrations.verl.settings import SettingsError  # noqa: E402
-from trainer.advantages import compute_advantages  # noqa: E402
+from rlvp_dsl.advantages import compute_advantages  # noqa: E402
 
 T = 12
 # Two groups of three rollouts.  1 = generated, 0 = tool output; trailing 0s are padding.
