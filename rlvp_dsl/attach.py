@@ -202,8 +202,9 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
             discharges[k] += 1
     dropped = overflowing_sums(values, unattached, f"{source}: episode {episode.id!r}", source, flagged)
     if dropped:
-        for k in dropped - {None}:
-            values[k], violations[k], discharges[k] = 0.0, 0, 0
+        for k in dropped:
+            if k is not None:
+                values[k], violations[k], discharges[k] = 0.0, 0, 0
         if None in dropped:
             unattached = 0.0
         kept = [c for c in kept if position.get(c.event_index) not in dropped]
@@ -277,7 +278,8 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
         raise CreditCountError(source, episode.id, n_calls, 1)
     if len(values) != n_calls:
         raise CreditCountError(source, episode.id, n_calls, len(values))
-    out, flagged = [], []
+    out: list[float] = []
+    flagged: list[str] = []
     for k, v in enumerate(values):
         f = _number(v)
         if f is None:
@@ -290,8 +292,9 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
             )
             f = 0.0
         out.append(f)
-    for k in overflowing_sums(out, 0.0, f"credit source {source!r}: episode {episode.id!r}", source, flagged) - {None}:
-        out[k] = 0.0
+    for j in overflowing_sums(out, 0.0, f"credit source {source!r}: episode {episode.id!r}", source, flagged):
+        if j is not None:
+            out[j] = 0.0
     return CallCredits(
         tuple(out),
         tuple(int(v < 0) for v in out),

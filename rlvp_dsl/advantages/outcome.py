@@ -114,8 +114,8 @@ def group_outcome_advantages(
         )
     out = torch.zeros(outcomes.shape[0], dtype=torch.float32)
     for stack in by_size.values():
-        rows = torch.tensor(stack, dtype=torch.long)  # (n_groups, G)
-        out[rows] = outcome_advantages(outcomes.double().cpu()[rows], scale_rewards, eps)
+        index = torch.tensor(stack, dtype=torch.long)  # (n_groups, G) row numbers
+        out[index] = outcome_advantages(outcomes.double().cpu()[index], scale_rewards, eps)
     return out
 
 

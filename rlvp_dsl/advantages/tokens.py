@@ -234,7 +234,7 @@ def compute_advantages(
     # --- token-attached process term (each call's credit weighted before credits add) ---
     process = torch.zeros(B)
     rows: torch.Tensor | None = None
-    if credit_mode == "token" and use_process:
+    if credit_mode == "token" and use_process and credits is not None:
         rows = torch.zeros(B, T, dtype=torch.float64)  # (B, T) w / div * P
         for g in range(n_groups):
             for i in range(G):
