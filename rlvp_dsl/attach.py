@@ -7,13 +7,14 @@ Pipeline for one episode::
     program.score(episode) -> list[Credit]            # the compiled rules
     call_credits(episode, credits)   -> CallCredits   # one float per tool call
     token_credits(values, spans, n)  -> list[float]   # one float per completion token
+    episode_token_credits(...)       -> list[float]   # the calls' and the assistant turns' credit
 
 Choices (documented in docs/trainer.md):
 
 1. A credit lands on the tool call of its ``event_index``.  Credits on message
    events (assistant turns) have no token span in a `Rollout`; they are summed
    into ``CallCredits.unattached`` and the trainer adds them, as one scalar, to
-   every action token of the episode (trainer/advantages.py) -- never dropped.
+   every action token of the episode (`episode_token_credits`) -- never dropped.
 2. Every token of a call's span carries the call's *whole* credit ``c``, not
    ``c / len(span)``.  A call is one decision emitted by all of its tokens:
    ``sum_t c * grad log p(token_t) = c * grad log p(call)``, the REINFORCE
@@ -39,20 +40,25 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Protocol, Sequence
 
 import attrs
 
+from rlvp_dsl.call_spans import TokenSpan
 from rlvp_dsl.events import Credit, Episode
 
 __all__ = [
     "CallCredits",
     "CreditCountError",
     "call_credits",
+    "completion_calls",
+    "completion_credits",
+    "episode_token_credits",
     "overflowing_sums",
     "per_call_values",
     "token_credits",
     "score_calls",
+    "RuleProgram",
 ]
 
 log = logging.getLogger(__name__)
@@ -196,8 +202,9 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
             discharges[k] += 1
     dropped = overflowing_sums(values, unattached, f"{source}: episode {episode.id!r}", source, flagged)
     if dropped:
-        for k in dropped - {None}:
-            values[k], violations[k], discharges[k] = 0.0, 0, 0
+        for k in dropped:
+            if k is not None:
+                values[k], violations[k], discharges[k] = 0.0, 0, 0
         if None in dropped:
             unattached = 0.0
         kept = [c for c in kept if position.get(c.event_index) not in dropped]
@@ -271,7 +278,8 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
         raise CreditCountError(source, episode.id, n_calls, 1)
     if len(values) != n_calls:
         raise CreditCountError(source, episode.id, n_calls, len(values))
-    out, flagged = [], []
+    out: list[float] = []
+    flagged: list[str] = []
     for k, v in enumerate(values):
         f = _number(v)
         if f is None:
@@ -284,8 +292,9 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
             )
             f = 0.0
         out.append(f)
-    for k in overflowing_sums(out, 0.0, f"credit source {source!r}: episode {episode.id!r}", source, flagged) - {None}:
-        out[k] = 0.0
+    for j in overflowing_sums(out, 0.0, f"credit source {source!r}: episode {episode.id!r}", source, flagged):
+        if j is not None:
+            out[j] = 0.0
     return CallCredits(
         tuple(out),
         tuple(int(v < 0) for v in out),
@@ -294,31 +303,64 @@ def per_call_values(source: str, episode: Episode, values: Sequence[Any]) -> Cal
     )
 
 
-def score_calls(scorer: Any, episode: Episode, source: str | None = None) -> CallCredits:
+def score_calls(credit_source: Any, episode: Episode, source: str | None = None) -> CallCredits:
     """Per-call credits of ``episode`` from a compiled program or a plain function.
 
-    ``scorer`` is either an object with ``score(episode) -> list[Credit]`` (a compiled
-    rule program) or a callable ``fn(episode) -> list[float]`` returning one value
-    per call.  ``source`` names it in errors (defaults to its ``name``/``path``).
+    ``credit_source`` is either an object with ``score(episode) -> list[Credit]`` (a
+    compiled rule program) or a callable ``fn(episode) -> list[float]`` returning one
+    value per call.  ``source`` names it in errors (defaults to its ``name``/``path``).
 
     Raises:
         CreditCountError: a callable returned the wrong number of values.
     """
     name = source or str(
-        getattr(scorer, "path", None)
-        or getattr(scorer, "name", None)
-        or getattr(scorer, "__name__", None)
-        or type(scorer).__name__
+        getattr(credit_source, "path", None)
+        or getattr(credit_source, "name", None)
+        or getattr(credit_source, "__name__", None)
+        or type(credit_source).__name__
     )
-    if hasattr(scorer, "score"):
-        return call_credits(episode, scorer.score(episode), source=name)
-    if callable(scorer):
-        return per_call_values(name, episode, scorer(episode))
+    if hasattr(credit_source, "score"):
+        return call_credits(episode, credit_source.score(episode), source=name)
+    if callable(credit_source):
+        return per_call_values(name, episode, credit_source(episode))
     raise TypeError(f"credit source {name!r} has no score(episode) and is not callable")
 
 
+class RuleProgram(Protocol):
+    """What `completion_credits` needs of a compiled rule program (`rlvp_dsl.compile.Program`)."""
+
+    def score(self, episode: Episode) -> Iterable[Credit]: ...
+
+
+def completion_credits(program: RuleProgram, episode: Episode, *, first_event: int, source: str) -> CallCredits:
+    """Per-call credit of the completion of an episode whose first events are the prompt's.
+
+    The rules see the whole episode, prompt history included (a rule may look at what the
+    user said); credit on an event before `first_event` (the prompt's) is dropped: the
+    completion did not earn it, and the same history would otherwise add the same credit
+    to every rollout of a group.  The prompt's calls keep their place in
+    ``CallCredits.values`` with no credit (`completion_calls` counts the others).  Used by
+    the TRL and verl integrations.
+
+    Args:
+        program: the compiled rules.
+        episode: the prompt's events, then the completion's.
+        first_event: index of the completion's first event.
+        source: names the rules in flagged values (`call_credits`).
+    """
+    kept = [c for c in program.score(episode) if c.event_index >= first_event]
+    return call_credits(episode, kept, source=source)
+
+
+def completion_calls(episode: Episode, first_event: int) -> int:
+    """The calls of the completion: ``episode``'s calls, those before `first_event` (in the
+    prompt) not counted (see `completion_credits`)."""
+    prompt_calls = sum(1 for e in episode.events[:first_event] if e.kind == "call")
+    return len(episode.calls) - prompt_calls
+
+
 def token_credits(
-    values: Sequence[float], spans: Sequence[tuple[int, int]], n_tokens: int, mask: Sequence[int] | None = None
+    values: Sequence[float], spans: Sequence[TokenSpan], n_tokens: int, mask: Sequence[float] | None = None
 ) -> list[float]:
     """Spread per-call credit onto the completion tokens that produced each call.
 
@@ -348,4 +390,38 @@ def token_credits(
         for t in range(start, end):
             if mask is None or mask[t]:
                 out[t] += value
+    return out
+
+
+def episode_token_credits(
+    credits: CallCredits,
+    spans: Sequence[TokenSpan],
+    n_tokens: int,
+    mask: Sequence[float],
+    weight: float = 1.0,
+) -> list[float]:
+    """An episode's per-token process credit: each call's credit on every token of its span,
+    and the unattached credit (assistant turns, choice 1) on every action token::
+
+        P[t] = sum_k w * c_k * [t in span_k] * [mask[t] != 0]  +  (w * u) * mask[t]
+
+    Args:
+        credits: the episode's per-call credit (``c_k``) and unattached credit (``u``).
+        spans: half-open ``(start, end)`` token span per call, ``[n_calls]``.
+        n_tokens: completion length T.
+        mask: ``[T]`` completion mask (1 = action token; 0 = tool output, padding).
+        weight: multiplies each credit before it lands (the compact trainer's
+            ``w / divisor``; 1 for the unweighted credit verl's agent loop writes), so that
+            overlapping credits are each weighted before they add.
+
+    Returns:
+        ``[T]`` floats.
+
+    Raises:
+        CreditCountError, ValueError: as `token_credits`.
+    """
+    out = token_credits([weight * v for v in credits.values], spans, n_tokens, mask)
+    if credits.unattached:
+        u = weight * credits.unattached
+        out = [p + u * m for p, m in zip(out, mask)]
     return out

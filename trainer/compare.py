@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from trainer import checkpoint as ckpt
-from trainer.advantages import compute_advantages
+from rlvp_dsl.advantages import compute_advantages
 from trainer.batch import pad_batch
 from trainer.config import TrainConfig
 from trainer.loop import train

@@ -9,7 +9,7 @@ Where this departs from GRPO as published (Shao et al. 2024, DeepSeekMath):
 1. Process credit: per-call credits from compiled rules are added to the
    advantage of exactly the tokens that produced each call (``rlvp``), or summed
    into the reward before the group normalisation (``scalar_fold``).  The process
-   weight is annealed to zero once compliance saturates (trainer/annealing.py).
+   weight is annealed to zero once compliance saturates (rlvp_dsl/advantages/schedule.py).
 2. A group whose rewards are all equal gets advantage exactly 0, detected on the
    raw rewards with a relative tolerance, not through a small std.
 3. Multi-turn episodes: tool-output tokens are part of the sequence but masked
@@ -34,15 +34,15 @@ Bad values never stop a run and never spread: a credit source (compiled rules or
 ``fn(episode) -> list[float]``) that gives None, NaN or infinity for a call gives
 that call no credit (`rlvp_dsl.attach`, one warning per source and rule), as does
 a call whose credits sum past a float, or an episode whose weighted credit is no
-float32 advantage (`trainer.advantages`); the loop counts them in
+float32 advantage (`rlvp_dsl.advantages`); the loop counts them in
 ``process/flagged_credits``.  Nothing else non-finite can come in
 silently: a non-finite outcome, a non-finite loss or gradient norm (from the model)
 raises a ValueError naming what and where, before any optimiser step.
 
 Beside it, one job each: `trainer.backend` (model, rollout collection, rule scorer),
 `trainer.batch` (padded batch tensors), `trainer.logprobs` (completion log-probs),
-`trainer.advantages`, `trainer.loss`, `trainer.methods` (the methods, dynamic sampling),
-`trainer.annealing`, `trainer.metrics`, `trainer.checkpoint`.
+`trainer.loss`, `trainer.methods` (the methods, dynamic sampling), `trainer.metrics`,
+`trainer.checkpoint`; the credit maths in `rlvp_dsl.advantages`.
 """
 
 from __future__ import annotations
@@ -60,8 +60,7 @@ import torch
 from rlvp_dsl.attach import CallCredits, score_calls
 from trainer import checkpoint as ckpt
 from trainer import token_page
-from trainer.advantages import compute_advantages
-from trainer.annealing import ProcessWeightSchedule
+from rlvp_dsl.advantages import ProcessWeightSchedule, compute_advantages
 from trainer.backend import Backend, build_backend
 from trainer.batch import device_of, micro_batches, pad_batch
 from trainer.config import TrainConfig

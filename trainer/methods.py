@@ -20,7 +20,7 @@ from typing import Callable
 import attrs
 import torch
 
-from trainer.advantages import constant_groups
+from rlvp_dsl.advantages import constant_groups
 
 
 @attrs.frozen
@@ -29,7 +29,7 @@ class Method:
 
     Attributes:
         name: the method's name.
-        credit_mode: ``none`` | ``token`` | ``scalar`` (see trainer.advantages).
+        credit_mode: ``none`` | ``token`` | ``scalar`` (see rlvp_dsl.advantages).
         rules_field: config field naming its rule file (``rules`` or ``auto_rules``).
         anneal: whether the process weight is annealed (if the config enables it).
         dynamic_sampling: DAPO's drop-and-resample of zero-variance groups.
@@ -92,7 +92,7 @@ def dynamic_sampling(
     max_rounds: int,
 ) -> SamplingResult:
     """DAPO dynamic sampling: generate groups, keep those whose outcome rewards differ
-    (`trainer.advantages.constant_groups`, the test the advantage uses), generate more
+    (`rlvp_dsl.advantages.constant_groups`, the test the advantage uses), generate more
     until ``n_groups`` are kept or ``max_rounds`` rounds were spent.
 
     Args:

@@ -13,7 +13,7 @@ Metric names are namespaced:
 | ``process/discharges_per_episode`` | obligation discharges (and progress credits) per episode |
 | ``process/credit_per_episode`` | summed process credit per episode (before the weight) |
 | ``process/flagged_credits`` | credit values the source gave as None, NaN or infinite, calls whose credits sum past a float, and episodes whose weighted credit is no float32 advantage, this iteration (each episode scored once); they got no credit |
-| ``process/amplified_groups`` | ``scalar_fold``: groups with equal outcomes whose process credit's differences the group std scaled up to unit-size advantages (`trainer.advantages.amplified_groups`) |
+| ``process/amplified_groups`` | ``scalar_fold``: groups with equal outcomes whose process credit's differences the group std scaled up to unit-size advantages (`rlvp_dsl.advantages.amplified_groups`) |
 | ``process/weight`` | the (annealed) process weight used this iteration |
 | ``loss/policy``, ``loss/kl``, ``loss/clip_frac`` | the update's diagnostics |
 | ``loss/grad_norm`` | total gradient norm of the first update pass, before clipping (0 without a step) |

@@ -3,7 +3,7 @@ by the advantage the loss gives it.
 
 `trainer.loop.train` calls `maybe_write` every ``token_page_every`` iterations (and at the
 last one) with the very tensors it hands to the loss on the next line: ``advantages``
-``[B, T]`` (`trainer.advantages.Advantages.advantages`) and the completion mask ``[B, T]``.
+``[B, T]`` (`rlvp_dsl.advantages.Advantages.advantages`) and the completion mask ``[B, T]``.
 Nothing is recomputed.  The page splits each token's advantage into its two parts, read
 from the same `Advantages`:
 
@@ -274,7 +274,7 @@ def maybe_write(
     cannot be written is said through `log` and never stops the run.
 
     Args:
-        adv: the iteration's `trainer.advantages.Advantages` (its ``advantages [B, T]`` go to the loss).
+        adv: the iteration's `rlvp_dsl.advantages.Advantages` (its ``advantages [B, T]`` go to the loss).
         mask: the ``[B, T]`` completion mask that goes to the loss.
         credits: ``[n_groups][G]``, group-major like the batch.
     """

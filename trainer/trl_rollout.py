@@ -76,7 +76,7 @@ class MarkedCallGenerator:
 
     Wraps `trainer.generation.as_generator(policy, tokenizer)`: the call trie it is given is
     rebuilt with each call text as ``OPEN text CLOSE`` (the call's span then covers the
-    markers, as `rlvp_dsl.spans.find_call_spans` finds it).  The log-probs of every sampled
+    markers, as `rlvp_dsl.call_spans.find_call_spans` finds it).  The log-probs of every sampled
     turn are kept (`logprobs_of`), keyed by the context and the sampled ids.
 
     Raises:
@@ -263,7 +263,7 @@ class EnvRollout:
     def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list]:
         import torch
 
-        from rlvp_dsl.spans import find_call_spans
+        from rlvp_dsl.call_spans import find_call_spans
 
         t0 = time.perf_counter()
         self.allowed.clear()

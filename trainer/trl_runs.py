@@ -129,7 +129,7 @@ def grpo_config(cfg: Any, *, steps: int, out_dir: str, **overrides: Any):
 
 def process_schedule(cfg: Any):
     """The process-weight schedule of the compact trainer's method ``rlvp`` for `cfg`."""
-    from trainer.annealing import ProcessWeightSchedule
+    from rlvp_dsl.advantages import ProcessWeightSchedule
 
     return ProcessWeightSchedule(
         cfg.process_weight,

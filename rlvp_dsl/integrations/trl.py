@@ -16,7 +16,7 @@ advantage (the ``scalar_fold`` of docs/results.md).  In a group whose outcomes a
 equal (all failed) TRL's group std z-scores the rule credit's differences, however
 small, into unit-size advantages: penalties a few hundredths apart become +-1, shaping
 noise as a full-size gradient.  Such *amplified* groups are counted
-(``rlvp/amplified_groups``, `trainer.advantages.amplified_groups`) and logged once;
+(``rlvp/amplified_groups``, `rlvp_dsl.advantages.amplified_groups`) and logged once;
 token mode has no such step (its process part is ``w * C``, at most ``w * |c|`` a token).
 
 **Token mode.**  `RlvpReward` adds nothing to the scalar reward (it returns 0.0) and
@@ -25,12 +25,12 @@ already subclass) replaces TRL's ``[B]`` advantages with ``[B, T]`` ones::
 
     A[i, t] = mask[i, t] * (A_out[i] + w * u[i]) + w * C[i, t]
 
-computed by `trainer.advantages.compute_advantages` -- the same function the compact
+computed by `rlvp_dsl.advantages.compute_advantages` -- the same function the compact
 trainer and the verl estimator use: ``A_out`` is the group-normalised outcome (the
 other reward functions' weighted sum, TRL's ``scale_rewards``; a group with equal
 outcomes gets exactly 0), ``C[i, t]`` the credit of the call whose tokens include t,
 ``u`` the credit of assistant turns (no span), ``w`` the process weight (optionally
-annealed, `trainer.annealing.ProcessWeightSchedule`).  TRL's ``_compute_loss`` takes 2-D
+annealed, `rlvp_dsl.advantages.ProcessWeightSchedule`).  TRL's ``_compute_loss`` takes 2-D
 advantages as they are, for every ``loss_type``.
 
 **Reading TRL's completions.**  Tool mode (``tools=``, ``environment_factory``) gives
@@ -47,7 +47,7 @@ credit never lands on them.
 
 **Spans.**  In token mode the trainer finds each call's tokens from the completion ids,
 the completion mask times the tool mask, and the marker tokens, and pairs them with
-the episode's calls (`rlvp_dsl.spans`); a span TRL did not read as a call becomes a
+the episode's calls (`rlvp_dsl.call_spans`); a span TRL did not read as a call becomes a
 malformed call, scored as failed.  A bad completion never stops training: the row
 gets no credit and is counted (``rlvp/unscorable_rows``).
 
@@ -80,7 +80,8 @@ import torch
 import trl
 from trl import GRPOTrainer
 
-from rlvp_dsl.attach import CallCredits, call_credits
+from rlvp_dsl.advantages import ProcessWeightSchedule, amplified_groups, compute_advantages
+from rlvp_dsl.attach import CallCredits, completion_credits
 from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
@@ -94,9 +95,7 @@ from rlvp_dsl.readers import (
     marked_calls,
 )
 from rlvp_dsl.readers import error_signal as resolve_error_signal
-from rlvp_dsl.spans import align_call_spans, find_call_spans
-from trainer.advantages import amplified_groups, compute_advantages
-from trainer.annealing import ProcessWeightSchedule
+from rlvp_dsl.call_spans import align_call_spans, find_call_spans
 
 __all__ = ["RlvpAdvantageMixin", "RlvpGRPOTrainer", "RlvpReward", "ScoredRow", "TESTED_TRL"]
 
@@ -290,8 +289,7 @@ class RlvpReward:
     def credits(self, row: ScoredRow, episode: Episode | None = None) -> CallCredits:
         """Per-call credit of a row's episode (credit on the prompt's events dropped)."""
         episode = row.episode if episode is None else episode
-        credits = [c for c in self.program.score(episode) if c.event_index >= row.first_event]
-        return call_credits(episode, credits, source=self.__name__)
+        return completion_credits(self.program, episode, first_event=row.first_event, source=self.__name__)
 
     # ---- TRL's reward-function contract ------------------------------------------------
     def __call__(

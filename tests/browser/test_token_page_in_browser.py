@@ -12,7 +12,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from rlvp_dsl.attach import CallCredits  # noqa: E402
 from rlvp_dsl.events import Episode, Event  # noqa: E402
 from trainer import token_page  # noqa: E402
-from trainer.advantages import compute_advantages  # noqa: E402
+from rlvp_dsl.advantages import compute_advantages  # noqa: E402
 from trainer.batch import pad_batch  # noqa: E402
 from trainer.types import Rollout  # noqa: E402
 

@@ -2,7 +2,13 @@
 
 import torch
 
-from trainer.advantages import compute_advantages, constant_groups, outcome_advantages
+from rlvp_dsl.advantages import (
+    compute_advantages,
+    constant_groups,
+    group_outcome_advantages,
+    outcome_advantages,
+    token_advantages,
+)
 from trainer.batch import pad_batch
 
 from trainer_fakes import credits_of, make_rollout
@@ -159,3 +165,38 @@ def test_non_finite_inputs_are_named_errors_never_spread():
     group[1].outcome = float("nan")
     with pytest.raises(ValueError, match=r"rewards must be finite \(group 0, rollout 1 is nan\)"):
         _adv([group], good, "none")
+
+
+def test_token_advantages_is_the_combination_in_float64_rounded_once():
+    """A = mask * A_out + w * P: the outcome part in float32, the sum with w * P in float64, one rounding."""
+    a_out = torch.tensor([0.1, -0.7], dtype=torch.float32)
+    mask = torch.tensor([[1, 1, 0], [1, 0, 1]])
+    process = torch.tensor([[0.3, 0.0, 0.0], [0.0, 0.0, -1.1]], dtype=torch.float64)
+    got = token_advantages(a_out, mask, process, 0.3)
+    outcome_part = a_out[:, None] * mask.float()
+    assert got.dtype == torch.float32
+    assert torch.equal(got, (outcome_part.double() + 0.3 * process).float())
+    assert torch.equal(token_advantages(a_out, mask), outcome_part)
+
+
+def test_ragged_groups_match_the_stacked_outcome_advantages():
+    """Groups given as row numbers (verl) get exactly the [n_groups, G] result; ragged sizes stack apart."""
+    rewards = torch.tensor([[1.0, 0.0, 0.5], [0.2, 0.2, 0.9]])
+    flat = rewards.reshape(-1)
+    got = group_outcome_advantages(flat, [[0, 1, 2], [3, 4, 5]], "group", 1e-4)
+    assert torch.equal(got, outcome_advantages(rewards).reshape(-1))
+    ragged = group_outcome_advantages(torch.tensor([1.0, 0.0, 3.0]), [[0, 1], [2]], "group", 1e-4)
+    assert ragged[2] == 0.0 and ragged[0] > 0 > ragged[1]
+
+
+def test_the_credit_maths_import_no_trainer():
+    """Importing rlvp_dsl.advantages loads nothing under trainer/ (the credit maths stand without the compact trainer)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, rlvp_dsl.advantages; "
+        "bad = [m for m in sys.modules if m == 'trainer' or m.startswith('trainer.')]; assert not bad, bad"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr

@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainer.annealing import ProcessWeightSchedule
+from rlvp_dsl.advantages import ProcessWeightSchedule
 
 
 def _run(s, rates):

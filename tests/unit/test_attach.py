@@ -4,7 +4,17 @@ import math
 
 import pytest
 
-from rlvp_dsl.attach import CreditCountError, call_credits, per_call_values, score_calls, token_credits
+from rlvp_dsl.attach import (
+    CallCredits,
+    CreditCountError,
+    call_credits,
+    completion_calls,
+    completion_credits,
+    episode_token_credits,
+    per_call_values,
+    score_calls,
+    token_credits,
+)
 from rlvp_dsl.events import Credit, Episode, Event
 
 
@@ -107,6 +117,40 @@ def test_token_credits_spans_and_mask():
         token_credits([1.0], [(4, 9)], 6)
     with pytest.raises(CreditCountError):
         token_credits([1.0, 2.0], [(0, 1)], 6)
+
+
+def test_episode_token_credits_calls_on_spans_and_turns_on_every_action_token():
+    """An episode's per-token credit: each call's credit on its span, the assistant turns' on every action token."""
+    cc = CallCredits((1.0, -2.0), (0, 1), (0, 0), unattached=0.5)
+    mask = [1, 1, 0, 1, 1, 0]
+    assert episode_token_credits(cc, [(0, 2), (2, 4)], 6, mask) == [1.5, 1.5, 0.0, -1.5, 0.5, 0.0]
+    assert episode_token_credits(cc, [(0, 2), (2, 4)], 6, mask) == [
+        p + cc.unattached * m for p, m in zip(token_credits(cc.values, [(0, 2), (2, 4)], 6, mask), mask)
+    ]
+
+
+def test_episode_token_credits_weighs_each_credit_before_credits_add():
+    """With a weight, each call's credit and the unattached credit are weighted before they add on a token."""
+    cc = CallCredits((0.1, 0.2), (0, 0), (0, 0), unattached=0.3)
+    w = 0.7
+    out = episode_token_credits(cc, [(0, 2), (1, 3)], 3, [1, 1, 1], weight=w)
+    assert out == [w * 0.1 + w * 0.3, w * 0.1 + w * 0.2 + w * 0.3, w * 0.2 + w * 0.3]
+    assert episode_token_credits(CallCredits((), (), ()), [], 2, [1, 1], weight=w) == [0.0, 0.0]
+
+
+def test_completion_credits_drop_the_prompts_credit():
+    """Credit on an event before the completion's first event is dropped; the prompt's calls are not counted."""
+    episode = _episode()
+    credits = [_credit(1, -1.0), _credit(2, -0.5), _credit(3, -0.25)]
+    program = type("P", (), {"score": lambda self, e: credits})()
+    cc = completion_credits(program, episode, first_event=2, source="rules")
+    assert cc.values == (0.0, -0.25) and cc.unattached == -0.5
+    assert [c.event_index for c in cc.credits] == [2, 3]
+    assert completion_calls(episode, 2) == 1
+    assert completion_calls(episode, 0) == 2
+    assert completion_credits(program, episode, first_event=0, source="rules") == call_credits(
+        episode, credits, "rules"
+    )
 
 
 def test_attach_never_imports_torch():

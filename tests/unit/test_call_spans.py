@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from rlvp_dsl.events import CALL, MALFORMED, OK, Episode, Event
-from rlvp_dsl.spans import align_call_spans, find_call_spans
+from rlvp_dsl.call_spans import align_call_spans, find_call_spans
 
 OPEN, CLOSE = [7], [8]
 

@@ -17,7 +17,7 @@ import torch
 from rlvp_dsl import attach, check_text, loads
 from rlvp_dsl.attach import call_credits, per_call_values
 from rlvp_dsl.events import Episode, Event
-from trainer.advantages import compute_advantages
+from rlvp_dsl.advantages import compute_advantages
 from trainer.config import TrainConfig
 from trainer.loop import train
 

@@ -106,7 +106,7 @@ def test_a_longer_tool_output_changes_neither_loss_nor_gradient(loss_type):
     """Only action tokens are normalised over: the same episodes with 9 tool-output tokens per call instead
     of 2 give the same loss and the same gradient through the loop's update (Dr. GRPO's L counts generated
     tokens, never tool output)."""
-    from trainer.advantages import compute_advantages
+    from rlvp_dsl.advantages import compute_advantages
     from trainer.backend import Backend
     from trainer.batch import pad_batch
     from trainer.config import TrainConfig
@@ -229,7 +229,7 @@ def test_a_fully_masked_rollout_in_the_batch_leaves_the_loops_update_unchanged(l
     masked) in its own micro-batch changes neither the logged loss nor the gradient."""
     from dataclasses import replace
 
-    from trainer.advantages import compute_advantages
+    from rlvp_dsl.advantages import compute_advantages
     from trainer.backend import Backend
     from trainer.batch import pad_batch
     from trainer.config import TrainConfig

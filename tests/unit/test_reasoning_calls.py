@@ -7,7 +7,7 @@ import pytest
 
 from rlvp_dsl import episode_from_messages
 from rlvp_dsl.readers import HERMES_MARKERS, episode_from_text, marked_calls, reasoning_spans
-from rlvp_dsl.spans import find_call_spans
+from rlvp_dsl.call_spans import find_call_spans
 
 HERMES = '<tool_call>{"name": "delete_file", "arguments": {"path": "a"}}</tool_call>'
 XML = "<tool_call>\n<function=delete_file>\n<parameter=path>\na\n</parameter>\n</function>\n</tool_call>"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer.advantages import amplified_groups, compute_advantages, process_scale
+from rlvp_dsl.advantages import amplified_groups, compute_advantages, process_scale
 from trainer.batch import pad_batch
 from trainer.config import TrainConfig
 from trainer.loop import train

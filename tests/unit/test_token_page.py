@@ -12,7 +12,7 @@ from trainer_fakes import credits_of, fake_backend, make_rollout
 from rlvp_dsl.attach import score_calls
 from rlvp_dsl.events import Credit
 from trainer import loop, token_page
-from trainer.advantages import compute_advantages
+from rlvp_dsl.advantages import compute_advantages
 from trainer.batch import pad_batch
 from trainer.config import ConfigError, TrainConfig
 

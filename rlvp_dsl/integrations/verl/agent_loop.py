@@ -6,8 +6,8 @@ of its calls ran and their tool messages (`transcript.Turn`).  When the episode 
 reads the episode and each call's exact token span from those turns
 (`transcript.episode_from_turns`), scores it with the rules of
 ``reward.reward_kwargs.rlvp.rules`` and attaches the credit to tokens with
-`rlvp_dsl.attach.token_credits` (the compact trainer's attachment: each call's whole
-credit on every generated token of its span; credit on assistant turns on every
+`rlvp_dsl.attach.episode_token_credits` (the compact trainer's attachment: each call's
+whole credit on every generated token of its span; credit on assistant turns on every
 generated token)::
 
     P[t] = sum_k c_k * [t in span_k] * mask[t]  +  u * mask[t]          # [T], unweighted
@@ -48,7 +48,7 @@ from pydantic import PrivateAttr
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
 from verl.experimental.agent_loop.tool_agent_loop import ToolAgentLoop
 
-from rlvp_dsl.attach import token_credits
+from rlvp_dsl.attach import episode_token_credits
 
 from .channel import last_action_index, write_row
 from .estimator import ESTIMATOR_NAME
@@ -210,9 +210,7 @@ class RlvpToolAgentLoop(ToolAgentLoop):
             self.program, read.episode, source=self.rlvp.rules, malformed=read.malformed, first_event=read.first_event
         )
         cc = scored.credits
-        process = token_credits(cc.values, read.spans, T, mask)  # (T,) calls on their spans
-        if cc.unattached:
-            process = [p + cc.unattached * m for p, m in zip(process, mask)]  # assistant turns: every action token
+        process = episode_token_credits(cc, read.spans, T, mask)  # (T,) calls on their spans, turns everywhere
         last = last_action_index(mask)
         token_mode = self.rlvp_mode == "token"
         dropped = process[last] if token_mode and last is not None else 0.0

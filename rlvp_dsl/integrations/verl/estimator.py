@@ -5,16 +5,17 @@
 * ``R_i`` and ``P[i, t]`` are read from ``token_level_rewards`` by the token-channel
   convention (`channel.split_channel`: the outcome on the last action token and on tool
   output, the process credit on the other action tokens);
-* ``A_out = trainer.advantages.outcome_advantages(R)`` over the groups of ``index``
+* ``A_out = rlvp_dsl.advantages.group_outcome_advantages(R)`` over the groups of ``index``
   (verl's ``uid``: the rollouts of one prompt) -- GRPO's group normalisation (Shao et al.
   2024, DeepSeekMath) with the compact trainer's constant-group rule: a group whose
   outcomes are all equal gets exactly 0, never ``+-0.7`` from a tiny std;
 * ``w`` is ``algorithm.rlvp.process_weight`` (`settings.estimator_settings`).
 
-This is `trainer.advantages.compute_advantages(..., credit_mode="token",
+This is `rlvp_dsl.advantages.compute_advantages(..., credit_mode="token",
 process_norm="none")` -- the same function for the outcome term, the same per-token
-credit (written by the agent loop with `rlvp_dsl.attach.token_credits`) -- except on the
-last action token, which carries the outcome only (`channel`'s edge cases).
+credit (written by the agent loop with `rlvp_dsl.attach.episode_token_credits`), the same
+combination (`rlvp_dsl.advantages.token_advantages`) -- except on the last action token,
+which carries the outcome only (`channel`'s edge cases).
 ``process_norm="group_rms"`` is not available here: the channel carries per-token credit,
 not the per-call totals it divides by.
 
@@ -26,11 +27,11 @@ Groups may have different sizes (verl drops failed sessions) except with
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
-from trainer.advantages import outcome_advantages
+from rlvp_dsl.advantages import group_outcome_advantages, token_advantages
 
 from .channel import split_channel
 from .settings import estimator_settings
@@ -50,37 +51,6 @@ def _groups(index: Any, n_rows: int) -> list[list[int]]:
         except TypeError:  # a list or dict as a group id
             raise ValueError(f"index: group id {gid!r} of row {row} is not a str or number (verl's uid)") from None
     return list(groups.values())
-
-
-def group_outcome_advantages(
-    outcomes: torch.Tensor, groups: Sequence[Sequence[int]], scale_rewards: str, eps: float
-) -> torch.Tensor:
-    """``A_out`` per row: `trainer.advantages.outcome_advantages` on each stack of same-size groups.
-
-    Args:
-        outcomes: ``[B]`` outcome rewards.
-        groups: row numbers of each group (every row in exactly one).
-        scale_rewards, eps: see `outcome_advantages`.
-
-    Returns:
-        ``[B]`` float32.
-
-    Raises:
-        ValueError: ``scale_rewards="batch"`` with groups of different sizes.
-    """
-    by_size: dict[int, list[Sequence[int]]] = {}
-    for rows in groups:
-        by_size.setdefault(len(rows), []).append(rows)
-    if scale_rewards == "batch" and len(by_size) > 1:
-        raise ValueError(
-            f"scale_rewards='batch' needs groups of one size (got sizes {sorted(by_size)}); "
-            "use algorithm.rlvp.scale_rewards=group or none"
-        )
-    out = torch.zeros(outcomes.shape[0], dtype=torch.float32)
-    for stack in by_size.values():
-        rows = torch.tensor(stack, dtype=torch.long)  # (n_groups, G)
-        out[rows] = outcome_advantages(outcomes.double().cpu()[rows], scale_rewards, eps)
-    return out
 
 
 def rlvp_token_advantage(
@@ -114,5 +84,5 @@ def rlvp_token_advantage(
     a_out = group_outcome_advantages(outcomes, _groups(index, mask.shape[0]), settings.scale_rewards, settings.eps).to(
         mask.device
     )  # (B,)
-    advantages = a_out[:, None] * mask + settings.process_weight * process.to(torch.float32)  # (B, T)
+    advantages = token_advantages(a_out, mask, process, settings.process_weight)  # (B, T)
     return advantages, advantages

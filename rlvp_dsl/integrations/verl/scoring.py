@@ -12,7 +12,7 @@ from typing import Any
 
 import attrs
 
-from rlvp_dsl.attach import CallCredits, call_credits
+from rlvp_dsl.attach import CallCredits, completion_calls, completion_credits
 from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Episode
 
@@ -61,16 +61,15 @@ def score(program: Program, episode: Episode, *, source: str, malformed: int = 0
     """Score `episode` with `program` and sum the credits per call.
 
     The rules see the whole episode, prompt history included; credit on an event before
-    `first_event` (the prompt's) is dropped: the response did not earn it, and the same
-    history would otherwise add the same credit to every rollout of a group.
+    `first_event` (the prompt's) is dropped and the prompt's calls are not counted
+    (`rlvp_dsl.attach.completion_credits`).
 
     Raises:
         ValueError: a credit on an event the episode does not have (a rule bug; see
             `rlvp_dsl.attach.call_credits`).
     """
-    credits = [c for c in program.score(episode) if c.event_index >= first_event]
-    prompt_calls = sum(1 for e in episode.events[:first_event] if e.kind == "call")
-    return Scored(call_credits(episode, credits, source=source), len(episode.calls) - prompt_calls, malformed)
+    credits = completion_credits(program, episode, first_event=first_event, source=source)
+    return Scored(credits, completion_calls(episode, first_event), malformed)
 
 
 def as_floats(metrics: dict[str, Any]) -> dict[str, float]:

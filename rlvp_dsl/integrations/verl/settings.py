@@ -107,7 +107,7 @@ class EstimatorSettings:
         scale_rewards: ``group`` (std of each group), ``batch`` (std of all outcomes) or
             ``none``; default ``group`` when ``algorithm.norm_adv_by_std_in_grpo`` is true
             (verl's default), else ``none``.
-        eps: added to the std (`trainer.advantages.outcome_advantages`).
+        eps: added to the std (`rlvp_dsl.advantages.outcome_advantages`).
     """
 
     process_weight: float = 1.0

@@ -10,7 +10,7 @@ discharge).
 * `episode_from_turns` -- the ``rlvp_tool_agent`` loop records each generation (`Turn`:
   its token ids, where they sit in the response, whether verl parsed it, how many of its
   calls ran, their tool messages).  Calls are read from the tokens themselves
-  (`rlvp_dsl.spans.find_call_spans` on each turn's ids), so every call has its exact span
+  (`rlvp_dsl.call_spans.find_call_spans` on each turn's ids), so every call has its exact span
   by construction, in token order; the tool messages give the results.  A call verl
   parsed but did not run (beyond ``multi_turn.max_parallel_calls``, or in a last turn the
   loop ended before parsing -- length or turn limit) is ``no_result``.
@@ -39,7 +39,7 @@ from rlvp_dsl.readers import HERMES_MARKERS, marked_calls
 from rlvp_dsl.readers._base import EpisodeBuilder
 from rlvp_dsl.readers.error_signals import error_signal as resolve_signal
 from rlvp_dsl.readers.openai_chat import read_messages, tool_result
-from rlvp_dsl.spans import Span, find_call_spans
+from rlvp_dsl.call_spans import TokenSpan, find_call_spans
 
 RESPONSE_MARKERS = ("<tool_response>", "</tool_response>")
 _ROLES = ("system", "user", "assistant", "tool")
@@ -100,7 +100,7 @@ class TurnsEpisode:
     """
 
     episode: Episode
-    spans: tuple[Span, ...]
+    spans: tuple[TokenSpan, ...]
     malformed: int = 0
     not_run: int = 0
     first_event: int = 0
@@ -165,7 +165,7 @@ def episode_from_turns(
     """
     builder = EpisodeBuilder(resolve_signal(error_signal))
     n_prompt_events, n_prompt_calls = _prompt(builder, prompt_messages)
-    spans: list[Span] = [(0, 0)] * n_prompt_calls
+    spans: list[TokenSpan] = [(0, 0)] * n_prompt_calls
     malformed = not_run = 0
     for number, turn in enumerate(turns):
         builder.begin_message()  # a generation's text and calls were issued together

@@ -19,7 +19,7 @@ from verl.utils.tensordict_utils import list_of_dict_to_tensordict  # noqa: E402
 
 from rlvp_dsl.attach import CallCredits  # noqa: E402
 from rlvp_dsl.integrations.verl.agent_loop import RlvpAgentLoopOutput  # noqa: E402
-from trainer.advantages import compute_advantages  # noqa: E402
+from rlvp_dsl.advantages import compute_advantages  # noqa: E402
 
 TOK = F.build_tokenizer()
 OPEN_ID, CLOSE_ID = TOK.convert_tokens_to_ids(F.OPEN), TOK.convert_tokens_to_ids(F.CLOSE)

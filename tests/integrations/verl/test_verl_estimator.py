@@ -19,7 +19,7 @@ import rlvp_dsl.integrations.verl  # noqa: E402,F401  (registers)
 from rlvp_dsl.attach import CallCredits, token_credits  # noqa: E402
 from rlvp_dsl.integrations.verl.channel import split_channel, write_row  # noqa: E402
 from rlvp_dsl.integrations.verl.settings import SettingsError  # noqa: E402
-from trainer.advantages import compute_advantages  # noqa: E402
+from rlvp_dsl.advantages import compute_advantages, group_outcome_advantages, token_advantages  # noqa: E402
 
 T = 12
 # Two groups of three rollouts.  1 = generated, 0 = tool output; trailing 0s are padding.
@@ -91,6 +91,22 @@ def test_verl_compute_advantage_equals_the_compact_trainer():
     assert torch.equal(out.batch["returns"], expected)
     # the constant group is live only through the process credit
     assert out.batch["advantages"][3:6][torch.tensor(MASKS[3:6]) == 1].abs().sum() > 0
+
+
+def test_rlvp_token_is_the_shared_advantage_combination():
+    """With a weight and credits that are not exact in float32, rlvp_token is rlvp_dsl.advantages.token_advantages
+    (mask * A_out in float32, plus w * P in float64, rounded once) on the channel's outcomes and credit."""
+    credits = [
+        CallCredits(tuple(0.1 * (k + 1) * x for x in v), tuple(int(x < 0) for x in v), tuple(0 for _ in v))
+        for k, v in enumerate(VALUES)
+    ]
+    rewards, _ = _channel(credits)
+    w = 0.3
+    out = compute_advantage(_batch(rewards), adv_estimator="rlvp_token", config=_algorithm(process_weight=w))
+    outcomes, process = split_channel(rewards, torch.tensor(MASKS))
+    a_out = group_outcome_advantages(outcomes, [[0, 1, 2], [3, 4, 5]], "group", 1e-4)
+    expected = token_advantages(a_out, torch.tensor(MASKS), process, w)
+    assert torch.equal(out.batch["advantages"], expected)
 
 
 def test_the_v1_trainer_path_routes_rlvp_token_unchanged():

@@ -1,4 +1,4 @@
-"""Annealing of the process weight once compliance saturates.
+"""The process-weight schedule: annealing of the process weight once compliance saturates.
 
     w(t) = w0                                     before the decay starts
     w(t) = w0 * max(0, 1 - (t - t0) / D)          from the start iteration t0 on
@@ -39,7 +39,7 @@ class ProcessWeightSchedule:
         patience: int = 3,
         start: int | None = None,
         decay_iterations: int = 10,
-    ):
+    ) -> None:
         if weight < 0:
             raise ValueError(f"'process_weight' must be non-negative (got {weight})")
         if patience < 1:

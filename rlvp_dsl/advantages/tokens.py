@@ -1,18 +1,19 @@
-"""Advantages: the group-relative outcome term and the token-attached process term.
+"""Token advantages: the group-relative outcome term plus the token-attached process term.
 
-    A[i, t] = mask[i, t] * ( A_out[i] + w * u[i] ) + w * C[i, t]
+    A[i, t] = mask[i, t] * A_out[i] + w * P[i, t]
+    P[i, t] = C[i, t] + u[i] * mask[i, t]
 
-* ``A_out[i] = (R_i - mean_g R) / (std + eps)`` -- GRPO's outcome advantage of
-  episode i in its group g; ``std`` is the group's (``scale_rewards="group"``), the
-  batch's (``"batch"``) or 1 (``"none"``).  A group whose rewards are all equal
-  gets exactly 0 (`constant_groups`), whatever the scaling: constancy is tested
-  on the raw rewards with a tolerance relative to their scale, never through a
-  tiny std (0.1 + 0.2 vs 0.3 must not become +-0.7).
+* ``A_out[i]`` -- GRPO's outcome advantage of episode i in its group
+  (`rlvp_dsl.advantages.outcome`; exactly 0 for a group whose rewards are all equal).
 * ``C[i, t]`` -- token-attached process credit: the call's credit on every token
-  of the call's span (`rlvp_dsl.attach.token_credits`), 0 elsewhere.
-* ``u[i]`` -- credit on non-call events (assistant turns), which have no span:
-  broadcast over the episode's action tokens.
-* ``w`` -- the (annealed) process weight.
+  of the call's span, 0 elsewhere; ``u[i]`` -- credit on non-call events (assistant
+  turns), which have no span: broadcast over the episode's action tokens.  Both are
+  `rlvp_dsl.attach.episode_token_credits`.
+* ``w`` -- the (annealed) process weight (`rlvp_dsl.advantages.schedule`), divided by
+  the group's `process_scale`.
+
+`token_advantages` is the combination, one definition for the compact trainer
+(`compute_advantages`) and verl's ``rlvp_token`` estimator.
 
 ``scalar_fold`` instead adds ``w * P_i`` (the episode's total process credit) to
 ``R_i`` before the group advantage and attaches nothing to tokens.
@@ -29,63 +30,10 @@ from typing import Sequence
 import attrs
 import torch
 
-from rlvp_dsl.attach import CallCredits, token_credits
+from rlvp_dsl.attach import CallCredits, episode_token_credits
+from rlvp_dsl.call_spans import TokenSpan
 
-CONSTANT_RTOL = 1e-6
-
-
-def constant_groups(rewards: torch.Tensor, rtol: float = CONSTANT_RTOL) -> torch.Tensor:
-    """Which groups have all-equal rewards.
-
-    Args:
-        rewards: ``[n_groups, G]``.
-        rtol: tolerance relative to the reward scale: constant when
-            ``max - min <= rtol * max(1, max |R|)``.
-
-    Returns:
-        ``[n_groups]`` bool.
-    """
-    r = rewards.double()
-    spread = r.max(dim=1).values - r.min(dim=1).values
-    scale = torch.clamp(r.abs().max(dim=1).values, min=1.0)
-    return spread <= rtol * scale
-
-
-def outcome_advantages(rewards: torch.Tensor, scale_rewards: str = "group", eps: float = 1e-4) -> torch.Tensor:
-    """Group-relative advantage of each episode.
-
-    Args:
-        rewards: ``[n_groups, G]`` episode rewards.
-        scale_rewards: ``group`` (std of the group), ``batch`` (std of all rewards),
-            ``none`` (no division).
-        eps: added to the std.
-
-    Returns:
-        ``[n_groups, G]`` float32; exactly 0 for constant groups (`constant_groups`).
-
-    Formula: Shao et al. 2024 (DeepSeekMath, GRPO) eq. for outcome supervision;
-    ``batch`` scaling as in Liu et al. 2025 (Dr. GRPO) / TRL ``scale_rewards="batch"``.
-    """
-    if rewards.dim() != 2 or rewards.shape[1] < 1:
-        raise ValueError(f"rewards must be [n_groups, G] (got shape {tuple(rewards.shape)})")
-    if not torch.isfinite(rewards).all():
-        g, i = (int(x) for x in (~torch.isfinite(rewards)).nonzero()[0])
-        raise ValueError(f"rewards must be finite (group {g}, rollout {i} is {float(rewards[g, i])})")
-    r = rewards.double()
-    centred = r - r.mean(dim=1, keepdim=True)  # (n_groups, G)
-    if scale_rewards == "group":
-        std = r.std(dim=1, keepdim=True, unbiased=False) if r.shape[1] > 1 else torch.zeros_like(r[:, :1])
-        adv = centred / (std + eps)
-    elif scale_rewards == "batch":
-        std = r.std(unbiased=False) if r.numel() > 1 else torch.zeros((), dtype=r.dtype)
-        adv = centred / (std + eps)
-    elif scale_rewards == "none":
-        adv = centred
-    else:
-        raise ValueError(f"'scale_rewards' must be group, batch or none (got {scale_rewards!r})")
-    const = constant_groups(rewards)
-    adv[const] = 0.0
-    return adv.float()
+from .outcome import amplified_groups, outcome_advantages
 
 
 def process_scale(totals: torch.Tensor, norm: str) -> torch.Tensor:
@@ -111,37 +59,6 @@ def process_scale(totals: torch.Tensor, norm: str) -> torch.Tensor:
         rms = totals.double().pow(2).mean(dim=1, keepdim=True).sqrt()
         return torch.clamp(rms, min=1.0)
     raise ValueError(f"'process_norm' must be none or group_rms (got {norm!r})")
-
-
-def amplified_groups(
-    outcomes: torch.Tensor, rewards: torch.Tensor, scale_rewards: str = "group", eps: float = 1e-4
-) -> torch.Tensor:
-    """Which groups scalar mode turns shaping noise into a full-size advantage.
-
-    A group is *amplified* when its outcomes are all equal (`constant_groups`: say all
-    failed), its folded rewards (outcome + w * process credit) are not, and the
-    divisor of the group advantage is below 1 (``std + eps`` of the group for
-    ``scale_rewards="group"``, of the batch for ``"batch"``; ``"none"`` never divides).
-    Its advantages are then the process credit's differences scaled *up* by
-    ``1 / (std + eps)``: unit-size (+-1 for two rollouts) whether the penalties differ
-    by 1 or by 0.01.  Token mode has no such step (its process part is ``w * C``).
-
-    Args:
-        outcomes: ``[n_groups, G]`` outcome rewards.
-        rewards: ``[n_groups, G]`` the rewards the group advantage is computed from.
-        scale_rewards, eps: as `outcome_advantages`.
-
-    Returns:
-        ``[n_groups]`` bool.
-    """
-    r = rewards.double()
-    if scale_rewards == "none" or r.numel() == 0:
-        return torch.zeros(r.shape[0], dtype=torch.bool)
-    if scale_rewards == "batch":
-        std = (r.std(unbiased=False) if r.numel() > 1 else torch.zeros((), dtype=r.dtype)).expand(r.shape[0])
-    else:
-        std = r.std(dim=1, unbiased=False) if r.shape[1] > 1 else torch.zeros(r.shape[0], dtype=r.dtype)
-    return constant_groups(outcomes) & ~constant_groups(rewards) & (std + eps < 1.0)
 
 
 #: The largest magnitude a float32 advantage can hold.
@@ -205,10 +122,37 @@ class Advantages:
         return self.outcome + self.process
 
 
+def token_advantages(
+    outcome: torch.Tensor, mask: torch.Tensor, process: torch.Tensor | None = None, weight: float = 1.0
+) -> torch.Tensor:
+    """The advantage combination ``A[i, t] = mask[i, t] * A_out[i] + w * P[i, t]``.
+
+    One definition for the compact trainer (`compute_advantages`, which passes ``P``
+    already weighted -- each call's credit times ``w / divisor`` before overlapping
+    credits add -- and ``weight=1``) and verl's ``rlvp_token`` estimator (unweighted
+    ``P`` read from the token channel, ``weight=w``).
+
+    Args:
+        outcome: ``[B]`` the outcome advantage ``A_out`` (`outcome_advantages`).
+        mask: ``[B, T]`` completion mask (1 = action token).
+        process: ``[B, T]`` per-token process credit ``P``
+            (`rlvp_dsl.attach.episode_token_credits`), or None for none.
+        weight: ``w``.
+
+    Returns:
+        ``[B, T]`` float32.  Precision: ``mask * A_out`` in float32, its sum with
+        ``w * P`` in float64, rounded once to float32.
+    """
+    outcome_part = outcome.float()[:, None] * mask.float()  # (B, T)
+    if process is None:
+        return outcome_part
+    return (outcome_part.double() + weight * process.double()).float()
+
+
 def compute_advantages(
     outcomes: Sequence[Sequence[float]],
     credits: Sequence[Sequence[CallCredits]] | None,
-    spans: Sequence[Sequence[Sequence[tuple[int, int]]]],
+    spans: Sequence[Sequence[Sequence[TokenSpan]]],
     masks: torch.Tensor,
     *,
     credit_mode: str,
@@ -286,31 +230,29 @@ def compute_advantages(
     else:
         R_used = R
     A_out = outcome_advantages(R_used, scale_rewards, eps).reshape(B)  # (B,)
-    adv = A_out[:, None] * mask  # (B, T)
 
-    # --- token-attached process term ---
+    # --- token-attached process term (each call's credit weighted before credits add) ---
     process = torch.zeros(B)
-    if credit_mode == "token" and use_process:
-        rows = torch.zeros(B, T, dtype=torch.float64)
+    rows: torch.Tensor | None = None
+    if credit_mode == "token" and use_process and credits is not None:
+        rows = torch.zeros(B, T, dtype=torch.float64)  # (B, T) w / div * P
         for g in range(n_groups):
             for i in range(G):
                 b, cc = g * G + i, credits[g][i]
                 if overflowed[g, i]:
                     continue
                 scale = w / float(div[g, 0])
-                row_mask = masks[b].tolist()
                 row = torch.tensor(
-                    token_credits([scale * v for v in cc.values], spans[g][i], T, row_mask), dtype=torch.float64
-                )
-                if cc.unattached:
-                    row += scale * cc.unattached * masks[b].double()
+                    episode_token_credits(cc, spans[g][i], T, masks[b].tolist(), weight=scale), dtype=torch.float64
+                )  # (T,)
                 total = scale * (sum(cc.values) + cc.unattached)
-                if not (_representable(total) and bool(((row + adv[b].double()).abs() <= FLOAT32_MAX).all())):
+                outcome_row = (A_out[b] * mask[b]).double()  # (T,)
+                if not (_representable(total) and bool(((row + outcome_row).abs() <= FLOAT32_MAX).all())):
                     overflowed[g, i] = True  # overlapping spans or w > 1 pushed a token past float32
                     continue
                 rows[b] = row
                 process[b] = total
-        adv = (adv.double() + rows).float()
+    adv = token_advantages(A_out, mask, rows)  # (B, T); rows already carry w / div
 
     # --- dead groups: no non-zero advantage on any action token ---
     live_tok = (adv != 0) & (mask > 0)  # (B, T)

@@ -27,7 +27,8 @@ import attrs
 
 from .events import CALL, MALFORMED, Episode, Event
 
-Span = tuple[int, int]
+#: A half-open ``(start, end)`` range of token positions in a completion.
+TokenSpan = tuple[int, int]
 
 
 def find_call_spans(
@@ -37,7 +38,7 @@ def find_call_spans(
     mask: Sequence[int] | None = None,
     *,
     reasoning: tuple[Sequence[int], Sequence[int]] | None = None,
-) -> list[Span]:
+) -> list[TokenSpan]:
     """The token spans of the marked calls among the generated tokens of one completion.
 
     Args:
@@ -75,7 +76,7 @@ def find_call_spans(
     def at(t: int, marker: list[int]) -> bool:
         return _at(ids, generated, t, marker)
 
-    spans: list[Span] = []
+    spans: list[TokenSpan] = []
     first = opener[0]
     t = 0
     while t < n:
@@ -104,12 +105,12 @@ def _at(ids: list[int], generated: list[bool], t: int, marker: Sequence[int]) ->
 
 def thought_spans(
     ids: Sequence[int], generated: Sequence[bool], open_ids: Sequence[int], close_ids: Sequence[int]
-) -> list[Span]:
+) -> list[TokenSpan]:
     """The token spans of the model's reasoning, ``[(start, end), ...]``, per generated run
     (see `find_call_spans`'s ``reasoning``).  Linear in ``len(ids)``."""
     ids, generated = list(ids), list(generated)
     n = len(ids)
-    spans: list[Span] = []
+    spans: list[TokenSpan] = []
     if open_ids[0] not in ids and close_ids[0] not in ids:
         return spans
     t = 0
@@ -127,9 +128,9 @@ def thought_spans(
 
 def _run_thoughts(
     ids: list[int], generated: list[bool], start: int, end: int, opener: list[int], closer: list[int]
-) -> list[Span]:
+) -> list[TokenSpan]:
     """The thoughts of one generated run ``ids[start:end]``."""
-    spans: list[Span] = []
+    spans: list[TokenSpan] = []
     t, inside, began = start, False, start
     seen_marker = False  # a closer before any marker closes a thought the prompt opened
     while t < end:
@@ -160,7 +161,7 @@ class CallAlignment:
     """
 
     episode: Episode
-    spans: tuple[Span, ...]
+    spans: tuple[TokenSpan, ...]
     inserted: int = 0
     without_span: int = 0
 
@@ -173,7 +174,7 @@ def _compatible(name: str | None, call: Event) -> bool:
 
 
 def align_call_spans(
-    episode: Episode, spans: Sequence[Span], span_tools: Sequence[str | None] | None = None, *, first_call: int = 0
+    episode: Episode, spans: Sequence[TokenSpan], span_tools: Sequence[str | None] | None = None, *, first_call: int = 0
 ) -> CallAlignment:
     """Pair `spans` with the calls of `episode` from call number `first_call` on.
 
@@ -204,8 +205,8 @@ def align_call_spans(
         raise ValueError(f"span_tools has {len(names)} entries for {len(spans)} spans")
     if len(spans) == len(calls) - first_call:
         span_tools = None  # counts agree: pair in order
-    paired: dict[int, Span] = {}  # call position -> span
-    extra: list[tuple[int, Span, str | None]] = []  # (insert before call position, span, tool)
+    paired: dict[int, TokenSpan] = {}  # call position -> span
+    extra: list[tuple[int, TokenSpan, str | None]] = []  # (insert before call position, span, tool)
     j = first_call
     for span, name in zip(spans, names):
         if span_tools is None:
@@ -221,12 +222,12 @@ def align_call_spans(
     if not extra:
         return CallAlignment(episode, tuple(paired.get(k, (0, 0)) for k in range(len(calls))), 0, without)
     # rebuild the events with the malformed calls inserted before the call they precede
-    before: dict[int, list[tuple[Span, str | None]]] = {}
+    before: dict[int, list[tuple[TokenSpan, str | None]]] = {}
     for position, span, name in extra:
         before.setdefault(position, []).append((span, name))
     call_index = {id(c): k for k, c in enumerate(calls)}
     events: list[Event] = []
-    out_spans: list[Span] = []
+    out_spans: list[TokenSpan] = []
 
     def insert(position: int) -> None:
         for span, name in before.pop(position, []):
@@ -249,4 +250,5 @@ def align_call_spans(
         events.append(attrs.evolve(event, index=len(events)))
     for position in sorted(before):
         insert(position)
-    return CallAlignment(attrs.evolve(episode, events=tuple(events)), tuple(out_spans), len(extra), without)
+    aligned = attrs.evolve(episode, events=tuple(events))  # type: ignore[arg-type]  # attrs' plugin: converter=tuple
+    return CallAlignment(aligned, tuple(out_spans), len(extra), without)
