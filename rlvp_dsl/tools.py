@@ -21,6 +21,10 @@ def _values(value: Mapping[str, Iterable[object]] | None) -> Mapping[str, tuple[
     return {str(k): tuple(v) for k, v in (value or {}).items()}
 
 
+def _tags(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
 def _params(value: Iterable[str] | None) -> tuple[str, ...] | None:
     return None if value is None else tuple(value)
 
@@ -47,7 +51,7 @@ class ToolSpec:
     """
 
     name: str
-    tags: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    tags: frozenset[str] = attrs.field(default=frozenset(), converter=_tags)
     target: str | None = None
     params: tuple[str, ...] | None = attrs.field(default=None, converter=_params)
     values: Mapping[str, tuple[object, ...]] = attrs.field(factory=dict, converter=_values, eq=False, hash=False, repr=False)
