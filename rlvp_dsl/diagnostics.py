@@ -223,5 +223,6 @@ class RuleError(ValueError):
         kept, dropped = sort_and_cap(self.diagnostics)
         super().__init__(render_text(kept, self.sources, dropped=dropped))
 
-    def __reduce__(self) -> tuple[type[RuleError], tuple[list[Diagnostic], dict[str, SourceFile]]]:  # picklable, so a worker process can send it back whole
+    def __reduce__(self) -> tuple[type[RuleError], tuple[list[Diagnostic], dict[str, SourceFile]]]:
+        # picklable, so a worker process can send it back whole
         return (RuleError, (self.diagnostics, self.sources))

@@ -54,7 +54,9 @@ class ToolSpec:
     tags: frozenset[str] = attrs.field(default=frozenset(), converter=_tags)
     target: str | None = None
     params: tuple[str, ...] | None = attrs.field(default=None, converter=_params)
-    values: Mapping[str, tuple[object, ...]] = attrs.field(factory=dict, converter=_values, eq=False, hash=False, repr=False)
+    values: Mapping[str, tuple[object, ...]] = attrs.field(
+        factory=dict, converter=_values, eq=False, hash=False, repr=False
+    )
     target_inferred: bool = attrs.field(default=False, eq=False)
     description: str = attrs.field(default="", eq=False, repr=False)
     side: str = attrs.field(default="", eq=False, repr=False)
