@@ -16,7 +16,9 @@ from .. import ast
 from ..diagnostics import Diagnostic
 from ..source import Span
 
-#: The transformed children of a grammar rule (see `rlvp_dsl.syntax.transform.Children`).
+#: The children of a grammar rule, each already transformed by its own rule's method: what
+#: each position holds (a `Token`, an `ast.Name`, a float, None for an absent `[...]`) is fixed
+#: by grammars/rlvp.lark, which the type checker cannot see; the methods' returns are typed.
 Children = list[Any]
 
 #: A test event's outcome as written: (status, error text).

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import unicodedata
-from typing import Any, Callable, TypeVar
+from typing import Callable, TypeVar
 
 from lark import Token, Transformer_NonRecursive, Tree, v_args
 from lark.exceptions import VisitError
@@ -19,15 +19,10 @@ from .. import ast
 from ..diagnostics import Diagnostic
 from ..source import SourceFile, Span
 from .grammar import keywords
-from .inline_tests import InlineTestTransformer
+from .inline_tests import Children, InlineTestTransformer
 
 #: Deepest nesting of parentheses / `not` / `seen` accepted (deeper: RV106).
 MAX_DEPTH = 100
-
-#: The children of a grammar rule, each already transformed by its own rule's method: what
-#: each position holds (a `Token`, an `ast.Name`, a float, None for an absent `[...]`) is fixed
-#: by grammars/rlvp.lark, which the type checker cannot see; the methods' returns are typed.
-Children = list[Any]
 
 #: A literal as written: a string, a number, true / false or null.
 Scalar = str | float | bool | None
