@@ -16,6 +16,16 @@ Typical use::
 from __future__ import annotations
 
 import importlib
+import os
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the lazy names below, for type checkers (at run time they load on first use)
+    from .compile import Program, Scorer, compile_ruleset
+    from .diagnostics import Diagnostic, RuleError, has_errors
+    from .events import Credit, Episode, Event
+    from .pipeline import check_file, check_text, load_program, loads
+    from .readers._base import ReaderError
 
 #: Where each public name lives: imported on first use (PEP 562), so that ``import rlvp_dsl`` (which
 #: every console script does first) loads nothing heavy, and Ctrl-C during a command's imports
@@ -38,7 +48,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name], __name__), name)
         globals()[name] = value
@@ -66,14 +76,14 @@ __all__ = [
 ]
 
 
-def read_paths(paths, **kwargs):
+def read_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], **kwargs: Any) -> list[Episode]:
     """Read episodes from trajectory files or folders (see `rlvp_dsl.readers`)."""
     from .readers import read_paths as _read_paths
 
     return _read_paths(paths, **kwargs)
 
 
-def episode_from_messages(messages, **kwargs):
+def episode_from_messages(messages: list[Mapping[str, Any]], **kwargs: Any) -> Episode:
     """An episode from OpenAI/TRL/verl chat messages in memory (see `rlvp_dsl.readers.messages`)."""
     from .readers.messages import episode_from_messages as _episode_from_messages
 

@@ -12,7 +12,7 @@ dispatch each event only to the rules that can match it.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from . import ast
 from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER
@@ -22,38 +22,42 @@ UNKNOWN = "\x00unknown-tool"
 
 EventClass = tuple[str, str | None, str]
 
+#: The key of a memoised set of classes: a tag (``"tag"``, ``"and"``, ...), then names or the ids of
+#: the shared sets combined.
+_MemoKey = tuple[str | int, ...]
+
 
 class Universe:
     """All event classes of one tool table."""
 
-    def __init__(self, tools: Mapping[str, ToolSpec]):
+    def __init__(self, tools: Mapping[str, ToolSpec]) -> None:
         self.tools = tools
         self.tool_names = tuple(sorted(tools)) + (UNKNOWN,)
-        self.messages = frozenset({(USER, None, OK), (ASSISTANT, None, OK)})
-        self.calls = frozenset((CALL, t, s) for t in self.tool_names for s in STATUSES)
-        self.all = self.messages | self.calls
+        self.messages: frozenset[EventClass] = frozenset({(USER, None, OK), (ASSISTANT, None, OK)})
+        self.calls: frozenset[EventClass] = frozenset((CALL, t, s) for t in self.tool_names for s in STATUSES)
+        self.all: frozenset[EventClass] = self.messages | self.calls
         # Atoms that test only a status, a tag, an argument name or a text field give the same set
         # every time, and so does an `and` of such sets: each is built once (not once per atom of
         # every rule: 10,000 tools x 10,000 rules), while the sets kept hold at most _MEMO_BUDGET
         # classes in all (past it they are built each time again: memory stays bounded).
-        self._memo: dict[tuple, frozenset[EventClass]] = {}
+        self._memo: dict[_MemoKey, frozenset[EventClass]] = {}
         self._memo_size = 0
         self._by_param: dict[str, list[str]] | None = None
         self._shared: dict[int, frozenset[EventClass]] = {id(x): x for x in (self.all, self.calls, self.messages)}
 
-    def calls_of(self, tools, statuses=STATUSES) -> frozenset[EventClass]:
+    def calls_of(self, tools: Iterable[str], statuses: Iterable[str] = STATUSES) -> frozenset[EventClass]:
         return frozenset((CALL, t, s) for t in tools for s in statuses)
 
     def possible(self, expr: ast.Expr) -> frozenset[EventClass]:
         """The classes of event that may satisfy `expr` (iterative; long chains are fine)."""
         return ast.fold(expr, self._atom)
 
-    def _atom(self, node, kids: list[frozenset]) -> frozenset[EventClass]:
+    def _atom(self, node: ast.Expr, kids: list[frozenset[EventClass]]) -> frozenset[EventClass]:
         if isinstance(node, ast.And):
             shared = sorted({id(k) for k in kids if id(k) in self._shared and k is not self.all})
             own = [k for k in kids if id(k) not in self._shared]
             if len(shared) > 1:
-                key = ("and", *shared)
+                key: _MemoKey = ("and", *shared)
                 found = self._memo.get(key)
                 if found is None:
                     found = self._keep(key, _intersect([self._shared[i] for i in shared]))
@@ -77,11 +81,11 @@ class Universe:
             return self.calls_of([t.text for t in node.tools if t.text in self.tools])
         if isinstance(node, ast.KindAtom):
             return frozenset({(node.kind, None, OK)})
-        key = self._memo_key(node)
-        if key is None:
+        atom_key = self._memo_key(node)
+        if atom_key is None:
             raise TypeError(f"not a condition node: {node!r}")
-        found = self._memo.get(key)
-        return found if found is not None else self._keep(key, self._shared_atom(node))
+        found = self._memo.get(atom_key)
+        return found if found is not None else self._keep(atom_key, self._shared_atom(node))
 
     def _params(self) -> dict[str, list[str]]:
         """Parameter name -> the declared tools whose parameter list holds it (built once)."""
@@ -92,7 +96,7 @@ class Universe:
                     self._by_param.setdefault(p, []).append(t)
         return self._by_param
 
-    def _keep(self, key: tuple, value: frozenset[EventClass]) -> frozenset[EventClass]:
+    def _keep(self, key: _MemoKey, value: frozenset[EventClass]) -> frozenset[EventClass]:
         """`value`, memoised under `key` while the budget lasts."""
         if self._memo_size + len(value) <= _MEMO_BUDGET:
             self._memo[key] = value
@@ -100,7 +104,7 @@ class Universe:
             self._shared[id(value)] = value  # kept alive by the memo, so its id stays its own
         return value
 
-    def _memo_key(self, node) -> tuple | None:
+    def _memo_key(self, node: ast.Expr) -> _MemoKey | None:
         if isinstance(node, ast.TagAtom):
             return ("tag", node.tag.text)
         if isinstance(node, ast.StatusAtom):
@@ -113,7 +117,7 @@ class Universe:
             return ("signal",)
         return None
 
-    def _shared_atom(self, node) -> frozenset[EventClass]:
+    def _shared_atom(self, node: ast.Expr) -> frozenset[EventClass]:
         if isinstance(node, ast.TagAtom):
             tagged = [t for t in self.tools if node.tag.text in self.tools[t].tags]
             return self.calls_of(tagged + [UNKNOWN])
@@ -136,7 +140,7 @@ class Universe:
 _MEMO_BUDGET = 1_000_000
 
 
-def _intersect(sets: list[frozenset]) -> frozenset:
+def _intersect(sets: list[frozenset[EventClass]]) -> frozenset[EventClass]:
     """The intersection, smallest set first (each `&` then costs the size of the result so far)."""
     sets = sorted(sets, key=len)
     out = sets[0]

@@ -10,7 +10,8 @@ history available to `Seen`.  Their exact semantics are in docs/language.md.
 
 from __future__ import annotations
 
-from typing import Union
+from collections.abc import Callable, Iterator
+from typing import TypeVar, Union
 
 import attrs
 
@@ -168,7 +169,7 @@ Expr = Union[
 ]
 
 
-def children(node, *, into_seen: bool = True) -> list:
+def children(node: Expr, *, into_seen: bool = True) -> list[Expr]:
     """The sub-conditions of a condition node (a `Seen`'s conditions only with `into_seen`)."""
     if isinstance(node, (And, Or)):
         return list(node.items)
@@ -179,11 +180,14 @@ def children(node, *, into_seen: bool = True) -> list:
     return []
 
 
-def fold(expr: "Expr", combine, *, into_seen: bool = True):
+_Folded = TypeVar("_Folded")
+
+
+def fold(expr: Expr, combine: Callable[[Expr, list[_Folded]], _Folded], *, into_seen: bool = True) -> _Folded:
     """Post-order fold: ``combine(node, [folded children])`` bottom-up, iteratively, so that
     chains thousands of conditions long never hit Python's recursion limit."""
-    memo: dict[int, object] = {}
-    stack: list[tuple[object, bool]] = [(expr, False)]
+    memo: dict[int, _Folded] = {}
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
     while stack:
         node, done = stack.pop()
         kids = children(node, into_seen=into_seen)
@@ -195,7 +199,7 @@ def fold(expr: "Expr", combine, *, into_seen: bool = True):
     return memo[id(expr)]
 
 
-def walk(expr: "Expr"):
+def walk(expr: Expr) -> Iterator[Expr]:
     """Every node of a condition, pre-order, iteratively."""
     stack = [expr]
     while stack:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -115,7 +115,7 @@ class Diagnostic:
     help: str = attrs.field(default="", converter=_bounded)
     severity: str = ERROR
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "code": self.code,
             "severity": self.severity,
@@ -223,5 +223,6 @@ class RuleError(ValueError):
         kept, dropped = sort_and_cap(self.diagnostics)
         super().__init__(render_text(kept, self.sources, dropped=dropped))
 
-    def __reduce__(self):  # picklable, so a worker process can send it back whole
+    def __reduce__(self) -> tuple[type[RuleError], tuple[list[Diagnostic], dict[str, SourceFile]]]:
+        # picklable, so a worker process can send it back whole
         return (RuleError, (self.diagnostics, self.sources))

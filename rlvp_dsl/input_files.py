@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from typing import BinaryIO, TextIO
 
 #: What a path that is not a regular file is, by its mode (the name the error gives).
 _KINDS = (
@@ -69,7 +70,7 @@ def _is_null(fd: int) -> bool:
         return False
 
 
-def read_stdin_bytes(stream=None) -> bytes:
+def read_stdin_bytes(stream: TextIO | BinaryIO | None = None) -> bytes:
     """All of standard input (`stream`, default ``sys.stdin``) as bytes.
 
     Raises:

@@ -49,15 +49,25 @@ from __future__ import annotations
 import math
 
 import json
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import attrs
 
 from . import ast
-from .analysis import Universe
+from .analysis import EventClass, Universe
 from .diagnostics import WARNING, Diagnostic
 from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, USER
-from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, binding_to_json, expr_to_json, rule_bound
+from .ir import (
+    CheckedRule,
+    ObligationRule,
+    ProgressRule,
+    RuleSet,
+    ViolationRule,
+    binding_to_json,
+    expr_to_json,
+    rule_bound,
+)
 from .source import Span
 
 #: The codes of this module (registered, with their summaries, in `diagnostics.CODES`).
@@ -106,9 +116,10 @@ def _key(j: Any) -> str:
     return json.dumps(j, sort_keys=True, ensure_ascii=False)
 
 
-def _flat(node: ast.Expr, kind: type) -> list[ast.Expr]:
+def _flat(node: ast.Expr, kind: type[ast.And] | type[ast.Or]) -> list[ast.Expr]:
     """The operands of a chain of `kind` (And or Or), nested chains flattened, iteratively."""
-    out, stack = [], [node]
+    out: list[ast.Expr] = []
+    stack = [node]
     while stack:
         n = stack.pop()
         if isinstance(n, kind):
@@ -124,13 +135,19 @@ _SCOPE = (ast.CallAtom, ast.KindAtom, ast.TagAtom, ast.StatusAtom)
 #: of them (2**k lookups); one with more (a rare, long conjunction) only the rules lacking one of them.
 _MAX_SCOPE_SUBSETS = 10
 
+#: A kind of checked rule (`_Linter._groups`).
+_Rule = TypeVar("_Rule", ViolationRule, ObligationRule, ProgressRule)
+
+#: The canonical keys of a condition's conjuncts (`_Linter.conjuncts`).
+_Keys = frozenset[str]
+
 
 class _Linter:
-    def __init__(self, ruleset: RuleSet):
+    def __init__(self, ruleset: RuleSet) -> None:
         self.ruleset = ruleset
         self.universe = Universe(ruleset.tools)
         self.rules = ruleset.rules
-        self._tagged: dict[str, frozenset] = {}
+        self._tagged: dict[str, frozenset[EventClass]] = {}
 
     # ---- canonical form ----------------------------------------------------
     def normal(self, expr: ast.Expr | None) -> Any:
@@ -141,7 +158,7 @@ class _Linter:
         if isinstance(expr, ast.And):
             return self._join("and", self.conjuncts(expr))
         if isinstance(expr, ast.Or):
-            found = {}
+            found: dict[str, Any] = {}
             for item in _flat(expr, ast.Or):
                 j = self.normal(item)
                 found[_key(j)] = j
@@ -167,7 +184,7 @@ class _Linter:
         messages = self.universe.messages  # confined to calls = no message class (the test costs O(1))
         if any(self.universe.possible(i).isdisjoint(messages) for i in items if not _bare_call(i)):
             items = [i for i in items if not _bare_call(i)]
-        found = {}
+        found: dict[str, Any] = {}
         for item in items:
             j = self.normal(item)
             found[_key(j)] = j
@@ -177,7 +194,7 @@ class _Linter:
         """The conjuncts of a condition by canonical key (the nodes, for scope tests)."""
         return {_key(self.normal(i)): i for i in _flat(expr, ast.And)}
 
-    def surely(self, node: ast.Expr) -> frozenset:
+    def surely(self, node: ast.Expr) -> frozenset[EventClass]:
         """The event classes whose every event satisfies `node` (an under-approximation)."""
         u = self.universe
         if isinstance(node, ast.And):
@@ -186,7 +203,7 @@ class _Linter:
                 out = out & self.surely(k)
             return out
         if isinstance(node, ast.Or):
-            out = frozenset()
+            out = frozenset[EventClass]()
             for k in node.items:
                 out = out | self.surely(k)
             return out
@@ -204,7 +221,7 @@ class _Linter:
     # ---- RV301 ---------------------------------------------------------------
     def no_penalty_path(self) -> list[Diagnostic]:
         possible = self.universe.possible
-        penalised: set = set()  # grown in place: a new frozenset per rule would be quadratic
+        penalised: set[EventClass] = set()  # grown in place: a new frozenset per rule would be quadratic
         for r in self.rules:
             if isinstance(r, ViolationRule) and r.weight < 0:
                 penalised.update(possible(r.cond))
@@ -260,9 +277,9 @@ class _Linter:
         likewise reported once, on its first rule."""
         out = []
         # conjunct-key set -> rules with exactly that condition, in source order
-        by_keys: dict[frozenset, list[tuple[int, ViolationRule]]] = {}
-        scope_of: dict[frozenset, frozenset] = {}  # conjunct-key set -> its scope conjuncts
-        kind_only: dict[frozenset, bool] = {}  # conjunct-key set -> it tests only the kind of event
+        by_keys: dict[_Keys, list[tuple[int, ViolationRule]]] = {}
+        scope_of: dict[_Keys, _Keys] = {}  # conjunct-key set -> its scope conjuncts
+        kind_only: dict[_Keys, bool] = {}  # conjunct-key set -> it tests only the kind of event
         for index, r in enumerate(violations):
             conj = dict(self.conjuncts(r.cond))
             nodes = self.conjunct_nodes(r.cond)
@@ -328,37 +345,37 @@ class _Linter:
         )
 
     @staticmethod
-    def _broader(keys: frozenset, scope: frozenset, by_keys: dict) -> list[frozenset]:
+    def _broader(keys: _Keys, scope: _Keys, by_keys: Mapping[_Keys, object]) -> list[_Keys]:
         """The conjunct-key sets of other rules that are `keys` less some of its scope conjuncts (a proper
         subset whose missing conjuncts are all scope tests), looked up subset by subset: every subset
         while the rule has at most `_MAX_SCOPE_SUBSETS` scope conjuncts (2**k lookups), else only the
         sets lacking one of them (k lookups; the lint errs towards silence)."""
-        scope = sorted(scope)
-        if len(scope) > _MAX_SCOPE_SUBSETS:
-            return [keys - {k} for k in scope if keys - {k} in by_keys]
+        ordered = sorted(scope)
+        if len(ordered) > _MAX_SCOPE_SUBSETS:
+            return [keys - {k} for k in ordered if keys - {k} in by_keys]
         found = []
-        for mask in range(1, 1 << len(scope)):
-            smaller = keys - {scope[i] for i in range(len(scope)) if mask >> i & 1}
+        for mask in range(1, 1 << len(ordered)):
+            smaller = keys - {ordered[i] for i in range(len(ordered)) if mask >> i & 1}
             if smaller in by_keys:
                 found.append(smaller)
         return found
 
     @staticmethod
-    def _groups(rules, kind: type, key) -> list[list]:
+    def _groups(rules: Sequence[CheckedRule], kind: type[_Rule], key: Callable[[_Rule], Hashable]) -> list[list[_Rule]]:
         """Rules of `kind` grouped by `key(rule)`, groups of two or more, in source order."""
-        by_key: dict[Any, list] = {}
+        by_key: dict[Hashable, list[_Rule]] = {}
         for r in rules:
             if isinstance(r, kind):
                 by_key.setdefault(key(r), []).append(r)
         return [group for group in by_key.values() if len(group) > 1]
 
     @staticmethod
-    def _others(group: list) -> str:
+    def _others(group: Sequence[CheckedRule]) -> str:
         """`` (and N other rules like it)`` for a group of three or more, else nothing."""
         rest = len(group) - 2
         return f" (and {rest} other rule{'s' if rest != 1 else ''} like it)" if rest else ""
 
-    def _same_obligations(self, rules) -> list[Diagnostic]:
+    def _same_obligations(self, rules: Sequence[CheckedRule]) -> list[Diagnostic]:
         """RV302 for obligations: one warning per group with equal open, discharge and same (on its second)."""
         out = []
         key = lambda r: _key([self.normal(r.open), self.normal(r.discharge), binding_to_json(r.same)])  # noqa: E731
@@ -376,7 +393,7 @@ class _Linter:
             )
         return out
 
-    def _same_progress(self, rules) -> list[Diagnostic]:
+    def _same_progress(self, rules: Sequence[CheckedRule]) -> list[Diagnostic]:
         """RV302 for progress rules: one warning per group on one signal in one direction (on its second)."""
         out = []
         for group in self._groups(rules, ProgressRule, lambda r: (r.signal, r.direction)):
@@ -402,7 +419,7 @@ class _Linter:
         classes = self.universe.possible(a)
         return self._implied(have, classes, d)
 
-    def _implied(self, have: set[str], classes: frozenset, d: ast.Expr) -> bool:
+    def _implied(self, have: set[str], classes: frozenset[EventClass], d: ast.Expr) -> bool:
         if _key(self.normal(d)) in have:
             return True
         if isinstance(d, ast.And):

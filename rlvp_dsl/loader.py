@@ -97,6 +97,7 @@ def load_files(
             )
             return None
         done.add(key)
+        source: SourceFile | None
         if inline is not None:
             source = SourceFile(file_path, inline)
         else:

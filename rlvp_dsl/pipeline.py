@@ -68,6 +68,7 @@ def check_text(text: str, path: str = "<string>", *, lints: bool = False) -> Che
 def _program(result: CheckResult) -> Program:
     if not result.ok:
         raise RuleError(result.diagnostics, result.sources)
+    assert result.ruleset is not None  # a file checked without errors has its rule set
     return compile_ruleset(result.ruleset)
 
 

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import re
 
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, cast
 
 from . import ast
 from .events import CALL, ERROR, MALFORMED, NO_RESULT, OK, Event, normalise_value
 from .tools import ToolSpec
 from .regex import compile_regex
 
-Pred = Callable[[Event, list], bool]
+#: The episode's states, one slot each (`compile.Scorer.states`): a `seen` slot holds the index of
+#: the last matching event (-1: none) or, with `same`, a dict from bound value to index; a rule's
+#: slots hold what that rule keeps (open obligations, progress so far).
+States = list[Any]
+
+#: A compiled condition: ``pred(event, states) -> bool``.
+Pred = Callable[[Event, States], bool]
 
 TRUE = ast.Const(True)
 FALSE = ast.Const(False)
@@ -43,7 +49,7 @@ def result_tokens(text: str) -> frozenset[str]:
     ``" ' ` , ; { } [ ] ( ) < > = |``; each token also without a trailing ``. : ! ?``
     (``"Reservation ABC123."`` holds ``ABC123``).  A value is found only as a whole token,
     never as a substring (``ABC1`` is not in ``ABC123``).  Linear in the text."""
-    out = set()
+    out: set[str] = set()
     for token in _SEPARATORS.split(text):
         if token:
             out.add(token)
@@ -62,13 +68,14 @@ def binding_key(binding: ast.Binding, event: Event, tools: Mapping[str, ToolSpec
         info = tools.get(event.tool or "")
         name = info.target if info is not None else None
     else:
+        assert binding.arg is not None  # an "arg" binding names its argument
         name = binding.arg.text
     if name is None or name not in event.arguments:
         return None
     return normalise_value(event.arguments[name])
 
 
-def literal_equal(a: Any, b: Any) -> bool:
+def literal_equal(a: object, b: object) -> bool:
     """JSON equality: numbers compare by value, but booleans only equal booleans."""
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b
@@ -77,13 +84,13 @@ def literal_equal(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _number(value: Any) -> float | None:
+def _number(value: object) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return float(value)
 
 
-_COMPARE = {
+_COMPARE: dict[str, Callable[[float, float], bool]] = {
     "<": lambda a, b: a < b,
     "<=": lambda a, b: a <= b,
     ">": lambda a, b: a > b,
@@ -119,10 +126,10 @@ def arg_matches(node: ast.ArgTest, arguments: Mapping[str, Any]) -> bool:
     if op == "!=":
         return not literal_equal(value, node.value)
     if op == "in":
-        return any(literal_equal(value, v) for v in node.value)
+        return any(literal_equal(value, v) for v in cast("tuple[object, ...]", node.value))
     if op in ("<", "<=", ">", ">="):
         number = _number(value)
-        return number is not None and _COMPARE[op](number, node.value)
+        return number is not None and _COMPARE[op](number, cast(float, node.value))
     if op == "contains":
         if isinstance(value, str):
             return isinstance(node.value, str) and node.value in value
@@ -131,9 +138,10 @@ def arg_matches(node: ast.ArgTest, arguments: Mapping[str, Any]) -> bool:
         return False
     if not isinstance(value, str):
         return False
+    text = cast(str, node.value)  # (`ast.ArgTest`: a text test's value is a str)
     if op == "startswith":
-        return value.startswith(node.value)
-    return compile_regex(node.value, node.flags).search(value)
+        return value.startswith(text)
+    return compile_regex(text, node.flags).search(value)
 
 
 def event_text(field: str, event: Event) -> str:
@@ -152,7 +160,7 @@ def specialise(expr: ast.Expr, kind: str, tool: str | None, tags: frozenset[str]
     return ast.fold(expr, lambda node, kids: _fold(node, kids, kind, tool, tags), into_seen=False)
 
 
-def _fold(node, kids, kind, tool, tags) -> ast.Expr:
+def _fold(node: ast.Expr, kids: list[ast.Expr], kind: str, tool: str | None, tags: frozenset[str]) -> ast.Expr:
     is_call = kind == CALL
     if isinstance(node, ast.And):
         rest = [k for k in kids if k is not TRUE]
@@ -196,7 +204,7 @@ def build(expr: ast.Expr, slots: Mapping[int, int], tools: Mapping[str, ToolSpec
     return ast.fold(expr, lambda node, kids: _closure(node, kids, slots, tools), into_seen=False)
 
 
-def _closure(node, kids: list[Pred], slots, tools) -> Pred:
+def _closure(node: ast.Expr, kids: list[Pred], slots: Mapping[int, int], tools: Mapping[str, ToolSpec]) -> Pred:
     if isinstance(node, ast.And):
         if len(kids) == 2:
             a, b = kids
@@ -213,8 +221,8 @@ def _closure(node, kids: list[Pred], slots, tools) -> Pred:
         inner = kids[0]
         return lambda e, s: not inner(e, s)
     if isinstance(node, ast.Const):
-        value = node.value
-        return lambda e, s: value
+        constant = node.value
+        return lambda e, s: constant
     if isinstance(node, ast.StatusAtom):
         allowed = _STATUS_SETS[node.status]
         return lambda e, s: e.status in allowed
@@ -227,11 +235,11 @@ def _closure(node, kids: list[Pred], slots, tools) -> Pred:
     if isinstance(node, ast.ArgTest):
         return lambda e, s: arg_matches(node, e.arguments)
     if isinstance(node, ast.SignalTest):
-        name, compare, value = node.signal.text, _COMPARE[node.op], node.value
+        name, compare, threshold = node.signal.text, _COMPARE[node.op], node.value
 
-        def signal_test(e, s):
+        def signal_test(e: Event, s: States) -> bool:
             v = _number(e.signals.get(name))
-            return v is not None and compare(v, value)
+            return v is not None and compare(v, threshold)
 
         return signal_test
     if isinstance(node, ast.HasBinding):
@@ -243,7 +251,7 @@ def _closure(node, kids: list[Pred], slots, tools) -> Pred:
             return lambda e, s: s[slot] >= 0
         binding = node.same
 
-        def seen_bound(e, s):
+        def seen_bound(e: Event, s: States) -> bool:
             key = binding_key(binding, e, tools)
             return key is not None and key in s[slot]
 

@@ -126,7 +126,8 @@ def summarise(program: Program, scored: Sequence[tuple[Episode, Sequence[Credit]
     """Summarise credits per rule and against the outcome."""
     n = len(scored)
     per_rule_totals: dict[str, list[float]] = {r.name: [0.0] * n for r in program.rules}
-    counts = {r.name: [0, 0, 0, set()] for r in program.rules}
+    counts = {r.name: [0, 0, 0] for r in program.rules}  # fires, discharges, expiries
+    fired_in: dict[str, set[int]] = {r.name: set() for r in program.rules}  # the episodes it fired in
     process_totals = [0.0] * n
     flagged = 0
     for k, (episode, credits) in enumerate(scored):
@@ -140,13 +141,13 @@ def summarise(program: Program, scored: Sequence[tuple[Episode, Sequence[Credit]
             entry[0] += 1
             entry[1] += c.trigger == "discharge"
             entry[2] += c.trigger == "expire"
-            entry[3].add(k)
+            fired_in[c.rule].add(k)
     have = [k for k, (ep, _) in enumerate(scored) if ep.outcome is not None]
-    outcomes = [float(scored[k][0].outcome) for k in have]
+    outcomes = [float(ep.outcome) for ep, _ in scored if ep.outcome is not None]  # (the episodes of `have`)
     rules = []
     for i, rule in enumerate(program.rules):
         totals = per_rule_totals[rule.name]
-        fires, discharges, expiries, eps = counts[rule.name]
+        fires, discharges, expiries = counts[rule.name]
         rules.append(
             RuleSummary(
                 rule.name,
@@ -155,7 +156,7 @@ def summarise(program: Program, scored: Sequence[tuple[Episode, Sequence[Credit]
                 fires,
                 discharges,
                 expiries,
-                len(eps),
+                len(fired_in[rule.name]),
                 sum(totals),
                 _mean(totals),
                 pearson([totals[k] for k in have], outcomes),

@@ -28,7 +28,7 @@ class Span:
             return self.file
         return f"{self.file}:{self.line}:{self.column}"
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, str | int]:
         return {
             "file": self.file,
             "line": self.line,

@@ -10,15 +10,23 @@ emit.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import attrs
 
 from .source import NO_SPAN, Span
 
 
-def _values(value: Mapping[str, Any] | None) -> Mapping[str, tuple]:
+def _values(value: Mapping[str, Iterable[object]] | None) -> Mapping[str, tuple[object, ...]]:
     return {str(k): tuple(v) for k, v in (value or {}).items()}
+
+
+def _tags(value: Iterable[str]) -> frozenset[str]:
+    return frozenset(value)
+
+
+def _params(value: Iterable[str] | None) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
 
 
 @attrs.frozen
@@ -43,16 +51,18 @@ class ToolSpec:
     """
 
     name: str
-    tags: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    tags: frozenset[str] = attrs.field(default=frozenset(), converter=_tags)
     target: str | None = None
-    params: tuple[str, ...] | None = attrs.field(default=None, converter=lambda p: None if p is None else tuple(p))
-    values: Mapping[str, tuple] = attrs.field(factory=dict, converter=_values, eq=False, hash=False, repr=False)
+    params: tuple[str, ...] | None = attrs.field(default=None, converter=_params)
+    values: Mapping[str, tuple[object, ...]] = attrs.field(
+        factory=dict, converter=_values, eq=False, hash=False, repr=False
+    )
     target_inferred: bool = attrs.field(default=False, eq=False)
     description: str = attrs.field(default="", eq=False, repr=False)
     side: str = attrs.field(default="", eq=False, repr=False)
     span: Span = attrs.field(default=NO_SPAN, eq=False, repr=False)
 
-    def values_for(self, param: str) -> tuple:
+    def values_for(self, param: str) -> tuple[object, ...]:
         """The closed set of values of `param` (empty: open)."""
         return self.values.get(param, ())
 

@@ -10,15 +10,19 @@ from __future__ import annotations
 import functools
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..report import fixed
 from .model import RESULT_PREVIEW, Report, sign_of
+
+if TYPE_CHECKING:  # imported where used: only the HTML commands load jinja2
+    import jinja2
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 @functools.lru_cache(maxsize=None)
-def environment(folder: str = str(TEMPLATES)):
+def environment(folder: str = str(TEMPLATES)) -> jinja2.Environment:
     """The jinja2 environment of the templates in `folder` (autoescaped, strict about undefined names)."""
     import jinja2
 
@@ -45,7 +49,7 @@ def render_report(report: Report) -> str:
     )
 
 
-def write_report(report: Report, path: str | os.PathLike) -> Path:
+def write_report(report: Report, path: str | os.PathLike[str]) -> Path:
     """Write the page to `path`, creating its folder; returns the path.
 
     Raises:

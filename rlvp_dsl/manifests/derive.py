@@ -59,12 +59,12 @@ _VERIFY = ("verify", "test")
 _SUBMIT = "submit"
 
 
-def _negative(_instance, attribute, value) -> None:
+def _negative(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not value < 0:
         raise ValueError(f"'{attribute.name}' must be negative (got {value})")
 
 
-def _positive(_instance, attribute, value) -> None:
+def _positive(_instance: object, attribute: attrs.Attribute[float], value: float) -> None:
     if not value > 0:
         raise ValueError(f"'{attribute.name}' must be positive (got {value})")
 

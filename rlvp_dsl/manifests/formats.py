@@ -69,6 +69,9 @@ from ..tools import ToolSpec
 from .targets import infer_targets
 
 #: The format tag of our own manifest.
+#: A decoded JSON object of a manifest (its values are whatever the file holds, checked as read).
+JsonObject = dict[str, Any]
+
 OURS = "rlvp-tools/1"
 
 _TAU2_TAGS = {"READ": "read", "WRITE": "write", "THINK": "think", "GENERIC": "generic"}
@@ -167,7 +170,7 @@ def detect_manifest_format(data: Any, path: str = "<manifest>") -> str:
         return "mcp"
     if "error" in data and "jsonrpc" in data:
         raise ManifestError(path, f"the JSON-RPC response is an error: {_show(data['error'])}", field="error")
-    tools = data.get("tools")
+    tools: Any = data.get("tools")  # (a list, checked below)
     if "tools" in data:
         _need(isinstance(tools, list), path, "", "tools", "a list of tools", tools)
         first = next((t for t in tools if isinstance(t, dict)), None)
@@ -212,7 +215,7 @@ def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
     return Manifest(path, fmt, tuple(tools), tuple(notes), signals)
 
 
-def _mcp_assumptions(data: dict) -> list[str]:
+def _mcp_assumptions(data: JsonObject) -> list[str]:
     """One note naming the tools without annotations and what the MCP spec makes of them."""
     tools = (data.get("result") or data).get("tools") or []
     bare = [t.get("name", "?") for t in tools if isinstance(t, dict) and not t.get("annotations")]
@@ -226,14 +229,14 @@ def _mcp_assumptions(data: dict) -> list[str]:
     ]
 
 
-def _signals(data: dict, path: str) -> tuple[SignalSpec, ...]:
+def _signals(data: JsonObject, path: str) -> tuple[SignalSpec, ...]:
     """The top-level ``signals`` list: ``[{"name": "stages_remaining", "direction": "decreasing"}]``."""
     if "signals" not in data:
         return ()
-    out = []
+    out: list[SignalSpec] = []
     for record, rec in _records(data["signals"], path, "signals"):
         name = _name(rec, path, record)
-        direction = rec.get("direction")
+        direction: Any = rec.get("direction")  # (one of two words, checked below)
         _need(
             direction in ("decreasing", "increasing"),
             path,
@@ -275,7 +278,7 @@ def _need(cond: bool, path: str, record: str, field: str, expected: str, value: 
         )
 
 
-def _records(tools: Any, path: str, where: str) -> list[tuple[str, dict]]:
+def _records(tools: Any, path: str, where: str) -> list[tuple[str, JsonObject]]:
     _need(isinstance(tools, list), path, "", where, "a list of tools", tools)
     out = []
     for i, rec in enumerate(tools):
@@ -285,10 +288,10 @@ def _records(tools: Any, path: str, where: str) -> list[tuple[str, dict]]:
     return out
 
 
-def _name(rec: dict, path: str, record: str, field: str = "name") -> str:
+def _name(rec: JsonObject, path: str, record: str, field: str = "name") -> str:
     if field not in rec:
         raise ManifestError(path, "missing (every tool needs a name)", record=record, field=field)
-    name = rec[field]
+    name: str = rec[field]  # (checked below)
     _need(isinstance(name, str) and name.strip() != "", path, record, field, "a non-empty string", name)
     return name
 
@@ -310,7 +313,7 @@ def _schema_params(schema: Any, path: str, record: str, field: str) -> tuple[str
 
 
 def _target(
-    rec: dict, params: tuple[str, ...], path: str, record: str, field: str = "target"
+    rec: JsonObject, params: tuple[str, ...], path: str, record: str, field: str = "target"
 ) -> tuple[str | None, bool]:
     """(target, still_to_infer)."""
     if field.split(".")[-1] not in rec:
@@ -326,7 +329,7 @@ def _target(
     return target, False
 
 
-def _read_ours(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
+def _read_ours(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
     if "tools" not in data:
         raise ManifestError(path, "missing (expected a list of tools)", field="tools")
     out = []
@@ -357,7 +360,7 @@ def _read_ours(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
     return out
 
 
-def _read_tau2(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
+def _read_tau2(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
     kits = data["toolkits"]
     _need(isinstance(kits, dict), path, "", "toolkits", "an object of toolkits", kits)
     if "agent" not in kits:
@@ -402,7 +405,7 @@ def _read_tau2(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
     return out
 
 
-def _read_mcp(data: dict, path: str) -> list[tuple[str, ToolSpec]]:
+def _read_mcp(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
     where = "tools"
     if isinstance(data.get("result"), dict):
         data, where = data["result"], "result.tools"

@@ -57,10 +57,10 @@ def infer_targets(tools: list[ToolSpec]) -> tuple[list[ToolSpec], list[str]]:
         else:
             partners = []
         found = None
-        for param in spec.params:
+        for param in spec.params or ():  # (a manifest's tools always list their parameters)
             if not is_identifier_param(param):
                 continue
-            sharing = [t.name for t in partners if param in t.params]
+            sharing = [t.name for t in partners if param in (t.params or ())]
             if sharing:
                 found = (param, sharing)
                 break

@@ -204,7 +204,7 @@ def _parse_xml_block(inner: str, closed: bool) -> MarkedCall:
     name = named.group(1).strip() if named else None
     if not closed:
         return MarkedCall(name, inner, None, "tool call cut off before its closing marker")
-    if not name or not inner.rstrip().endswith("</function>"):
+    if named is None or not name or not inner.rstrip().endswith("</function>"):
         return MarkedCall(name, inner, None, "tool call must be <function=NAME> ... </function>")
     arguments: dict[str, Any] = {}
     for match in _XML_PARAMETER.finditer(inner, named.end()):

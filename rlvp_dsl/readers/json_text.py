@@ -13,7 +13,7 @@ from typing import Any
 try:  # optional (the `fast` extra): about twice as fast as json on trajectory files
     import orjson
 except ImportError:  # pragma: no cover - depends on the environment
-    orjson = None
+    orjson = None  # type: ignore[assignment]  # (absent without the `fast` extra: json is used)
 
 
 #: The deepest nesting of arrays and objects a trajectory value may have (real trajectories nest
@@ -56,7 +56,7 @@ def too_deep(text: str | bytes) -> JSONTooDeep:
 def nested_too_deep(value: Any, limit: int = MAX_DEPTH) -> str | None:
     """Where parsed JSON `value` nests deeper than `limit` levels (``messages[0].content[0]``, cut
     to its first few steps), or None: an iterative walk, safe at any depth."""
-    stack: list[tuple[Any, int, tuple]] = [(value, 1, ())]
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
     while stack:
         item, depth, path = stack.pop()
         if depth > limit:

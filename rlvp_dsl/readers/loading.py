@@ -66,6 +66,23 @@ class SkippedFile:
     reason: str
 
 
+# `tuple` as attrs converters the type checker can follow (it cannot solve a generic converter).
+def _episodes(items: Iterable[Episode]) -> tuple[Episode, ...]:
+    return tuple(items)
+
+
+def _files(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(items)
+
+
+def _skipped(items: Iterable[SkippedFile]) -> tuple[SkippedFile, ...]:
+    return tuple(items)
+
+
+def _errors(items: Iterable[ReaderError]) -> tuple[ReaderError, ...]:
+    return tuple(items)
+
+
 @attrs.frozen
 class ReadReport:
     """What :func:`read_report` read.
@@ -78,10 +95,10 @@ class ReadReport:
             are left out; every other file is read).
     """
 
-    episodes: tuple[Episode, ...] = attrs.field(converter=tuple)
-    files: tuple[str, ...] = attrs.field(converter=tuple)
-    skipped: tuple[SkippedFile, ...] = attrs.field(converter=tuple)
-    errors: tuple[ReaderError, ...] = attrs.field(default=(), converter=tuple)
+    episodes: tuple[Episode, ...] = attrs.field(converter=_episodes)
+    files: tuple[str, ...] = attrs.field(converter=_files)
+    skipped: tuple[SkippedFile, ...] = attrs.field(converter=_skipped)
+    errors: tuple[ReaderError, ...] = attrs.field(default=(), converter=_errors)
 
 
 def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str]:
@@ -138,10 +155,6 @@ def _decode(data: bytes, file: str) -> str:
         raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start}){hint}") from None
 
 
-def _read_text(path: Path, file: str) -> str:
-    return _decode(_read_bytes(path, file), file)
-
-
 def _shown(file: str) -> str:
     return STDIN_NAME if file == STDIN else file
 
@@ -184,7 +197,7 @@ def _read_loaded(
     data: Any,
     fmt: str,
     signal: ErrorSignal | None,
-    line_errors: list | None = None,
+    line_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
 ) -> list[Episode]:
     signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[fmt]
@@ -205,7 +218,7 @@ def _read_given(
     data: Any,
     fmt: str,
     signal: ErrorSignal | None,
-    line_errors: list | None = None,
+    line_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
 ) -> list[Episode]:
     """`_read_loaded` with a format the caller gave: where detection sees another format (or

@@ -57,7 +57,9 @@ def _with_tags(episode: Episode, tools: Any) -> Episode:
     if not table:
         return episode
     events = tuple(
-        attrs.evolve(e, tags=e.tags | table[e.tool].tags) if e.kind == CALL and e.tool in table else e
+        attrs.evolve(e, tags=e.tags | table[e.tool].tags)
+        if e.kind == CALL and e.tool is not None and e.tool in table
+        else e
         for e in episode.events
     )
     return attrs.evolve(episode, events=events)

@@ -229,7 +229,7 @@ def read_openai_json(data: Any, file: str, name: str, signal: ErrorSignal) -> li
 
 
 def read_openai_jsonl(
-    text: str, file: str, name: str, signal: ErrorSignal, *, line_errors: list | None = None
+    text: str, file: str, name: str, signal: ErrorSignal, *, line_errors: list[ReaderError] | None = None
 ) -> list[Episode]:
     """Episodes of an OpenAI chat JSONL file: one episode object (or message list) per non-blank line.
 

@@ -133,7 +133,9 @@ def read_swe_agent(data: Any, file: str, name: str, signal: ErrorSignal) -> list
         _read_steps(steps, file, builder)
     else:
         _read_history(history, file, builder, meta)
-    info = data.get("info") if isinstance(data.get("info"), dict) else {}
+    info = data.get("info")
+    if not isinstance(info, dict):
+        info = {}
     meta.update(exit_status=info.get("exit_status"), submission=info.get("submission"))
     return [builder.episode(name, outcome=None, source=file, meta=meta)]
 
@@ -172,7 +174,9 @@ def _read_steps(steps: list[Any], file: str, builder: EpisodeBuilder) -> None:
         thought = _text_field(step, "thought", file, where)
         action = _text_field(step, "action", file, where) or ""
         observation = _text_field(step, "observation", file, where)
-        state = step.get("state") if isinstance(step.get("state"), dict) else {}
+        state = step.get("state")
+        if not isinstance(state, dict):
+            state = {}
         builder.begin_message()
         builder.message(ASSISTANT, thought or "")
         tool, arguments, open_file = command_call(action, open_file)

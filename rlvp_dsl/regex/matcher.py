@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Optional
+from typing import Callable, Optional, cast
 
 from .prefilter import required_strings
 from .syntax import (  # noqa: F401  (MAX_REPEAT, RegexSyntaxError are re-exported)
@@ -57,7 +57,9 @@ from .syntax import (  # noqa: F401  (MAX_REPEAT, RegexSyntaxError are re-export
     _NWORDB,
     _WORDB,
     MAX_REPEAT,
+    Node,
     RegexSyntaxError,
+    Test,
     _is_word,
     parse_pattern,
 )
@@ -75,20 +77,21 @@ _START, _NL, _WORD, _OTHER = range(4)  # kinds of the previous character
 # ---- NFA: AST -> states -------------------------------------------------------------------------
 
 
-def _size(node: tuple, offset: int = 0) -> int:
+def _size(node: Node, offset: int = 0) -> int:
     """The exact number of states `_Builder.build` emits for ``node``, computed without building;
     raises RegexSyntaxError over MAX_STATES, at the quantifier (or sequence member) that crosses it."""
-    tag = node[0]
-    if tag in ("empty", "char", "assert"):
-        total = 0 if tag == "empty" else 1
-    elif tag in ("cat", "alt"):
-        total = -1 if tag == "alt" else 0  # an alternation of k branches adds k - 1 splits
+    if node[0] in ("empty", "char", "assert"):
+        total = 0 if node[0] == "empty" else 1
+    elif node[0] in ("cat", "alt"):
+        alt = node[0] == "alt"
+        total = -1 if alt else 0  # an alternation of k branches adds k - 1 splits
         for child in node[1]:
-            total += _size(child, offset) + (tag == "alt")
+            total += _size(child, offset) + alt
             if total > MAX_STATES:
                 offset = child[4] if child[0] == "rep" else offset
                 break
     else:
+        assert node[0] == "rep"
         body, m, n, offset = _size(node[1], offset), node[2], node[3], node[4]
         total = (m * body + 1 if m else body + 1) if n is None else m * body + (n - m) * (body + 1)
     if total > MAX_STATES:
@@ -105,28 +108,33 @@ class _Builder:
 
     def __init__(self) -> None:
         # Columns indexed by state: kind; test (_CHAR) or assertion (_ASSERT); next; second next (_SPLIT).
-        self.kind, self.arg, self.out, self.out2 = [], [], [], []
+        self.kind: list[int] = []
+        self.arg: list[Test | int | None] = []
+        self.out: list[int] = []
+        self.out2: list[int] = []
 
-    def new(self, kind: int, arg=None, out: int = -1, out2: int = -1) -> int:
-        for column, value in ((self.kind, kind), (self.arg, arg), (self.out, out), (self.out2, out2)):
-            column.append(value)
+    def new(self, kind: int, arg: Test | int | None = None, out: int = -1, out2: int = -1) -> int:
+        self.kind.append(kind)
+        self.arg.append(arg)
+        self.out.append(out)
+        self.out2.append(out2)
         return len(self.kind) - 1
 
-    def build(self, node: tuple, nxt: int) -> int:
-        tag = node[0]
-        if tag == "empty":
+    def build(self, node: Node, nxt: int) -> int:
+        if node[0] == "empty":
             return nxt
-        if tag in ("char", "assert"):
-            return self.new(_CHAR if tag == "char" else _ASSERT, node[1], nxt)
-        if tag == "cat":
+        if node[0] in ("char", "assert"):
+            return self.new(_CHAR if node[0] == "char" else _ASSERT, node[1], nxt)
+        if node[0] == "cat":
             for child in reversed(node[1]):
                 nxt = self.build(child, nxt)
             return nxt
-        if tag == "alt":
+        if node[0] == "alt":
             entry = self.build(node[1][-1], nxt)
             for child in reversed(node[1][:-1]):
                 entry = self.new(_SPLIT, None, self.build(child, nxt), entry)
             return entry
+        assert node[0] == "rep"
         body, m, n = node[1], node[2], node[3]
         if n is None:  # loop: split -> body -> split; with m >= 1 it is entered through the body
             loop = self.new(_SPLIT, None, -1, nxt)
@@ -143,13 +151,28 @@ class _Builder:
 
 # ---- matcher -------------------------------------------------------------------------------------
 
+#: A lazy DFA state's key: the live NFA states (character tests passed) and the previous character's kind.
+_Key = tuple[frozenset[int], int]
+
+
+class _State(dict[object, "_State"]):
+    """A lazy DFA state: its transitions so far, from the next character (or `_END`, `_LAST_NL`) to
+    the next state; `key` says which live NFA states it stands for."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: _Key | None = None) -> None:
+        super().__init__()
+        self.key = key
+
+
 _END = object()  # transition key: the end of the text
 _LAST_NL = object()  # transition key: a newline that is the last character
-_HIT: dict = {}  # transition target meaning "the pattern has matched" (compared by identity)
-_MISS_AT_END: dict = {}  # end-of-text target meaning "no match" (compared by identity)
+_HIT = _State()  # transition target meaning "the pattern has matched" (compared by identity)
+_MISS_AT_END = _State()  # end-of-text target meaning "no match" (compared by identity)
 
 
-class _Cache(dict):
+class _Cache(dict[_Key, _State]):
     """One generation of lazy DFA states, by key; each is a dict char -> next state (its key at None)."""
 
     edges = members = 0  # counters, set on the instance as they grow
@@ -164,7 +187,9 @@ class Regex:
         asserts = {a for k, a in zip(builder.kind, builder.arg) if k == _ASSERT}
         word, newline = bool(asserts & {_WORDB, _NWORDB}), _BOL_M in asserts
         # Only the distinctions some assertion needs, so that the DFA stays small.
-        self._kind_of = lambda c: _NL if newline and c == "\n" else _WORD if word and _is_word(c) else _OTHER
+        self._kind_of: Callable[[str], int] = lambda c: (
+            _NL if newline and c == "\n" else _WORD if word and _is_word(c) else _OTHER
+        )
         self._start, self._plain_eol = start, _EOL in asserts
         self._cache = _Cache()
         self._lock = threading.Lock()
@@ -202,7 +227,7 @@ class Regex:
                 return True
         return (d[_END] if _END in d else self._miss(d, _END, None)) is _HIT
 
-    def _intern(self, live: frozenset, prev: int) -> dict:
+    def _intern(self, live: frozenset[int], prev: int) -> _State:
         key = (live, prev)
         d = self._cache.get(key)
         if d is None:
@@ -212,30 +237,34 @@ class Regex:
                     cache = self._cache = _Cache()
                 d = cache.get(key)
                 if d is None:
-                    d = cache[key] = {None: key}
+                    d = cache[key] = _State(key)
                     cache.members += len(live)
         return d
 
-    def _miss(self, d: dict, key, c: Optional[str]) -> dict:
+    def _miss(self, d: _State, key: object, c: Optional[str]) -> _State:
         """Compute, cache and return the transition of DFA state ``d`` on ``c`` (None: end of text)."""
-        live, prev = d[None]
+        assert d.key is not None  # only the two sentinels have no key, and they have no transitions
+        live, prev = d.key
         reached = self._closure(live, prev, c, key is _LAST_NL)
         if reached is None:
             result = _HIT
         elif c is None:
             result = _MISS_AT_END
         else:
-            arg, out = self._arg, self._out
+            arg, out = cast("list[Test]", self._arg), self._out  # (tests: the arguments of the _CHAR states reached)
             result = self._intern(frozenset(out[s] for s in reached if arg[s](c)), self._kind_of(c))
         with self._lock:
             d[key] = result
             self._cache.edges += 1
         return result
 
-    def _closure(self, live: frozenset, prev: int, c: Optional[str], last_nl: bool) -> Optional[list]:
+    def _closure(self, live: frozenset[int], prev: int, c: Optional[str], last_nl: bool) -> Optional[list[int]]:
         """The character-test states reachable by epsilon moves here; None when the MATCH state is."""
-        kind, arg, out, out2 = self._kind, self._arg, self._out, self._out2
-        stack, seen, tests = [*live, self._start], set(), []
+        kind, out, out2 = self._kind, self._out, self._out2
+        arg = cast("list[int]", self._arg)  # (read at _ASSERT states only: their assertion kinds)
+        stack: list[int] = [*live, self._start]
+        seen: set[int] = set()
+        tests: list[int] = []
         while stack:
             s = stack.pop()
             if s in seen:

@@ -12,30 +12,33 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .syntax import Node
+
 _MAX_FACTORS = 64  # largest set of alternative required strings kept
 
 
-def _required(node: tuple) -> tuple[Optional[frozenset], bool]:
+def _required(node: Node) -> tuple[Optional[frozenset[str]], bool]:
     """(strings, exact): every match of `node` contains one of `strings` (equals one, when `exact`);
     None when nothing useful is known."""
-    tag = node[0]
-    if tag in ("empty", "assert"):
+    if node[0] in ("empty", "assert"):
         return frozenset({""}), True
-    if tag == "char":
+    if node[0] == "char":
         return (frozenset({node[2]}), True) if len(node) > 2 else (None, False)
-    if tag == "alt":
+    if node[0] == "alt":
         parts = [_required(b) for b in node[1]]
-        if any(p is None for p, _ in parts):
+        known = [p for p, _ in parts if p is not None]
+        if len(known) < len(parts):
             return None, False
-        union = frozenset().union(*(p for p, _ in parts))
+        union = frozenset().union(*known)
         return (union, all(e for _, e in parts)) if len(union) <= _MAX_FACTORS else (None, False)
-    if tag == "rep":
+    if node[0] == "rep":
         body, exact = _required(node[1])
         if node[2] == 0 or body is None:
             return None, False
         return body, exact and node[2] == node[3] == 1
-    candidates: list[frozenset] = []  # "cat": multiply runs of exact children
-    run: frozenset = frozenset({""})
+    assert node[0] == "cat"
+    candidates: list[frozenset[str]] = []  # "cat": multiply runs of exact children
+    run: frozenset[str] = frozenset({""})
     whole = True  # the run still covers every child so far
     for child in node[1]:
         strings, exact = _required(child)
@@ -54,7 +57,7 @@ def _required(node: tuple) -> tuple[Optional[frozenset], bool]:
     return best, False
 
 
-def required_strings(tree: tuple, icase: bool) -> Optional[tuple[str, ...]]:
+def required_strings(tree: Node, icase: bool) -> Optional[tuple[str, ...]]:
     """Literal strings one of which every match contains (lower-cased under `icase`), or None.
 
     `Regex.search` first tests these with `str.__contains__` (C speed) and answers False at once

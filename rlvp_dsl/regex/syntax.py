@@ -7,14 +7,14 @@ the supported subset raises `RegexSyntaxError` with a 0-based offset and a hint.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Callable, Literal, NoReturn, Optional, Union, overload
 
 MAX_REPEAT = 1000  # largest m or n in {m,n}
 MAX_DEPTH = 100  # deepest group nesting
 _BOL, _BOL_M, _EOL, _EOL_M, _WORDB, _NWORDB = range(6)  # assertions
 
 _BACKREF_HINT = "backreferences are not supported: rule files must run in bounded time"
-_REJECTED_GROUPS = [  # (?<prefix> ... : message, hint; checked in order
+_REJECTED_GROUPS: list[tuple[str | tuple[str, ...], str, str]] = [  # (?<prefix> ... : message, hint; checked in order
     ("P=", "backreferences (?P=name) are not supported", _BACKREF_HINT),
     (("=", "!"), "lookahead (?=...) (?!...) is not supported", "use (?:...) instead of lookahead, or 'unless'"),
     (("<=", "<!"), "lookbehind (?<=...) (?<!...) is not supported", "use (?:...) instead of lookbehind"),
@@ -25,6 +25,18 @@ _REJECTED_GROUPS = [  # (?<prefix> ... : message, hint; checked in order
 ]
 
 Test = Callable[[str], bool]
+
+#: A node of the tree, tagged by its first item (see the module docstring); ``m``, ``n`` and the
+#: offset of a ``rep`` are ints, ``n`` None for no upper bound; an ``assert``'s kind one of `_BOL` ...
+Node = Union[
+    tuple[Literal["empty"]],
+    tuple[Literal["char"], Test],
+    tuple[Literal["char"], Test, str],
+    tuple[Literal["assert"], int],
+    tuple[Literal["cat"], list["Node"]],
+    tuple[Literal["alt"], list["Node"]],
+    tuple[Literal["rep"], "Node", int, Optional[int], int],
+]
 
 
 class RegexSyntaxError(ValueError):
@@ -55,7 +67,9 @@ def _literal_test(ch: str, icase: bool) -> Test:
     return (lambda c: c.lower() == low) if icase and (low != ch or ch.upper() != ch) else ch.__eq__
 
 
-def _set_test(chars: frozenset, ranges: tuple, preds: tuple, negate: bool, icase: bool) -> Test:
+def _set_test(
+    chars: frozenset[str], ranges: tuple[tuple[str, str], ...], preds: tuple[Test, ...], negate: bool, icase: bool
+) -> Test:
     def raw(c: str) -> bool:
         return c in chars or any(lo <= c <= hi for lo, hi in ranges) or any(p(c) for p in preds)
 
@@ -75,27 +89,27 @@ class _Parser:
         self.icase, self.multi, self.dotall = "i" in flags, "m" in flags, "s" in flags
         self.names: set[str] = set()
 
-    def fail(self, message: str, offset: int, hint: Optional[str] = None) -> None:
+    def fail(self, message: str, offset: int, hint: Optional[str] = None) -> NoReturn:
         raise RegexSyntaxError(message, offset, hint)
 
     def peek(self, k: int = 0) -> str:
         return self.p[self.i + k : self.i + k + 1]
 
-    def parse(self) -> tuple:
+    def parse(self) -> Node:
         node = self.alternation(0)
         if self.i < len(self.p):
             self.fail("unbalanced parenthesis: ')' has no matching '('", self.i, r"escape a literal ')' as \)")
         return node
 
-    def alternation(self, depth: int) -> tuple:
+    def alternation(self, depth: int) -> Node:
         branches = [self.concat(depth)]
         while self.peek() == "|":
             self.i += 1
             branches.append(self.concat(depth))
         return branches[0] if len(branches) == 1 else ("alt", branches)
 
-    def concat(self, depth: int) -> tuple:
-        items = []
+    def concat(self, depth: int) -> Node:
+        items: list[Node] = []
         while self.i < len(self.p) and self.p[self.i] not in "|)":
             items.append(self.quantified(self.atom(depth)))
         return ("empty",) if not items else items[0] if len(items) == 1 else ("cat", items)
@@ -128,7 +142,7 @@ class _Parser:
             return {"*": (0, None), "+": (1, None), "?": (0, 1)}[c] + (start,)
         return self.brace() if c == "{" else None
 
-    def quantified(self, atom: tuple) -> tuple:
+    def quantified(self, atom: Node) -> Node:
         q = self.quantifier()
         if q is None:
             return atom
@@ -143,7 +157,7 @@ class _Parser:
             self.fail("multiple repeat", again, "wrap the repeated item in (?:...) to repeat it again")
         return ("rep", atom, q[0], q[1], q[2])
 
-    def atom(self, depth: int) -> tuple:
+    def atom(self, depth: int) -> Node:
         c, start = self.p[self.i], self.i
         if c == "(":
             return self.group(depth)
@@ -162,7 +176,7 @@ class _Parser:
             return ("assert", (_BOL_M if self.multi else _BOL) if c == "^" else (_EOL_M if self.multi else _EOL))
         return ("char", _literal_test(c, self.icase), c)
 
-    def group(self, depth: int) -> tuple:
+    def group(self, depth: int) -> Node:
         start = self.i
         if depth >= MAX_DEPTH:
             self.fail(f"groups are nested more than {MAX_DEPTH} deep", start)
@@ -173,7 +187,10 @@ class _Parser:
         if self.peek() != ")":
             self.fail("missing ')': unterminated group", start, r"close the group, or escape a literal '(' as \(")
         self.i += 1
-        return ("cat", [body]) if body[0] == "assert" else body  # (^)* is allowed, as in re
+        if body[0] == "assert":  # (^)* is allowed, as in re
+            wrapped: list[Node] = [body]
+            return ("cat", wrapped)
+        return body
 
     def group_extension(self, start: int) -> None:
         rest = self.p[self.i + 1 :]
@@ -197,7 +214,13 @@ class _Parser:
             self.fail("inline flags (?...) are not supported", start, "write flags after the closing slash: /yes/i")
         self.fail(f"unknown group extension '(?{rest[:1]}'", start)
 
-    def escape(self, in_set: bool):
+    @overload
+    def escape(self, in_set: Literal[True]) -> str | Test: ...
+
+    @overload
+    def escape(self, in_set: Literal[False]) -> Node: ...
+
+    def escape(self, in_set: bool) -> str | Test | Node:
         """Parse ``\\x`` at self.i: a ("char", test) or ("assert", kind) node; in a set a char or a test."""
         start, e = self.i, self.peek(1)
         self.i += 2
@@ -233,7 +256,10 @@ class _Parser:
         start, self.i = self.i, self.i + 1
         negate = self.peek() == "^"
         self.i += negate
-        chars, ranges, preds, first = set(), [], [], True
+        chars: set[str] = set()
+        ranges: list[tuple[str, str]] = []
+        preds: list[Test] = []
+        first = True
         while first or self.peek() != "]":
             if self.i >= len(self.p):
                 self.fail("unterminated character set '['", start, r"close it with ], or escape a literal '[' as \[")
@@ -254,14 +280,14 @@ class _Parser:
         self.i += 1
         return _set_test(frozenset(chars), tuple(ranges), tuple(preds), negate, self.icase)
 
-    def set_item(self):
+    def set_item(self) -> str | Test:
         if self.p[self.i] == "\\":
             return self.escape(in_set=True)
         self.i += 1
         return self.p[self.i - 1]
 
 
-def parse_pattern(pattern: str, flags: str = "") -> tuple:
+def parse_pattern(pattern: str, flags: str = "") -> Node:
     """Parse a rule-file regex into its tree (the node tuples of this module's docstring).
 
     Raises:

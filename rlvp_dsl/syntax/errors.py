@@ -67,11 +67,11 @@ _CONDITION_START = frozenset(
 
 
 def _describe_expected(expected: set[str]) -> str:
-    words = set()
+    kinds: set[str] = set()
     if len(expected & _CONDITION_START) >= len(_CONDITION_START) // 2:
         expected = expected - _CONDITION_START
-        words.add("a condition")
-    words = sorted(words | {describe_terminal(t) for t in expected})
+        kinds.add("a condition")
+    words = sorted(kinds | {describe_terminal(t) for t in expected})
     if len(words) > 10:
         words = words[:10] + ["..."]
     if len(words) == 1:
@@ -267,8 +267,10 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     parser = get_parser()
     text = source.text
     if isinstance(exc, UnexpectedCharacters):
-        ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
-        span = source.span(exc.pos_in_stream, exc.pos_in_stream + 1)
+        pos = exc.pos_in_stream
+        assert pos is not None  # the lexer says where it stopped
+        ch = text[pos] if pos < len(text) else ""
+        span = source.span(pos, pos + 1)
         shown = ch if ch.isprintable() and not ch.isspace() else f"U+{ord(ch):04X}" if ch else "end of file"
         if shown != ch:
             return [
@@ -280,7 +282,7 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
                 )
             ]
         hint = "strings use double quotes" if ch == "'" else "remove it, or put it inside a string or a comment (#)"
-        after = text[exc.pos_in_stream + 1 : exc.pos_in_stream + 2]
+        after = text[pos + 1 : pos + 2]
         if ch in "\u201c\u201d\u201e\u2018\u2019\u00ab\u00bb":
             hint = 'a typographic quote: strings use plain double quotes "..." (an editor or a web page may have curled them)'
         elif ch in "+-" and (after.isalpha() or after == "_"):
@@ -288,15 +290,15 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
                 f"a sign goes on a number, not on a constant's name: define the constant with its sign "
                 f"(`const W = {ch}0.5`) and write `(W)`"
             )
-        elif ch == "/" and text.startswith(("//", "/*"), exc.pos_in_stream):
-            hint = f"comments start with `#`, not `{text[exc.pos_in_stream : exc.pos_in_stream + 2]}`"
+        elif ch == "/" and text.startswith(("//", "/*"), pos):
+            hint = f"comments start with `#`, not `{text[pos : pos + 2]}`"
         elif ch == "/":
             hint = "a regular expression is written /.../ on one line"
         elif ch == '"':
             hint = "a string must be closed on the same line"
         return [Diagnostic("RV101", f"unexpected character '{ch}'", span, help=hint)]
 
-    token: Token = getattr(exc, "token", None)
+    token: Token | None = getattr(exc, "token", None)
     expected = set(getattr(exc, "accepts", None) or getattr(exc, "expected", None) or ())
     at_end = isinstance(exc, UnexpectedEOF) or (token is not None and token.type == "$END")
     offset = len(text) if at_end or token is None or token.start_pos is None else token.start_pos
@@ -323,6 +325,7 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
             )
         ]
 
+    assert token is not None  # only an unexpected end of file comes without a token
     span = source.span(offset, offset + len(str(token.value)))
     if token.value in keywords() and ("NAME" in expected or "QUOTED_NAME" in expected):
         return [

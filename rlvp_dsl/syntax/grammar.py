@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 import lark
-from lark import Lark, Tree
+from lark import Lark, Token, Tree
 
 #: The options of the LALR parser (part of the cache key).
 PARSER_OPTIONS = {
@@ -120,6 +120,6 @@ def keywords() -> frozenset[str]:
     return frozenset(words - SOFT_KEYWORDS)
 
 
-def parse_tree(text: str) -> Tree:
+def parse_tree(text: str) -> Tree[Token]:
     """The raw lark tree (for golden-tree tests and tooling); raises lark's UnexpectedInput."""
     return get_parser().parse(text)

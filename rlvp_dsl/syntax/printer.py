@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from typing import cast
 
 from .. import ast
 from .grammar import get_parser, keywords
@@ -36,7 +37,7 @@ INDENT = "  "
 
 
 @functools.lru_cache(maxsize=1)
-def _name_re() -> re.Pattern:
+def _name_re() -> re.Pattern[str]:
     for term in get_parser().terminals:
         if term.name == "NAME":
             return re.compile(term.pattern.to_regexp())
@@ -68,6 +69,7 @@ def print_weight(weight: ast.Weight) -> str:
     """A rule weight: a signed number (``+0.5``) or a constant's name."""
     if weight.const is not None:
         return print_name(weight.const)
+    assert weight.value is not None  # a weight is a number or a constant's name
     text = print_number(weight.value)
     return text if text.startswith("-") else "+" + text
 
@@ -137,17 +139,20 @@ _OR, _AND, _UNARY = 0, 1, 2
 _PHRASE_ATOMS = (ast.CallAtom, ast.TagAtom, ast.StatusAtom)
 
 
-def _is_says(expr: ast.Expr) -> bool:
-    """``user says ...`` / ``assistant says ...``: the parser's And(KindAtom, TextTest)."""
+def _says(expr: ast.Expr) -> tuple[ast.KindAtom, ast.TextTest] | None:
+    """``user says ...`` / ``assistant says ...``: the parser's And(KindAtom, TextTest), as that
+    pair (None for any other condition)."""
     if not (isinstance(expr, ast.And) and len(expr.items) == 2):
-        return False
+        return None
     kind, test = expr.items
-    return (
+    if (
         isinstance(kind, ast.KindAtom)
         and isinstance(test, ast.TextTest)
         and test.field == "text"
         and (test.op == "matches" or (test.op == "contains" and not test.flags))
-    )
+    ):
+        return kind, test
+    return None
 
 
 def _text_test(op: str, value: str, flags: str) -> str:
@@ -194,9 +199,10 @@ def _atom(expr: ast.Expr) -> str:
         if expr.op == "exists":
             return head + " exists"
         if expr.op in ("contains", "startswith", "matches"):
-            return f"{head} {_text_test(expr.op, expr.value, expr.flags)}"
+            # (`ast.ArgTest`: a text test's value is a str, an `in`'s a tuple of literals)
+            return f"{head} {_text_test(expr.op, cast(str, expr.value), expr.flags)}"
         if expr.op == "in":
-            values = tuple(expr.value)
+            values = tuple(cast("tuple[object, ...]", expr.value))
             if not values:
                 raise ValueError("`in` needs at least one value")
             return f"{head} in [" + ", ".join(_literal(v) for v in values) + "]"
@@ -215,8 +221,9 @@ def _atom(expr: ast.Expr) -> str:
 
 def _expr(expr: ast.Expr, context: int) -> str:
     """`expr` as text, parenthesised when its level is below `context`."""
-    if _is_says(expr):
-        kind, test = expr.items
+    says = _says(expr)
+    if says is not None:
+        kind, test = says
         pattern = print_regex(test.value, test.flags) if test.op == "matches" else print_string(test.value)
         return f"{kind.kind} says {pattern}"
     if isinstance(expr, (ast.And, ast.Or)):
@@ -231,7 +238,7 @@ def _expr(expr: ast.Expr, context: int) -> str:
             level, word = _AND, " " if simple else " and "
             # an And directly inside an And must keep its parentheses, or the parser flattens it
             parts = [
-                _expr(item, _UNARY) if isinstance(item, ast.And) and not _is_says(item) else _expr(item, _AND)
+                _expr(item, _UNARY) if isinstance(item, ast.And) and _says(item) is None else _expr(item, _AND)
                 for item in expr.items
             ]
         text = word.join(parts)
@@ -338,6 +345,7 @@ def _json_text(value: object) -> str:
 def _episode_event(event: ast.EpisodeEvent) -> str:
     if event.kind != "call":
         return f"{event.kind} {print_string(event.text)}"
+    assert event.tool is not None  # every call event names its tool
     text = "call " + print_name(event.tool)
     if event.arguments:
         text += " " + _json_text(dict(event.arguments))

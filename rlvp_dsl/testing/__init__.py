@@ -14,8 +14,13 @@ when first used, so ``rlvp-compile --test`` works without it.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
-_STRATEGIES = (
+if TYPE_CHECKING:  # the lazy names below, for type checkers (at run time they load on first use)
+    from .regex_sampling import regex_samples
+    from .strategies import Vocabulary, calls, episodes, events, noop_read, read_only_tools, reindexed, vocabulary
+
+__all__ = [
     "Vocabulary",
     "vocabulary",
     "calls",
@@ -25,12 +30,12 @@ _STRATEGIES = (
     "reindexed",
     "noop_read",
     "read_only_tools",
-)
+]
 
-__all__ = list(_STRATEGIES)
+_STRATEGIES = tuple(__all__)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     if name in _STRATEGIES:
         return getattr(importlib.import_module(".strategies", __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

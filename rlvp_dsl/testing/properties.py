@@ -32,17 +32,20 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from typing import Any, Callable
+from collections.abc import Iterable, Sequence
+from typing import Any, Callable, TypeVar
 
 import attrs
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
+from hypothesis.strategies import SearchStrategy
 
 from .. import ast
 from ..analysis import walk
 from ..compile import Program
-from ..events import ASSISTANT, CALL, Credit, Episode, normalise_value
+from ..events import ASSISTANT, CALL, Credit, Episode, Event, normalise_value
+from ..tools import ToolSpec
 from ..ir import CAP_SLACK, ObligationRule, ViolationRule, episode_bound
 from .reachability import Reasons
 from .strategies import Vocabulary, episodes, noop_read, read_only_tools, reindexed, vocabulary
@@ -54,6 +57,15 @@ TOLERANCE = 1e-9
 #: `reachable` may look at this many times the example budget (it stops once every rule fired).
 REACH_FACTOR = 5
 _OPENED = re.compile(r"opened at event (\d+)")
+
+#: What a property searches over: an episode, or an episode and what the property changes in it.
+_Case = TypeVar("_Case")
+
+#: A property's report on a failing case (`_failed`).
+_Found = TypeVar("_Found")
+
+#: A property that compares two episodes fails with (message, the changed episode or None, its label).
+_Failure = tuple[str, Episode | None, str]
 
 
 @attrs.frozen
@@ -94,11 +106,13 @@ def _settings(examples: int) -> settings:
     )
 
 
-def _search(strategy, violated: Callable[[Any], str | None], examples: int):
+def _search(
+    strategy: SearchStrategy[_Case], violated: Callable[[_Case], object | None], examples: int
+) -> tuple[_Case, int] | tuple[None, int]:
     """(shrunk case or None, examples tried before the first failure or in all)."""
     count = [0, 0]
 
-    def condition(case) -> bool:
+    def condition(case: _Case) -> bool:
         count[0] += 1
         bad = violated(case) is not None
         if bad and not count[1]:
@@ -112,15 +126,15 @@ def _search(strategy, violated: Callable[[Any], str | None], examples: int):
     return case, count[1]
 
 
-def _total(credits) -> float:
+def _total(credits: Iterable[Credit]) -> float:
     return sum(c.value for c in credits)
 
 
-def _positive(credits) -> float:
+def _positive(credits: Iterable[Credit]) -> float:
     return sum(c.value for c in credits if c.value > 0)
 
 
-def _insert(episode: Episode, at: int, event) -> Episode:
+def _insert(episode: Episode, at: int, event: Event) -> Episode:
     events = list(episode.events)
     events.insert(at, event)
     return Episode(episode.id, reindexed(events))
@@ -130,16 +144,16 @@ def _insert(episode: Episode, at: int, event) -> Episode:
 
 
 class _PropertySearch:
-    def __init__(self, program: Program, vocab: Vocabulary, examples: int, max_events: int):
+    def __init__(self, program: Program, vocab: Vocabulary, examples: int, max_events: int) -> None:
         self.program, self.vocab, self.examples = program, vocab, examples
-        self.strategy = episodes(vocab, max_events=max_events)
+        self.strategy: SearchStrategy[Episode] = episodes(vocab, max_events=max_events)
         self.bound = program.event_bound()
-        self.stats = Counter()
+        self.stats: dict[str, float] = {"event": 0, "episode": 0}  # observed maxima: |credit| on one event, |total|
 
     def bounded(self) -> PropertyResult:
-        def violated(episode):
+        def violated(episode: Episode) -> str | None:
             credits = self.program.score(episode)
-            per_event = defaultdict(float)
+            per_event: defaultdict[int, float] = defaultdict(float)
             for c in credits:
                 per_event[c.event_index] += abs(c.value)
             creditable = sum(1 for e in episode.events if e.kind in (CALL, ASSISTANT))
@@ -151,7 +165,7 @@ class _PropertySearch:
                     return f"event {i} receives |credit| {v:g}, above the event bound {self.bound:g}"
             if total > self.bound * creditable + TOLERANCE:
                 return f"|episode total| {total:g} is above {self.bound:g} x {creditable} creditable events"
-            per_rule = defaultdict(float)
+            per_rule: defaultdict[str, float] = defaultdict(float)
             for c in credits:
                 per_rule[c.rule] += c.value
             for rule in self.program.rules:
@@ -162,7 +176,7 @@ class _PropertySearch:
 
         case, n = _search(self.strategy, violated, self.examples)
         if case is not None:
-            return PropertyResult("bounded", "fail", n, finding=Finding(violated(case), case))
+            return PropertyResult("bounded", "fail", n, finding=Finding(_failed(violated(case)), case))
         return PropertyResult(
             "bounded",
             "ok",
@@ -175,7 +189,7 @@ class _PropertySearch:
         reads = read_only_tools(self.vocab, self.program)
         strategy = st.tuples(self.strategy, st.sampled_from(reads) if reads else st.none())
 
-        def farmed(case):
+        def farmed(case: tuple[Episode, ToolSpec | None]) -> _Failure | None:
             episode, read = case
             credits = self.program.score(episode)
             total, positive = _total(credits), _positive(credits)
@@ -195,9 +209,9 @@ class _PropertySearch:
             targets = {t.name: t.target for t in self.vocab.tools}
             used = sorted(
                 {
-                    normalise_value(e.arguments[targets[e.tool]])
+                    normalise_value(e.arguments[target])
                     for e in episode.calls
-                    if targets.get(e.tool) in e.arguments
+                    if (target := targets.get(e.tool or "")) is not None and target in e.arguments
                 }
             )
             fresh = next(f"fresh{k}" for k in range(len(used) + 1) if f"fresh{k}" not in used)
@@ -224,15 +238,15 @@ class _PropertySearch:
         case, n = _search(strategy, farmed, self.examples)
         notes = () if reads else ("no read-only tool: only repetition was checked",)
         if case is not None:
-            message, variant, label = farmed(case)
+            message, variant, label = _failed(farmed(case))
             return PropertyResult(
                 "not_farmable", "fail", n, finding=Finding(message, case[0], variant, label), notes=notes
             )
         return PropertyResult("not_farmable", "ok", n, notes=notes)
 
     def discharge_once(self) -> PropertyResult:
-        def violated(episode):
-            paid = Counter()
+        def violated(episode: Episode) -> str | None:
+            paid: Counter[tuple[str, int]] = Counter()
             for c in self.program.score(episode):
                 if c.kind != "obligation":
                     continue
@@ -250,7 +264,7 @@ class _PropertySearch:
 
         case, n = _search(self.strategy, violated, self.examples)
         if case is not None:
-            return PropertyResult("discharge_once", "fail", n, finding=Finding(violated(case), case))
+            return PropertyResult("discharge_once", "fail", n, finding=Finding(_failed(violated(case)), case))
         return PropertyResult("discharge_once", "ok", n)
 
     def deterministic(self) -> PropertyResult:
@@ -261,11 +275,11 @@ class _PropertySearch:
         ]
 
         @st.composite
-        def cases(draw):
+        def cases(draw: st.DrawFn) -> tuple[Episode, list[int]]:
             episode = draw(self.strategy)
             return episode, draw(st.permutations(range(len(episode.events))))
 
-        def violated(case):
+        def violated(case: tuple[Episode, list[int]]) -> _Failure | None:
             episode, order = case
             first, second = self.program.score(episode), self.program.score(episode)
             if first != second:
@@ -295,19 +309,19 @@ class _PropertySearch:
             f"(seen, obligation, progress): {', '.join(sensitive) or 'none'}",
         )
         if case is not None:
-            message, variant, label = violated(case)
+            message, variant, label = _failed(violated(case))
             return PropertyResult(
                 "deterministic", "fail", n, finding=Finding(message, case[0], variant, label), notes=notes
             )
         return PropertyResult("deterministic", "ok", n, notes=notes)
 
     def reachable(self, tools_source: str) -> PropertyResult:
-        goals = []
+        goals: list[tuple[str, str]] = []
         for r in self.program.rules:
             goals += (
                 [(r.name, "discharge"), (r.name, "expire")] if isinstance(r, ObligationRule) else [(r.name, "fire")]
             )
-        reached: set = set()
+        reached: set[tuple[str, str]] = set()
         sample: list[Episode] = []
 
         # Coverage accumulates across examples, so this is not a predicate `find` may replay:
@@ -322,7 +336,7 @@ class _PropertySearch:
             suppress_health_check=list(HealthCheck),
         )
         @given(self.strategy)
-        def search(episode) -> None:
+        def search(episode: Episode) -> None:
             if not reached.issuperset(goals):
                 sample.append(episode)
                 reached.update((c.rule, c.trigger) for c in self.program.score(episode))
@@ -334,7 +348,8 @@ class _PropertySearch:
         except _AllReached:
             return PropertyResult("reachable", "ok", len(sample), f"all {len(goals)} rule outcomes reached")
         why = Reasons(self.program, self.vocab, tools_source)
-        lines, fatal = [], False
+        lines: list[str] = []
+        fatal = False
         for name, outcome in goals:
             if (name, outcome) in reached:
                 continue
@@ -352,10 +367,16 @@ class _PropertySearch:
         )
 
 
-def _per_event(credits: list[Credit], rules: list[str], order) -> dict:
+def _failed(failure: _Found | None) -> _Found:
+    """What a property reported on its shrunk counterexample (which fails it again)."""
+    assert failure is not None
+    return failure
+
+
+def _per_event(credits: list[Credit], rules: list[str], order: Sequence[int]) -> dict[tuple[int, str], float]:
     """Credits of `rules` keyed by (original event index, rule); `order[i]` is the original
     index of the event now at position i."""
-    out: dict = defaultdict(float)
+    out: defaultdict[tuple[int, str], float] = defaultdict(float)
     for c in credits:
         if c.rule in rules:
             out[(order[c.event_index], c.rule)] += c.value

@@ -8,9 +8,10 @@ the sample of generated episodes.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 
 from .. import ast
-from ..analysis import Universe
+from ..analysis import EventClass, Universe
 from ..compile import Program, compile_ruleset
 from ..diagnostics import did_you_mean
 from ..events import CALL, STATUSES, USER, Episode
@@ -24,10 +25,10 @@ from .strategies import Vocabulary
 class Reasons:
     """Static and dynamic explanations of an unreached rule outcome."""
 
-    def __init__(self, program: Program, vocab: Vocabulary, source: str):
+    def __init__(self, program: Program, vocab: Vocabulary, source: str) -> None:
         self.program, self.source = program, source
         generated = {t.name for t in vocab.tools}
-        table = {}
+        table: dict[str, ToolSpec] = {}
         for t in vocab.tools:
             declared = program.tools.get(t.name)
             tags = t.tags | (declared.tags if declared else frozenset())
@@ -36,13 +37,16 @@ class Reasons:
         self.universe = Universe(table)
         self.generatable = self.universe.messages | self.universe.calls_of(sorted(generated))
 
-    def possible(self, expr, statuses=STATUSES, creditable=False) -> frozenset:
+    def possible(
+        self, expr: ast.Expr, statuses: Iterable[str] = STATUSES, creditable: bool = False
+    ) -> frozenset[EventClass]:
         out = self.universe.possible(expr) & self.generatable
         out = frozenset(c for c in out if c[0] != CALL or c[2] in statuses)
         return frozenset(c for c in out if c[0] != USER) if creditable else out
 
     def explain(self, name: str, outcome: str, sample: list[Episode]) -> tuple[bool, str]:
         rule = next(r for r in self.program.rules if r.name == name)
+        parts: list[tuple[str, ast.Expr, tuple[str, ...]]]
         if isinstance(rule, ViolationRule):
             parts = [("its condition", rule.cond, STATUSES)]
         elif isinstance(rule, ObligationRule):
@@ -85,14 +89,14 @@ class Reasons:
         )
         opened = kept = 0
         for episode in sample:
-            fired = defaultdict(set)
+            fired: defaultdict[int, set[str]] = defaultdict(set)
             for c in probe.score(episode):
                 fired[c.event_index].add(c.rule)
             opened += sum(1 for rules in fired.values() if "open" in rules)
             kept += sum(1 for rules in fired.values() if rules == {"open"})
         return opened, kept
 
-    def _why(self, expr) -> str:
+    def _why(self, expr: ast.Expr) -> str:
         node = expr
         while True:
             if isinstance(node, ast.CallAtom) and node.tools:
@@ -124,10 +128,10 @@ class Reasons:
                 return f"`{_show(node)}` holds on no event"
             return f"`{_show(node)}` holds on no event"
 
-    def _never_held(self, expr, sample: list[Episode]) -> list[str]:
+    def _never_held(self, expr: ast.Expr, sample: list[Episode]) -> list[str]:
         leaves = _positive_leaves(expr)
         tools = self.program.tools
-        held = Counter()
+        held: Counter[int] = Counter()
         for episode in sample:
             for e in episode.events:
                 info = tools.get(e.tool or "")
@@ -139,9 +143,10 @@ class Reasons:
         return [f"`{_show(leaf)}`" for k, leaf in enumerate(leaves) if not held[k]]
 
 
-def _positive_leaves(expr) -> list:
+def _positive_leaves(expr: ast.Expr) -> list[ast.Expr]:
     """Atoms reached through and/or only (not under `not`, not inside `seen`)."""
-    out, stack = [], [expr]
+    out: list[ast.Expr] = []
+    stack = [expr]
     while stack:
         node = stack.pop()
         if isinstance(node, (ast.And, ast.Or)):
@@ -151,7 +156,7 @@ def _positive_leaves(expr) -> list:
     return out
 
 
-def _show(expr) -> str:
+def _show(expr: ast.Expr) -> str:
     try:
         return print_expr(expr)
     except (ValueError, TypeError):

@@ -11,6 +11,7 @@ pattern outside the supported syntax gives no sample.
 from __future__ import annotations
 
 from ..regex import RegexSyntaxError, compile_regex, parse_pattern
+from ..regex.syntax import Node, Test
 
 _MAX_SAMPLES = 8  # most samples per pattern
 #: Characters tried, in order, for a class or a negated class (`[^a]` -> "b").
@@ -33,27 +34,26 @@ def regex_samples(pattern: str, flags: str = "") -> list[str]:
     return [c for c in dict.fromkeys(candidates) if matcher.search(c)][:_MAX_SAMPLES]
 
 
-def _strings(node: tuple) -> list[str]:
-    kind = node[0]
-    if kind in ("empty", "assert"):
+def _strings(node: Node) -> list[str]:
+    if node[0] in ("empty", "assert"):
         return [""]
-    if kind == "char":
+    if node[0] == "char":
         return [node[2] if len(node) > 2 else _first_accepted(node[1])]
-    if kind == "cat":
+    if node[0] == "cat":
         out = [""]
         for item in node[1]:
             options = _strings(item)
             out = ([o + options[0] for o in out] + [out[0] + extra for extra in options[1:]])[:_MAX_SAMPLES]
         return out
-    if kind == "alt":
+    if node[0] == "alt":
         return [_strings(branch)[0] for branch in node[1]][:_MAX_SAMPLES]
-    if kind == "rep":
+    if node[0] == "rep":
         low = node[2]
         return [s * low for s in _strings(node[1])] if low else [""]
-    raise _Unsampleable(kind)  # pragma: no cover - every node kind of the syntax is handled
+    raise _Unsampleable(node[0])  # pragma: no cover - every node kind of the syntax is handled
 
 
-def _first_accepted(test) -> str:
+def _first_accepted(test: Test) -> str:
     for ch in _POOL:
         if test(ch):
             return ch

@@ -58,6 +58,7 @@ def episode_of_test(test: RuleTest) -> Episode:
         events = []
         for i, e in enumerate(block.events or ()):
             if e.kind == CALL:
+                assert e.tool is not None  # the grammar gives every call event its tool
                 events.append(
                     Event(
                         i,
