@@ -71,6 +71,18 @@ class ScoreArgs:
     error_flag: list[str]
 
 
+@dataclasses.dataclass(frozen=True)
+class Results:
+    """What rlvp-score scored: the compiled `program` and its `sources` (for the HTML report), the
+    trajectories' `report`, the episodes per `domains` read, and each kept episode with its credits."""
+
+    program: Program
+    sources: dict[str, SourceFile]
+    report: ReadReport
+    domains: Counter[str | None]
+    scored: list[Scored]
+
+
 def _parser() -> argparse.ArgumentParser:
     """rlvp-score's options (their names are `ScoreArgs`'s fields)."""
     p = argparse.ArgumentParser(
@@ -210,8 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     scored = [(episode, program.score(episode)) for episode in episodes]
     for note in data_notes(program, episodes):
         print(f"rlvp-score: {note}", file=sys.stderr)
-    status = EXIT_INPUT_ERRORS if report.errors else EXIT_OK  # the other files are still scored
-    return _put_out(args, program, sources, report, domains, scored, status)
+    return _write_and_print(args, Results(program, sources, report, domains, scored))
 
 
 def _load_rules(args: ScoreArgs) -> tuple[Program, dict[str, SourceFile]]:
@@ -329,18 +340,13 @@ def _choose_episodes(args: ScoreArgs, report: ReadReport) -> tuple[list[Episode]
     return kept, domains
 
 
-def _put_out(
-    args: ScoreArgs,
-    program: Program,
-    sources: dict[str, SourceFile],
-    report: ReadReport,
-    domains: Counter[str | None],
-    scored: list[Scored],
-    status: int,
-) -> int:
+def _write_and_print(args: ScoreArgs, results: Results) -> int:
     """Write the --html report and the --csv rows, then print the JSON document (--json) or the
-    text report (--explain first); the exit status (`status`, or 2 when a file cannot be written)."""
-    if args.html is not None and not write_html(args.html, program, scored, sources, args.rules):
+    text report (--explain first); the exit status: 1 when a trajectory file could not be read
+    (the others are scored), 2 when an output cannot be written."""
+    program, report, scored = results.program, results.report, results.scored
+    status = EXIT_INPUT_ERRORS if report.errors else EXIT_OK
+    if args.html is not None and not write_html(args.html, program, scored, results.sources, args.rules):
         return EXIT_USAGE
     if args.csv is not None:
         if not write_csv(args.csv, csv_text(program, scored)):
@@ -350,7 +356,7 @@ def _put_out(
         print(f"rlvp-score: wrote {counted(len(scored), 'episode')} to {args.csv}", file=sys.stderr)
     if args.json:
         document = json_document(
-            program, scored, report, rules=args.rules, domains=domains, selected=args.domain, by=args.by
+            program, scored, report, rules=args.rules, domains=results.domains, selected=args.domain, by=args.by
         )
         print(json_text(document, indent=1, ensure_ascii=False))
         return status
