@@ -2,6 +2,14 @@
 
 The exit codes of all three CLIs (`rlvp-train` too), as ruff and ty use them: 0 ok,
 1 the input has errors, 2 usage or I/O error; 130 interrupted (Ctrl-C), as shells do.
+
+* ``compile.py`` -- `rlvp-compile`'s main and the rule files' mode; ``compile_args.py`` its
+  options and their contradictions; ``auto_from_tags.py`` --auto-from-tags; ``rule_testing.py``
+  --test and --check.
+* ``score.py`` -- `rlvp-score`'s main: options, rule file, trajectories; ``score_notes.py`` the
+  domains and the notes on the data; ``score_output.py`` what it prints and writes.
+* here -- what the commands share: exit codes, argparse types, `json_text`, `write_output`,
+  `Stop` (an error that ends a command), the guarded streams and the console-script entry.
 """
 
 from __future__ import annotations
