@@ -2,11 +2,28 @@
 
 The exit codes of all three CLIs (`rlvp-train` too), as ruff and ty use them: 0 ok,
 1 the input has errors, 2 usage or I/O error; 130 interrupted (Ctrl-C), as shells do.
+
+* ``compile.py`` -- `rlvp-compile`'s main and the rule files' mode; ``compile_args.py`` its
+  options and their contradictions; ``auto_from_tags.py`` --auto-from-tags; ``rule_testing.py``
+  --test and --check.
+* ``score.py`` -- `rlvp-score`'s main: options, rule file, trajectories; ``score_notes.py`` the
+  domains and the notes on the data; ``score_output.py`` what it prints and writes.
+* here -- what the commands share: exit codes, argparse types, `json_text`, `write_output`,
+  `Stop` (an error that ends a command), the guarded streams and the console-script entry.
 """
+
+from __future__ import annotations
 
 import importlib
 import os
 import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+if TYPE_CHECKING:
+    from ..diagnostics import Diagnostic
+
+_T = TypeVar("_T")
 
 EXIT_OK = 0
 EXIT_INPUT_ERRORS = 1
@@ -32,7 +49,7 @@ def version_text(prog: str) -> str:
     return f"{prog} {package_version()} (Python {platform.python_version()})"
 
 
-def whole_number(minimum: int | None = None, maximum: int | None = None):
+def whole_number(minimum: int | None = None, maximum: int | None = None) -> Callable[[str], int]:
     """An argparse ``type=`` for whole numbers of at least `minimum` (and at most `maximum`): a bad
     value is a usage error naming the flag (``--steps: must be at least 1 (got 0)``), never a traceback."""
     import argparse
@@ -51,7 +68,7 @@ def whole_number(minimum: int | None = None, maximum: int | None = None):
     return parse
 
 
-def nonempty(what: str = "a path"):
+def nonempty(what: str = "a path") -> Callable[[str], str]:
     """An argparse ``type=`` refusing an empty value (``-o ""``, ``--csv ""``): a usage error naming
     the flag (``--csv: needs a path (got an empty one)``), not an option silently not given."""
     import argparse
@@ -64,13 +81,13 @@ def nonempty(what: str = "a path"):
     return parse
 
 
-def json_text(value, **kwargs) -> str:
+def json_text(value: object, *, indent: int | None = None, sort_keys: bool = False, ensure_ascii: bool = True) -> str:
     """`json.dumps` that always writes valid JSON: a NaN or infinite number (an outcome
-    read as NaN, a correlation of a constant column) becomes ``null``."""
+    read as NaN, a correlation of a constant column) becomes ``null``; tuples are written as lists."""
     import json
     import math
 
-    def finite(v):
+    def finite(v: object) -> object:
         if isinstance(v, float) and not math.isfinite(v):
             return None
         if isinstance(v, dict):
@@ -79,15 +96,42 @@ def json_text(value, **kwargs) -> str:
             return [finite(x) for x in v]
         return v
 
-    return json.dumps(finite(value), allow_nan=False, **kwargs)
+    return json.dumps(finite(value), allow_nan=False, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
 
 
-def clobbers_input(path: str, inputs) -> str:
+def diagnostics_fields(diagnostics: Sequence[Diagnostic], dropped: int) -> dict[str, object]:
+    """The diagnostics of one rule file as fields of a JSON object (``--json`` of both CLIs):
+    ``{"diagnostics": [each one's to_json()], "dropped": n}``, `dropped` being those the cap left out."""
+    return {"diagnostics": [d.to_json() for d in diagnostics], "dropped": dropped}
+
+
+class Stop(Exception):
+    """Ends a command early with exit status `code`, after one line ``PROG: error: MESSAGE`` on
+    standard error (printed by `stopped`; none when `message` is empty: what had to be said is said)."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def refuse(problem: str) -> None:
+    """Raise `Stop` (exit 2: a usage error) with `problem`; nothing when it is ""."""
+    if problem:
+        raise Stop(EXIT_USAGE, problem)
+
+
+def stopped(prog: str, stop: Stop) -> int:
+    """Print `stop`'s message as ``PROG: error: MESSAGE`` (when it has one); its exit status."""
+    if stop.message:
+        print(f"{prog}: error: {stop.message}", file=sys.stderr)
+    return stop.code
+
+
+def clobbers_input(path: str, inputs: Iterable[str | None]) -> str:
     """The input that writing `path` would overwrite (a rule file, a manifest, a trajectory, or a
     trajectory file inside an input folder), or "" when none: `--csv run.jsonl` must not
     replace the run it scores."""
-    import os
-
     if path == "-" or not os.path.isfile(path):
         return ""
     target = os.path.realpath(path)
@@ -108,9 +152,6 @@ def clobbers_input(path: str, inputs) -> str:
 def write_output(prog: str, path: str, text: str) -> bool:
     """Write an output file, making its missing parent folders; on failure print one line
     (``prog: error: cannot write PATH: REASON``, naming a parent that is a file) and return False."""
-    import os
-    import sys
-
     try:
         directory = os.path.dirname(path)
         if directory:
@@ -129,16 +170,6 @@ def write_output(prog: str, path: str, text: str) -> bool:
     return True
 
 
-#: The worst exit status a command has decided so far (kept for the commands that record it).
-_decided = [EXIT_OK]
-
-
-def decided(code: int) -> int:
-    """Record an exit status the command has decided (the worst one wins); returns `code`."""
-    _decided[0] = max(_decided[0], code)
-    return code
-
-
 class GuardedStream:
     """Standard output or error, as a command writes it, such that a closed pipe (``| head``) or a full
     device (``> /dev/full``) ends no command half-way: the first failed write is remembered (`lost`:
@@ -146,11 +177,11 @@ class GuardedStream:
     files it writes (``-o``, ``--csv``, ``--html``) are still written.  Everything else is the
     wrapped stream's."""
 
-    def __init__(self, stream):
+    def __init__(self, stream: TextIO) -> None:
         self._stream = stream
         self.lost: OSError | None = None
 
-    def _guard(self, action, *args):
+    def _guard(self, action: Callable[..., _T], *args: object) -> _T | None:
         if self.lost is not None:
             return None
         try:
@@ -173,11 +204,11 @@ class GuardedStream:
     def flush(self) -> None:
         self._guard(self._stream.flush)
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:  # the wrapped stream's attributes, whatever their types
         return getattr(self._stream, name)
 
 
-def console(main, prog: str = "rlvp") -> None:
+def console(main: Callable[[], int | None], prog: str = "rlvp") -> None:
     """Run a CLI `main() -> exit code` as a console script, with its standard streams guarded
     (`GuardedStream`): output is flushed and checked before exit; a closed pipe (`| head`) ends
     quietly with the command's own status; a write error on standard output (a full disk) is one

@@ -6,42 +6,85 @@
     rlvp-score rules/tau2_airline.rlvp runs/ --domain airline --csv episodes.csv    # one domain; a row per episode
     cat run.jsonl | rlvp-score rules/x.rlvp -                                      # standard input
 
-The JSON document and the CSV columns are described in docs/scoring.md.
+`main` refuses contradictions among the options, loads the rule file, reads the trajectories,
+keeps the episodes of the --domain asked for (cli/score_notes.py), scores them, and prints or
+writes the results (cli/score_output.py). The JSON document and the CSV columns are described in
+docs/scoring.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import difflib
-import io
-import json
-import math
+import dataclasses
 import os
 import sys
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from . import (
     EXIT_INPUT_ERRORS,
     EXIT_OK,
     EXIT_USAGE,
+    Stop,
     clobbers_input,
     console,
-    decided,
+    diagnostics_fields,
     json_text,
     nonempty,
+    refuse,
+    stopped,
     version_text,
     whole_number,
-    write_output,
 )
-from ..diagnostics import counted, quoted, render_json, render_text, sort_and_cap
+from .score_notes import data_notes, domain_hints, domain_of, domains_text, select_domains
+from .score_output import Scored, csv_text, explain_text, json_document, summary_text, write_csv, write_html
+from ..compile import compile_ruleset
+from ..diagnostics import counted, render_text, sort_and_cap
 from ..input_files import NotARegularFile, check_regular
 from ..pipeline import check_file
-from ..compile import compile_ruleset
-from ..report import fixed, render_summary, summarise
+
+if TYPE_CHECKING:
+    from ..compile import Program
+    from ..events import Episode
+    from ..readers import ErrorSignal, ReadReport
+    from ..source import SourceFile
+
+#: File endings of trajectories: a rule file named so is almost surely the arguments swapped.
+_TRAJECTORY_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
+
+
+@dataclasses.dataclass(frozen=True)
+class ScoreArgs:
+    """rlvp-score's command line as `_parser` reads it: one field per option (see its help)."""
+
+    rules: str
+    trajectories: list[str]
+    format: str | None
+    explain: bool
+    json: bool
+    limit: int
+    domain: list[str]
+    by: str | None
+    csv: str | None
+    html: str | None
+    error_prefix: list[str]
+    error_flag: list[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class Results:
+    """What rlvp-score scored: the compiled `program` and its `sources` (for the HTML report), the
+    trajectories' `report`, the episodes per `domains` read, and each kept episode with its credits."""
+
+    program: Program
+    sources: dict[str, SourceFile]
+    report: ReadReport
+    domains: Counter[str | None]
+    scored: list[Scored]
 
 
 def _parser() -> argparse.ArgumentParser:
+    """rlvp-score's options (their names are `ScoreArgs`'s fields)."""
     p = argparse.ArgumentParser(
         prog="rlvp-score",
         description="Score agent trajectories with an .rlvp rule file: per-call credits, a summary per rule, "
@@ -106,238 +149,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _undeclared_note(program, episodes) -> str:
-    """A note when calls go to tools the rules do not declare (the wrong rule file?)."""
-    counts: dict[str, int] = {}
-    calls = 0
-    for episode in episodes:
-        for event in episode.calls:
-            calls += 1
-            if event.tool is not None and event.tool not in program.tools:  # no name: a malformed call
-                counts[event.tool] = counts.get(event.tool, 0) + 1
-    if not counts:
-        return ""
-    names = sorted(counts, key=lambda t: (-counts[t], str(t)))
-    shown = ", ".join(str(n) for n in names[:6]) + (", ..." if len(names) > 6 else "")
-    return (
-        f"note: {sum(counts.values()):,} of {counted(calls, 'call goes', 'calls go')} to "
-        f"{counted(len(counts), 'tool')} the rules do not declare "
-        f"({shown}); rules that name tools or tags never match them"
-    )
-
-
-def _bad_names_note(episodes) -> str:
-    """A warning when calls have a tool name that is not text (``"name": 5``): a data problem, not
-    the agent's; the calls are scored as malformed, and the first one is named."""
-    problems = [
-        f"{episode.source}: {problem}" for episode in episodes for problem in episode.meta.get("bad_tool_names", ())
-    ]
-    if not problems:
-        return ""
-    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-    calls = "1 call has" if len(problems) == 1 else f"{len(problems)} calls have"
-    return f"warning: {calls} a tool name that is not text (scored as malformed): {problems[0]}{more}"
-
-
-#: What a malformed call's problem says when its arguments (not its name or its length) are what broke it.
-_BAD_ARGUMENTS = (
-    "arguments are not valid JSON",
-    "arguments must be a JSON object",
-    "tool call is not valid JSON",
-    "tool call arguments are not valid JSON",
-)
-
-
-def _bad_arguments_note(episodes) -> str:
-    """A note when calls had arguments that are not a JSON object: they are scored as failed (malformed)
-    calls, which is easy to miss without --explain."""
-    calls = sum(
-        1
-        for episode in episodes
-        for event in episode.calls
-        if event.status == "malformed" and any(p in (event.error_text or "") for p in _BAD_ARGUMENTS)
-    )
-    if not calls:
-        return ""
-    had = "1 call had" if calls == 1 else f"{calls:,} calls had"
-    return f"note: {had} malformed arguments (not a JSON object; scored as failed calls; --explain shows them)"
-
-
-def _error_signal(args):
-    if not (args.error_prefix or args.error_flag):
-        return None
-    from ..readers import DEFAULT_ERROR_SIGNALS
-
-    return DEFAULT_ERROR_SIGNALS[args.format].extended(prefixes=args.error_prefix, flags=args.error_flag)
-
-
-def _explain(scored, limit: int) -> str:
-    lines = []
-    for k, (episode, credits) in enumerate(scored):
-        if limit and k >= limit:
-            lines.append(f"... {len(scored) - limit} more episodes (use --limit 0 for all)")
-            break
-        total = sum(c.value for c in credits)
-        outcome = "n/a" if episode.outcome is None else f"{episode.outcome:g}"
-        lines.append(
-            f"== {episode.id}  outcome={outcome}  events={len(episode.events)}  "
-            f"calls={len(episode.calls)}  process total={fixed(total, '+.2f')}"
-        )
-        by_event: dict[int, list] = {}
-        for c in credits:
-            by_event.setdefault(c.event_index, []).append(c)
-        for event in episode.events:
-            if event.kind != "call" and event.index not in by_event:
-                continue
-            tool = event.tool if event.tool is not None else "(no tool name)"
-            label = f"call {tool}" if event.kind == "call" else f"{event.kind} turn"
-            status = f" [{event.status}]" if event.kind == "call" and event.status != "ok" else ""
-            if event.kind == "call" and event.status == "malformed" and event.error_text:
-                status = f" [malformed: {event.error_text[:200]}]"
-            lines.append(f"  [{event.index:>3}] {label}{status}")
-            for c in by_event.get(event.index, []):
-                lines.append(f"        {fixed(c.value, '+.2f')} {c.rule} ({c.location}): {c.reason}")
-    return "\n".join(lines)
-
-
-#: File endings of trajectories: a rule file named so is almost surely the arguments swapped.
-_TRAJECTORY_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
-
-
-def domain_of(episode) -> str | None:
-    """The episode's domain as its trajectory records it (``meta["domain"]``), or None."""
-    domain = episode.meta.get("domain")
-    return str(domain) if domain not in (None, "") else None
-
-
-def _domains_text(counts: Counter) -> str:
-    named = sorted(((d, n) for d, n in counts.items() if d is not None), key=lambda x: (-x[1], x[0]))
-    text = ", ".join(f"{d} {n}" for d, n in named)
-    if counts.get(None):
-        text += ("; " if text else "") + f"{counts[None]} with no domain recorded"
-    return text
-
-
-def _domain_hints(wanted: list[str], counts: Counter) -> str:
-    """Did-you-mean over the domains found, for each wanted domain that matched none (`airlin`: 'airline')."""
-    found = {d.casefold(): d for d in counts if d is not None}
-    hints = []
-    for name in wanted:
-        if name.casefold() not in found:
-            close = difflib.get_close_matches(name.casefold(), sorted(found), n=1, cutoff=0.6)
-            if close:
-                hints.append(f"--domain {name}: did you mean {quoted(found[close[0]])}?")
-    return "; ".join(hints)
-
-
-def _select_domains(episodes, wanted: list[str]) -> tuple[list, str]:
-    """The episodes of the `wanted` domains (case-insensitive), and a note on what was left out."""
-    keep = {w.casefold() for w in wanted}
-    kept = [e for e in episodes if (domain_of(e) or "").casefold() in keep]
-    left = Counter(domain_of(e) for e in episodes if e not in kept)
-    note = (
-        f"--domain {', '.join(wanted)}: {counted(len(kept), 'episode')}; left out {_domains_text(left)}" if left else ""
-    )
-    return kept, note
-
-
-def _groups(scored, by: str | None) -> list[tuple[str, list]]:
-    if by is None:
-        return [("all", scored)]
-    out: dict[str, list] = {}
-    for episode, credits in scored:
-        key = episode.source if by == "file" else (domain_of(episode) or "(no domain)")
-        out.setdefault(key, []).append((episode, credits))
-    return sorted(out.items())
-
-
-def _episode_row(program, episode, credits) -> dict:
-    per_rule = {r.name: 0.0 for r in program.rules}
-    for c in credits:
-        per_rule[c.rule] = per_rule.get(c.rule, 0.0) + c.value
-    return {
-        "id": episode.id,
-        "source": episode.source,
-        "domain": domain_of(episode),
-        "outcome": episode.outcome,
-        "events": len(episode.events),
-        "calls": len(episode.calls),
-        "malformed_calls": sum(e.status == "malformed" for e in episode.calls),
-        "orphan_results": int(episode.meta.get("orphan_results", 0)),
-        "ambiguous_results": int(episode.meta.get("ambiguous_results", 0)),
-        "total": sum(c.value for c in credits),
-        "rules": per_rule,
-    }
-
-
-#: The CSV columns that hold numbers.
-_NUMERIC_COLUMNS = frozenset(
-    {"outcome", "events", "calls", "malformed_calls", "orphan_results", "ambiguous_results", "total"}
-)
-
-#: Decimal places kept in CSV numbers: float sums (0.1 + 0.2) are shown as 0.3, never 0.30000000000000004.
-CSV_DECIMALS = 9
-
-
-def csv_number(value) -> str:
-    """A CSV cell for a number: rounded to `CSV_DECIMALS` places, shortest form (``-2.8``, ``1``,
-    ``0.125``), never ``-0``; ``None`` (and NaN) is the empty cell."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return ""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    rounded = round(float(value), CSV_DECIMALS)
-    if rounded == 0:  # -0.0, and sums like -1e-17 that are zero up to rounding
-        return "0"
-    return f"{rounded:.15g}"
-
-
-def _csv_text(program, scored) -> str:
-    """One row per episode: the fixed columns of `_episode_row`, then ``rule:NAME`` per rule
-    (numbers written by `csv_number`)."""
-    names = [r.name for r in program.rules]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    columns = [
-        "id",
-        "source",
-        "domain",
-        "outcome",
-        "events",
-        "calls",
-        "malformed_calls",
-        "orphan_results",
-        "ambiguous_results",
-        "total",
-    ]
-    writer.writerow(columns + [f"rule:{n}" for n in names])
-    for episode, credits in scored:
-        row = _episode_row(program, episode, credits)
-        cells = [csv_number(row[k]) if k in _NUMERIC_COLUMNS else ("" if row[k] is None else row[k]) for k in columns]
-        writer.writerow(cells + [csv_number(row["rules"][n]) for n in names])
-    return buffer.getvalue()
-
-
-def _write_csv(path: str, text: str) -> bool:
-    if path == "-":
-        sys.stdout.write(text)
-        return True
-    return write_output("rlvp-score", path, text)
-
-
-def _write_html(path: str, program, scored, sources, title: str) -> bool:
-    """The HTML report (rlvp_dsl/html) to `path`, its folder created; False (said) when it cannot be written."""
-    from ..html import build_report, render_report
-
-    if path == "-":
-        print("rlvp-score: error: --html needs a file path (the report is one HTML file), not -", file=sys.stderr)
-        return False
-    if not write_output("rlvp-score", path, render_report(build_report(program, scored, sources, title=title))):
-        return False
-    print(f"rlvp-score: wrote the HTML report of {counted(len(scored), 'episode')} to {path}", file=sys.stderr)
-    return True
-
-
 def _reads_as_text(path: str) -> bool:
     """Whether `path` is a file whose start is UTF-8 text (no NUL byte): a binary file named `.rlvp` is not a
     rule file, and is not called one."""
@@ -355,7 +166,7 @@ def _reads_as_text(path: str) -> bool:
     return True
 
 
-def _usage_problem(args) -> str:
+def _usage_problem(args: ScoreArgs) -> str:
     """A contradiction among the options, or ""."""
     if args.csv == "-" and (args.json or args.explain):
         return "--csv - writes the CSV to stdout: it does not go with --json or --explain"
@@ -389,7 +200,7 @@ def _empty_folders(paths: list[str]) -> list[str]:
     .ndjson, .traj): named in the "no episodes" error."""
     from ..readers.loading import FOLDER_SUFFIXES
 
-    out = []
+    out: list[str] = []
     for path in paths:
         if path != "-" and os.path.isdir(path):
             if not any(f.lower().endswith(FOLDER_SUFFIXES) for _, _, files in os.walk(path) for f in files):
@@ -398,170 +209,161 @@ def _empty_folders(paths: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    problem = _usage_problem(args)
-    if problem:
-        print(f"rlvp-score: error: {problem}", file=sys.stderr)
-        return EXIT_USAGE
+    """Run rlvp-score on `argv` (default: the process's); the exit status: 0 ok, 1 errors in the
+    input (the rule file, a trajectory file that could not be read), 2 usage or I/O error."""
+    args = ScoreArgs(**vars(_parser().parse_args(argv)))
+    try:
+        refuse(_usage_problem(args))
+        program, sources = _load_rules(args)
+        report = _read_trajectories(args, program, _error_signal(args))
+        episodes, domains = _choose_episodes(args, report)
+    except Stop as stop:
+        return stopped("rlvp-score", stop)
+    scored = [(episode, program.score(episode)) for episode in episodes]
+    for note in data_notes(program, episodes):
+        print(f"rlvp-score: {note}", file=sys.stderr)
+    return _write_and_print(args, Results(program, sources, report, domains, scored))
+
+
+def _load_rules(args: ScoreArgs) -> tuple[Program, dict[str, SourceFile]]:
+    """The compiled rule file and its sources (for the HTML report); its diagnostics printed
+    (as JSON with --json) when it has errors.
+
+    Raises:
+        Stop: the rule file is missing, a folder, a special file or a trajectory (exit 2), or it has errors (exit 1).
+    """
     try:
         check_regular(args.rules)
     except NotARegularFile as exc:
-        print(f"rlvp-score: error: cannot read {args.rules}: {exc.strerror}", file=sys.stderr)
-        return EXIT_USAGE
+        raise Stop(EXIT_USAGE, f"cannot read {args.rules}: {exc.strerror}") from None
     if not os.path.isfile(args.rules):
         what = "is a directory, not a rule file" if os.path.isdir(args.rules) else "rule file not found"
-        print(f"rlvp-score: error: {what}: {args.rules}", file=sys.stderr)
-        return EXIT_USAGE
+        raise Stop(EXIT_USAGE, f"{what}: {args.rules}")
     result = check_file(args.rules)
     if not result.ok and os.path.splitext(args.rules)[1].lower() in _TRAJECTORY_SUFFIXES:
-        print(
-            f"rlvp-score: error: {args.rules} is not a rule file (it looks like a trajectory); the rule file "
+        raise Stop(
+            EXIT_USAGE,
+            f"{args.rules} is not a rule file (it looks like a trajectory); the rule file "
             "comes first: rlvp-score RULES.rlvp TRAJECTORY...",
-            file=sys.stderr,
         )
-        return EXIT_USAGE
-    if not result.ok:
+    if not result.ok or result.ruleset is None:
         kept, dropped = sort_and_cap(result.diagnostics)
-        decided(EXIT_INPUT_ERRORS)
         if args.json:
-            print(
-                json_text(
-                    {"rules": args.rules, "ok": False, **json.loads(render_json(kept, dropped=dropped))},
-                    indent=1,
-                    ensure_ascii=False,
-                )
-            )
+            document = {"rules": args.rules, "ok": False, **diagnostics_fields(kept, dropped)}
+            print(json_text(document, indent=1, ensure_ascii=False))
         else:
             print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
-        return EXIT_INPUT_ERRORS
-    program = compile_ruleset(result.ruleset)
-    if (args.error_prefix or args.error_flag) and not args.format:
-        print(
-            "rlvp-score: error: --error-prefix/--error-flag need --format (they extend that format's default)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        raise Stop(EXIT_INPUT_ERRORS)
+    return compile_ruleset(result.ruleset), result.sources
 
+
+def _error_signal(args: ScoreArgs) -> ErrorSignal | None:
+    """The --format's default error signal extended by --error-prefix and --error-flag; None without them.
+
+    Raises:
+        Stop: --error-prefix or --error-flag without --format (exit 2).
+    """
+    if not (args.error_prefix or args.error_flag):
+        return None
+    if not args.format:
+        raise Stop(EXIT_USAGE, "--error-prefix/--error-flag need --format (they extend that format's default)")
+    from ..readers import DEFAULT_ERROR_SIGNALS
+
+    return DEFAULT_ERROR_SIGNALS[args.format].extended(prefixes=args.error_prefix, flags=args.error_flag)
+
+
+def _read_trajectories(args: ScoreArgs, program: Program, error_signal: ErrorSignal | None) -> ReadReport:
+    """The episodes of every trajectory file, tool errors recognised by `error_signal` (None: each
+    format's default); files that cannot be read are said, and left out.
+
+    Raises:
+        Stop: a path is missing (exit 2), or no episode was read (exit 1; what was found is listed).
+    """
     from ..readers import ReaderError, read_report
 
     if not program.rules:
         print(f"rlvp-score: warning: {args.rules} has no rules: every credit is 0", file=sys.stderr)
     missing = [p for p in args.trajectories if p != "-" and not os.path.exists(p)]
     if missing:
-        print(f"rlvp-score: error: no such file or folder: {', '.join(missing)}", file=sys.stderr)
-        return EXIT_USAGE
+        raise Stop(EXIT_USAGE, f"no such file or folder: {', '.join(missing)}")
     try:
-        report = read_report(args.trajectories, format=args.format, error_signal=_error_signal(args), keep_going=True)
+        report = read_report(args.trajectories, format=args.format, error_signal=error_signal, keep_going=True)
     except ReaderError as exc:
-        print(f"rlvp-score: error: {exc}", file=sys.stderr)
-        return decided(EXIT_INPUT_ERRORS)
-    status = decided(EXIT_INPUT_ERRORS if report.errors else EXIT_OK)
-    for error in report.errors:  # the other files are still scored; the exit status says 1
+        raise Stop(EXIT_INPUT_ERRORS, str(exc)) from None
+    for error in report.errors:
         print(f"rlvp-score: error: {error}", file=sys.stderr)
     if not report.episodes:
-        print(
-            "rlvp-score: error: no episodes found in "
-            + ", ".join("standard input" if t == "-" else t for t in args.trajectories),
-            file=sys.stderr,
-        )
-        for skipped in report.skipped:
-            print(f"  skipped {skipped.path}: {skipped.reason}", file=sys.stderr)
-        for file in report.files:
-            print(
-                f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)",
-                file=sys.stderr,
-            )
-        for folder in _empty_folders(args.trajectories):
-            print(f"  {folder}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)", file=sys.stderr)
-        return EXIT_INPUT_ERRORS
+        lines = ["no episodes found in " + ", ".join("standard input" if t == "-" else t for t in args.trajectories)]
+        lines += [f"  skipped {skipped.path}: {skipped.reason}" for skipped in report.skipped]
+        lines += [
+            f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)"
+            for file in report.files
+        ]
+        lines += [
+            f"  {folder}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)"
+            for folder in _empty_folders(args.trajectories)
+        ]
+        raise Stop(EXIT_INPUT_ERRORS, "\n".join(lines))
+    return report
 
+
+def _choose_episodes(args: ScoreArgs, report: ReadReport) -> tuple[list[Episode], Counter[str | None]]:
+    """The episodes of the --domain asked for (all without it), and the episodes per domain read;
+    says what was left out, or warns when one summary blends domains.
+
+    Raises:
+        Stop: no episode is of the domains asked for (exit 1).
+    """
     episodes = list(report.episodes)
     domains = Counter(domain_of(e) for e in episodes)
-    if args.domain:
-        episodes, note = _select_domains(episodes, args.domain)
-        if note and episodes:
-            print(f"rlvp-score: {note}", file=sys.stderr)
-            hints = _domain_hints(args.domain, domains)
-            if hints:
-                print(f"rlvp-score: warning: {hints}", file=sys.stderr)
-        if not episodes:
-            hints = _domain_hints(args.domain, domains)
+    if not args.domain:
+        if args.by != "domain" and len([d for d in domains if d is not None]) > 1:
             print(
-                f"rlvp-score: error: no episodes of domain {', '.join(args.domain)} (found: "
-                f"{_domains_text(domains)}){'; ' + hints if hints else ''}",
+                f"rlvp-score: warning: the episodes come from {len([d for d in domains if d])} domains "
+                f"({domains_text(domains)}) and one summary blends them: --domain NAME keeps one, "
+                "--by domain summarises each",
                 file=sys.stderr,
             )
-            return decided(EXIT_INPUT_ERRORS)
-    elif args.by != "domain" and len([d for d in domains if d is not None]) > 1:
-        print(
-            f"rlvp-score: warning: the episodes come from {len([d for d in domains if d])} domains "
-            f"({_domains_text(domains)}) and one summary blends them: --domain NAME keeps one, "
-            "--by domain summarises each",
-            file=sys.stderr,
+        return episodes, domains
+    kept, note = select_domains(episodes, args.domain)
+    hints = domain_hints(args.domain, domains)
+    if not kept:
+        raise Stop(
+            EXIT_INPUT_ERRORS,
+            f"no episodes of domain {', '.join(args.domain)} (found: {domains_text(domains)})"
+            f"{'; ' + hints if hints else ''}",
         )
+    if note:
+        print(f"rlvp-score: {note}", file=sys.stderr)
+        if hints:
+            print(f"rlvp-score: warning: {hints}", file=sys.stderr)
+    return kept, domains
 
-    scored = [(episode, program.score(episode)) for episode in episodes]
-    groups = _groups(scored, args.by)
-    summary = summarise(program, scored)
-    for note in (_bad_names_note(episodes), _bad_arguments_note(episodes), _undeclared_note(program, episodes)):
-        if note:
-            print(f"rlvp-score: {note}", file=sys.stderr)
-    if args.html is not None and not _write_html(args.html, program, scored, result.sources, args.rules):
-        return decided(EXIT_USAGE)
+
+def _write_and_print(args: ScoreArgs, results: Results) -> int:
+    """Write the --html report and the --csv rows, then print the JSON document (--json) or the
+    text report (--explain first); the exit status: 1 when a trajectory file could not be read
+    (the others are scored), 2 when an output cannot be written."""
+    program, report, scored = results.program, results.report, results.scored
+    status = EXIT_INPUT_ERRORS if report.errors else EXIT_OK
+    if args.html is not None and not write_html(args.html, program, scored, results.sources, args.rules):
+        return EXIT_USAGE
     if args.csv is not None:
-        if not _write_csv(args.csv, _csv_text(program, scored)):
-            return decided(EXIT_USAGE)
+        if not write_csv(args.csv, csv_text(program, scored)):
+            return EXIT_USAGE
         if args.csv == "-":
             return status
         print(f"rlvp-score: wrote {counted(len(scored), 'episode')} to {args.csv}", file=sys.stderr)
     if args.json:
-        doc = {
-            "rules": args.rules,
-            "program": program.to_json(),
-            "skipped": [{"path": s.path, "reason": s.reason} for s in report.skipped],
-            "errors": [str(e) for e in report.errors],
-            "domains": {("" if d is None else d): n for d, n in sorted(domains.items(), key=lambda x: str(x[0]))},
-            "selected_domains": args.domain,
-            "summary": summary.to_json(),
-            "groups": (
-                [{"by": args.by, "key": key, "summary": summarise(program, part).to_json()} for key, part in groups]
-                if args.by
-                else []
-            ),
-            "episodes": [
-                {
-                    **{k: v for k, v in _episode_row(program, episode, credits).items() if k != "rules"},
-                    "rule_totals": _episode_row(program, episode, credits)["rules"],
-                    "credits": [c.to_json() for c in credits],
-                }
-                for episode, credits in scored
-            ],
-        }
-        print(json_text(doc, indent=1, ensure_ascii=False))
+        document = json_document(
+            program, scored, report, rules=args.rules, domains=results.domains, selected=args.domain, by=args.by
+        )
+        print(json_text(document, indent=1, ensure_ascii=False))
         return status
     if args.explain:
-        print(_explain(scored, args.limit))
+        print(explain_text(scored, args.limit))
         print()
-    orphans = sum(int(episode.meta.get("orphan_results", 0)) for episode in episodes)
-    ambiguous = sum(int(episode.meta.get("ambiguous_results", 0)) for episode in episodes)
-    print(
-        f"rules: {args.rules} ({counted(len(program.rules), 'rule')})   skipped files: {len(report.skipped)}"
-        + (f"   read errors: {len(report.errors)}" if report.errors else "")
-        + (f"   orphan tool results (matching no call): {orphans}" if orphans else "")
-        + (
-            f"   ambiguous tool results (could be a same-name call's; skipped by error rules): {ambiguous}"
-            if ambiguous
-            else ""
-        )
-        + (f"   domain: {', '.join(args.domain)}" if args.domain else "")
-    )
-    if args.by:
-        for key, part in groups:
-            print()
-            print(f"== {args.by} {key}: {counted(len(part), 'episode')}")
-            print(render_summary(summarise(program, part)))
-        return status
-    print(render_summary(summary))
+    print(summary_text(program, scored, report, rules=args.rules, domains=args.domain, by=args.by))
     return status
 
 

@@ -8,7 +8,7 @@ import math
 import pytest
 from hypothesis import given, strategies as st
 
-from rlvp_dsl.cli.score import CSV_DECIMALS, csv_number
+from rlvp_dsl.cli.score_output import CSV_DECIMALS, csv_number
 from rlvp_dsl.report import fixed
 
 
