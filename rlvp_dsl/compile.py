@@ -35,7 +35,7 @@ from typing import Callable
 
 from . import ast, explain
 from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, Credit, Episode, Event
-from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, capped_credit, rule_bound
+from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, capped_credit, conditions, rule_bound
 from .predicates import FALSE, binding_key, build, result_tokens, specialise
 
 
@@ -44,12 +44,7 @@ def _seen_nodes(ruleset: RuleSet) -> list[ast.Seen]:
     found: list[ast.Seen] = []
     ids: set[int] = set()
     for rule in ruleset.rules:
-        roots = []
-        if isinstance(rule, ViolationRule):
-            roots = [rule.cond]
-        elif isinstance(rule, ObligationRule):
-            roots = [rule.open, rule.discharge] + ([rule.before] if rule.before is not None else [])
-        for root in roots:
+        for root in conditions(rule):
             for node in ast.walk(root):
                 if isinstance(node, ast.Seen) and id(node) not in ids:
                     ids.add(id(node))

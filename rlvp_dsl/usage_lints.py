@@ -18,7 +18,7 @@ import attrs
 
 from . import ast
 from .diagnostics import WARNING, Diagnostic, counted, did_you_mean, quoted
-from .ir import ObligationRule, RuleSet
+from .ir import ObligationRule, RuleSet, conditions
 from .source import Span
 
 USAGE_CODES = ("RV306", "RV307")
@@ -78,12 +78,8 @@ def _argument_typos(ruleset: RuleSet) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     seen: set[tuple[str, Span]] = set()
     for rule in ruleset.rules:
-        parts = (
-            [rule.open, rule.discharge, rule.same, rule.before]
-            if isinstance(rule, ObligationRule)
-            else [getattr(rule, "cond", None)]
-        )
-        for name in _argument_names([p for p in parts if p is not None]):
+        same = [rule.same] if isinstance(rule, ObligationRule) and rule.same is not None else []
+        for name in _argument_names([*conditions(rule), *same]):
             if name.text in known or (name.text, name.span) in seen:
                 continue
             seen.add((name.text, name.span))

@@ -52,7 +52,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
 
 from .. import ast
 from ..events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER, Episode, Event
-from ..ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
+from ..ir import ProgressRule, RuleSet, conditions
 from ..tools import ToolSpec
 from .regex_sampling import regex_samples
 
@@ -150,14 +150,6 @@ def _rules_of(rules: Any) -> tuple:
     return tuple(rules)
 
 
-def _roots(rule) -> list[ast.Expr]:
-    if isinstance(rule, ViolationRule):
-        return [rule.cond]
-    if isinstance(rule, ObligationRule):
-        return [rule.open, rule.discharge] + ([rule.before] if rule.before is not None else [])
-    return []
-
-
 def _add(pool: dict, key: str, *values) -> None:
     bucket = pool.setdefault(key, [])
     for v in values:
@@ -191,7 +183,7 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Voca
             _add({"s": signals}, "s", rule.signal)
             if rule.start is not None:
                 signal_values.extend(v for v in (rule.start - 1, rule.start) if v not in signal_values)
-        for root in _roots(rule):
+        for root in conditions(rule):
             for node in walk(root):
                 if id(node) not in said:
                     _mine(node, args, texts, signals, signal_values, arg_names)
