@@ -22,7 +22,7 @@ import importlib
 #: reaches the command's own handler (`rlvp_dsl.cli.launch`).
 _LAZY = {
     "Program": ".compile",
-    "Scorer": ".compile",
+    "Scorer": ".score",
     "compile_ruleset": ".compile",
     "Diagnostic": ".diagnostics",
     "RuleError": ".diagnostics",

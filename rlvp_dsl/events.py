@@ -168,7 +168,7 @@ class Episode:
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False, eq=False)
 
     @events.validator
-    def _check_indices(self, _attribute, events):
+    def _check_indices(self, _attribute: attrs.Attribute[tuple[Event, ...]], events: tuple[Event, ...]) -> None:
         for position, event in enumerate(events):
             if event.index != position:
                 raise ValueError(f"episode {self.id!r}: event at position {position} has index {event.index}")

@@ -129,7 +129,7 @@ def expr_to_json(expr: ast.Expr | None) -> Any:
     return ast.fold(expr, _node_json)
 
 
-def _node_json(node, kids: list) -> Any:
+def _node_json(node: ast.Expr, kids: list[Any]) -> Any:
     if isinstance(node, ast.And):
         return ["and", *kids]
     if isinstance(node, ast.Or):
