@@ -129,12 +129,12 @@ class Program:
         return Plan(tuple(steps), tuple(updates))
 
     def _violation_step(self, i: int, rule: ViolationRule, pred: Pred) -> Step:
-        location, name, weight, kind = self.locations[i], rule.name, rule.weight, rule.kind
+        location, name, weight, kind, span = self.locations[i], rule.name, rule.weight, rule.kind, rule.span
         reason = explain.violation_reason(rule, self.slots, self.tools)
 
         def step(event: Event, states: list[Any], out: list[Credit], scorer: Scorer) -> None:
             if pred(event, states):
-                out.append(Credit(event.index, name, weight, location, reason(event, states), kind))
+                out.append(Credit(event.index, name, weight, location, reason(event, states), kind, span=span))
 
         return step
 
@@ -142,7 +142,7 @@ class Program:
         self, i: int, rule: ObligationRule, kind: str, tool: str | None, tags: frozenset[str], creditable: bool
     ) -> Step | None:
         slot = self.obligation_slots[i]
-        location, name = self.locations[i], rule.name
+        location, name, span = self.locations[i], rule.name, rule.span
         open_pred = self._pred(rule.open, kind, tool, tags) if creditable else None
         discharge_pred = self._pred(rule.discharge, kind, tool, tags) if creditable else None
         before_pred = self._pred(rule.before, kind, tool, tags) if rule.before is not None else None
@@ -172,6 +172,9 @@ class Program:
                                 explain.expired_within(within, event.index),
                                 "obligation",
                                 "expire",
+                                related_event=event.index,
+                                deadline="within",
+                                span=span,
                             )
                         )
             discharging = (
@@ -193,6 +196,8 @@ class Program:
                             explain.discharged(opened),
                             "obligation",
                             "discharge",
+                            related_event=opened,
+                            span=span,
                         )
                     )
             if instances and before_pred is not None and before_pred(event, states):
@@ -206,6 +211,9 @@ class Program:
                             explain.expired_before(event.index),
                             "obligation",
                             "expire",
+                            related_event=event.index,
+                            deadline="before",
+                            span=span,
                         )
                     )
                 instances.clear()
@@ -222,7 +230,7 @@ class Program:
 
     def _progress_step(self, i: int, rule: ProgressRule) -> Step:
         slot = self.progress_slots[i]
-        location, name, signal = self.locations[i], rule.name, rule.signal
+        location, name, signal, span = self.locations[i], rule.name, rule.signal, rule.span
         sign = -1.0 if rule.direction == "decreasing" else 1.0
 
         def step(event: Event, states: list[Any], out: list[Credit], scorer: Scorer) -> None:
@@ -255,7 +263,7 @@ class Program:
                     if cut:
                         reason = explain.capped(reason, rule.max)
                     states[slot + 1] = paid + credit
-                out.append(Credit(event.index, name, credit, location, reason, "progress"))
+                out.append(Credit(event.index, name, credit, location, reason, "progress", span=span))
             elif states[slot] is None:
                 states[slot] = best
 

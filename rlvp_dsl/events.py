@@ -28,6 +28,8 @@ from typing import Any, Mapping
 
 import attrs
 
+from .source import NO_SPAN, Span
+
 CALL = "call"
 USER = "user"
 ASSISTANT = "assistant"
@@ -201,6 +203,15 @@ class Credit:
             ``blind_destructive``, ``progress``).
         trigger: what produced the credit: ``fire`` (a violation or progress rule fired
             on the event), ``discharge`` or ``expire`` (an obligation).
+        related_event: an obligation credit's other event: for a discharge, the event that
+            opened the instance; for an expiry (which lands on the opening event), the event
+            where the deadline was noticed -- the ``before`` event, the call past the
+            ``within`` window, or the episode's last event when it ended first.  None for
+            ``fire`` credits.
+        deadline: for an expiry, the deadline that passed: ``before``, ``within`` or ``end``
+            (the episode ended with the instance open); None for other credits.
+        span: the rule's source region (file, line, column, as `Span`); `location` is its
+            ``file:line:col`` text.  `NO_SPAN` for a generated rule.
     """
 
     event_index: int
@@ -210,6 +221,12 @@ class Credit:
     reason: str
     kind: str
     trigger: str = "fire"
+    related_event: int | None = None
+    deadline: str | None = None
+    span: Span = NO_SPAN
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        """Every field; `span` as `Span.to_json` (file, line, column, end_line, end_column)."""
+        out = attrs.asdict(self, recurse=False)
+        out["span"] = self.span.to_json()
+        return out

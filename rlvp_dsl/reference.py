@@ -110,7 +110,8 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
             where = rule.span.location
             if isinstance(rule, ViolationRule):
                 if creditable and ep.holds(rule.cond, i):
-                    out.append(Credit(i, rule.name, rule.weight, where, _violation_reason(ep, rule, i), rule.kind))
+                    reason = _violation_reason(ep, rule, i)
+                    out.append(Credit(i, rule.name, rule.weight, where, reason, rule.kind, span=rule.span))
             elif isinstance(rule, ObligationRule):
                 _obligation(ep, rule, k, i, calls_before, creditable, open_[k], out)
             else:
@@ -120,7 +121,16 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
         for opened in sorted(inst[1] for inst in instances):
             out.append(
                 Credit(
-                    opened, rule.name, rule.expire, rule.span.location, explain.expired_end(), "obligation", "expire"
+                    opened,
+                    rule.name,
+                    rule.expire,
+                    rule.span.location,
+                    explain.expired_end(),
+                    "obligation",
+                    "expire",
+                    related_event=len(events) - 1,
+                    deadline="end",
+                    span=rule.span,
                 )
             )
     return out
@@ -153,6 +163,9 @@ def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instan
                     explain.expired_within(rule.within, i),
                     "obligation",
                     "expire",
+                    related_event=i,
+                    deadline="within",
+                    span=rule.span,
                 )
             )
     discharging = creditable and e.status not in (MALFORMED, NO_RESULT) and ep.holds(rule.discharge, i)
@@ -161,14 +174,36 @@ def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instan
         for inst in instances:
             if key is not None and inst[0] == key:
                 instances.remove(inst)
+                reason = explain.discharged(inst[1])
                 out.append(
-                    Credit(i, rule.name, rule.credit, where, explain.discharged(inst[1]), "obligation", "discharge")
+                    Credit(
+                        i,
+                        rule.name,
+                        rule.credit,
+                        where,
+                        reason,
+                        "obligation",
+                        "discharge",
+                        related_event=inst[1],
+                        span=rule.span,
+                    )
                 )
                 break
     if instances and rule.before is not None and ep.holds(rule.before, i):
         for inst in sorted(instances, key=lambda x: x[1]):
             out.append(
-                Credit(inst[1], rule.name, rule.expire, where, explain.expired_before(i), "obligation", "expire")
+                Credit(
+                    inst[1],
+                    rule.name,
+                    rule.expire,
+                    where,
+                    explain.expired_before(i),
+                    "obligation",
+                    "expire",
+                    related_event=i,
+                    deadline="before",
+                    span=rule.span,
+                )
             )
         instances.clear()
     if not discharging and creditable and ep.holds(rule.open, i):
@@ -214,4 +249,4 @@ def _progress(rule: ProgressRule, ep: _Episode, i: int, out) -> None:
                 return
             if cut:
                 reason = explain.capped(reason, rule.max)
-        out.append(Credit(i, rule.name, credit, rule.span.location, reason, "progress"))
+        out.append(Credit(i, rule.name, credit, rule.span.location, reason, "progress", span=rule.span))

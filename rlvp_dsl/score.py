@@ -214,6 +214,9 @@ class Scorer:
                         explain.expired_end(),
                         "obligation",
                         "expire",
+                        related_event=self.next_index - 1,  # the deadline noticed: the episode's last event
+                        deadline="end",
+                        span=rule.span,
                     )
                 )
             state[0].clear()
