@@ -34,7 +34,7 @@ _LAZY = {
     "check_text": ".pipeline",
     "load_program": ".pipeline",
     "loads": ".pipeline",
-    "ReaderError": ".readers._base",  # a malformed trajectory file: names record and field
+    "ReaderError": ".readers.errors",  # a malformed trajectory file: names record and field
 }
 
 

@@ -24,7 +24,7 @@ Message events have status ``ok`` and no tool.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import attrs
 
@@ -55,6 +55,14 @@ def normalise_value(value: Any) -> str:
 
 def _freeze_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
+
+
+def _tag_set(tags: Iterable[str]) -> frozenset[str]:
+    return tags if type(tags) is frozenset else frozenset(tags)
+
+
+def _event_tuple(events: Iterable[Event]) -> tuple[Event, ...]:
+    return tuple(events)
 
 
 @attrs.frozen(eq=True)
@@ -98,7 +106,7 @@ class Event:
     error_text: str = ""
     result: str = ""
     text: str = ""
-    tags: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset)
+    tags: frozenset[str] = attrs.field(factory=frozenset, converter=_tag_set)
     signals: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False)
     call_id: str | None = None
     requestor: str = "assistant"
@@ -164,7 +172,7 @@ class Episode:
     """
 
     id: str
-    events: tuple[Event, ...] = attrs.field(converter=tuple)
+    events: tuple[Event, ...] = attrs.field(converter=_event_tuple)
     outcome: float | None = None
     source: str = ""
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False, eq=False)
