@@ -14,6 +14,8 @@ RV307  an argument name (``arg X ...``, ``same X``) that no tool is known to tak
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from . import ast
@@ -53,7 +55,7 @@ def _known_names(ruleset: RuleSet) -> set[str]:
     return known
 
 
-def _argument_names(node) -> list[ast.Name]:
+def _argument_names(node: object) -> list[ast.Name]:
     """Every argument name a condition tests or binds (`arg X`, `same X`, `returned X`)."""
     out: list[ast.Name] = []
     stack = [node]
@@ -67,7 +69,8 @@ def _argument_names(node) -> list[ast.Name]:
             if item.kind == "arg" and item.arg is not None:
                 out.append(item.arg)
         elif attrs.has(type(item)) and not isinstance(item, (ast.Name, Span)):
-            stack.extend(getattr(item, f.name) for f in attrs.fields(type(item)))
+            node_type: Any = type(item)  # an attrs class (checked above)
+            stack.extend(getattr(item, f.name) for f in attrs.fields(node_type))
     return out
 
 

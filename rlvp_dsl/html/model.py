@@ -25,7 +25,8 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from ..events import CALL, Credit, Episode
+from ..compile import Program
+from ..events import CALL, Credit, Episode, Event
 from ..report import RuleSummary, Summary, summarise
 
 #: Characters of a tool result shown before "show all"; the page keeps up to `RESULT_LIMIT`.
@@ -98,7 +99,7 @@ class Report:
     title: str
     summary: Summary
     rules: tuple[RuleRow, ...]
-    episodes: tuple[dict, ...]
+    episodes: tuple[dict[str, Any], ...]
     sources: tuple[SourceText, ...]
 
     def data_json(self) -> str:
@@ -206,7 +207,7 @@ def _shorten(text: str, limit: int) -> tuple[str, int]:
     return (text if len(text) <= limit else text[:limit]), len(text)
 
 
-def _arguments_text(event) -> str:
+def _arguments_text(event: Event) -> str:
     if event.arguments:
         return json.dumps(dict(event.arguments), ensure_ascii=False, sort_keys=False, default=str)
     return event.raw_arguments or ""
@@ -301,7 +302,7 @@ def episode_record(
 
 
 def build_report(
-    program,
+    program: Program,
     scored: Sequence[tuple[Episode, Sequence[Credit]]],
     sources: Mapping[str, Any] | None = None,
     *,
