@@ -23,8 +23,6 @@ from .diagnostics import WARNING, Diagnostic, counted, did_you_mean, quoted
 from .ir import ObligationRule, RuleSet, conditions
 from .source import Span
 
-USAGE_CODES = ("RV306", "RV307")
-
 
 def usage_lint(ruleset: RuleSet, path: str) -> list[Diagnostic]:
     """The RV306/RV307 warnings of a checked rule set read from `path`."""
