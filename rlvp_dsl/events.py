@@ -4,7 +4,8 @@ An *episode* is one rollout of an agent: a sequence of *events*. Tool calls are
 events, and so are message turns (user and assistant text), so that policy rules
 can refer to what the user said ("confirm before writing").  Readers
 (`rlvp_dsl.readers`) turn the formats people already have into `Episode`s; the
-compiled rule program (`rlvp_dsl.compile`) turns an `Episode` into `Credit`s.
+compiled rule program (`rlvp_dsl.compile`) scores an `Episode` into `Credit`s
+(`rlvp_dsl.score`).
 
 Status of a tool call (`Event.status`):
 
