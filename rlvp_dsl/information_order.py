@@ -22,18 +22,17 @@ from .events import Event
 Decided = TypeVar("Decided")
 
 
-def waits_for_its_message(event: Event) -> bool:
-    """Whether the event's ``seen`` updates wait for the rest of its message (it belongs to one);
-    an event of no message is observed as soon as it is scored."""
-    return event.message is not None
-
-
 class HeldUpdates(Generic[Decided]):
     """The ``seen`` updates of the message being scored, held until the message is complete.
 
+    The scorer holds the updates of every event that belongs to a message (``event.message``
+    not None; an event of no message is observed at once), and releases them when an event
+    arrives whose ``message`` differs from the held one -- another message, or none.  It
+    tests that inline (``event.message != held.message``), on the hot path of every event.
+
     Attributes:
         items: ``[(event, decided)]`` in event order, all of one message.
-        message: that message's id (`Event.message`); meaningful only while `items` is not empty.
+        message: that message's id (`Event.message`, never None while `items` is not empty).
     """
 
     __slots__ = ("items", "message")
@@ -46,10 +45,6 @@ class HeldUpdates(Generic[Decided]):
         """Keep `event`'s decided updates until its message is complete."""
         self.items.append((event, decided))
         self.message = event.message
-
-    def completed_by(self, event: Event) -> bool:
-        """Whether `event` shows the held message complete: it belongs to another message, or to none."""
-        return not (event.message is not None and event.message == self.message)
 
     def release(self) -> list[tuple[Event, Decided]]:
         """The held updates, in event order, to apply now; nothing is held afterwards."""

@@ -28,7 +28,7 @@ from typing import Any, Callable, Protocol
 
 from . import ast, explain
 from .events import CALL, Credit, Episode, Event
-from .information_order import HeldUpdates, waits_for_its_message
+from .information_order import HeldUpdates
 from .ir import CheckedRule, ObligationRule
 from .predicates import Pred, binding_key, result_tokens
 from .tools import ToolSpec
@@ -154,8 +154,10 @@ class Scorer:
 
     def _step(self, event: Event, out: list[Credit]) -> None:
         held = self.held
-        if held.items and held.completed_by(event):
-            for done, decided in held.release():  # the previous message is complete: now observed
+        # held updates are all of one message (never None): an event of another message, or of
+        # none, shows it complete, and what it did is now observed (rlvp_dsl.information_order)
+        if held.items and event.message != held.message:
+            for done, decided in held.release():
                 self._apply(done, decided)
         plan = self.program.plan(event)
         states = self.states
@@ -166,7 +168,7 @@ class Scorer:
                 (slot, p is not None and p(event, states), q is not None and q(event, states), same, returned)
                 for slot, p, q, same, returned in plan.updates
             ]
-            if waits_for_its_message(event):  # issued with its message's other events: none has seen them
+            if event.message is not None:  # issued with its message's other events: none has seen them
                 held.hold(event, now)
             else:
                 self._apply(event, now)

@@ -4,29 +4,31 @@ from __future__ import annotations
 
 from rlvp_dsl import loads
 from rlvp_dsl.events import Episode, Event
-from rlvp_dsl.information_order import HeldUpdates, waits_for_its_message
+from rlvp_dsl.information_order import HeldUpdates
 
 
 def _call(i, tool, message=None):
     return Event(i, "call", tool=tool, message=message)
 
 
-def test_only_an_event_of_a_message_waits():
-    """An event of a message waits for its siblings; an event of no message is observed at once."""
-    assert waits_for_its_message(_call(0, "get", message=3))
-    assert not waits_for_its_message(_call(0, "get"))
-
-
-def test_held_updates_are_released_by_an_event_of_another_message():
-    """A sibling keeps the message open; another message, or none, completes it and releases in order."""
+def test_held_updates_are_released_in_order():
+    """Held updates keep their message's id and come back in event order, leaving nothing held."""
     held: HeldUpdates[str] = HeldUpdates()
     held.hold(_call(0, "get", message=1), "a")
     held.hold(_call(1, "put", message=1), "b")
-    assert not held.completed_by(_call(2, "get", message=1))
-    assert held.completed_by(_call(2, "get", message=2))
-    assert held.completed_by(_call(2, "get"))
+    assert held.message == 1
     assert [d for _, d in held.release()] == ["a", "b"]
     assert held.items == []
+
+
+def test_a_message_of_its_own_is_observed_by_the_next_event():
+    """An event of no message is seen by the next event; a sibling in the same message is not."""
+    program = loads("tool get : read target id\ntool put : write target id\nrepeat_error r (-1)\n")
+    failed = {"tool": "get", "arguments": {"id": "A"}, "status": "error"}
+    alone = (Event(0, "call", **failed), Event(1, "call", **failed))
+    together = (Event(0, "call", message=0, **failed), Event(1, "call", message=0, **failed))
+    assert [c.event_index for c in program.score(Episode("e", alone))] == [1]
+    assert program.score(Episode("e", together)) == []
 
 
 def test_a_read_in_the_writes_message_does_not_inspect_it():
