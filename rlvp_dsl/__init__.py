@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # the lazy names below, for type checkers (at run time they l
 #: reaches the command's own handler (`rlvp_dsl.cli.launch`).
 _LAZY = {
     "Program": ".compile",
-    "Scorer": ".compile",
+    "Scorer": ".score",
     "compile_ruleset": ".compile",
     "Diagnostic": ".diagnostics",
     "RuleError": ".diagnostics",
@@ -44,7 +44,7 @@ _LAZY = {
     "check_text": ".pipeline",
     "load_program": ".pipeline",
     "loads": ".pipeline",
-    "ReaderError": ".readers._base",  # a malformed trajectory file: names record and field
+    "ReaderError": ".readers.errors",  # a malformed trajectory file: names record and field
 }
 
 

@@ -1,42 +1,30 @@
 """The compiler: a checked `RuleSet` -> a deterministic streaming `Program`.
 
-One event in, credits out.  State is explicit (a list of slots, one per ``seen``
-condition and per obligation) and every step is amortised O(1) in the episode's
-length: ``seen`` keeps the last matching index (or a dict keyed by the binding
-value), an obligation keeps its open instances keyed by binding value plus a
-queue for ``within N calls`` deadlines, progress keeps the best value so far and the
-credit it has paid (its ``max`` caps the episode's total).
-
 For each event *class* -- (kind, tool, tags) -- the program specialises every
 condition once (`predicates.specialise`) and keeps only the rules and ``seen``
 updates that can match that class, so an event pays only for the rules that
-concern it.
+concern it: a `rlvp_dsl.score.Plan` of rule steps and ``seen`` updates, made on the
+class's first event and cached.
 
-Order within one event (this is the semantics, docs/language.md):
-
-1. rules in source order; for an obligation: (a) instances whose ``within``
-   window has passed expire, (b) the event discharges the instance with its
-   binding value, (c) a ``before`` deadline expires every other open instance,
-   (d) an event that does not satisfy the discharge condition opens a new instance,
-   if none with its binding value is open;
-2. then every ``seen`` slot is updated with the event (all conditions first
-   evaluated on the state before the event, then applied: ``since`` resets first) --
-   once the event's message is complete: the events of one message (``Event.message``)
-   were issued together, so none of them has seen the others (the updates wait in
-   ``Scorer.pending`` until an event of another message arrives).
+State is explicit and lives in the scorer (`rlvp_dsl.score.Scorer`, one per episode):
+the program assigns the slots -- one per ``seen`` condition, one per obligation, two per
+progress rule -- and its steps read and write them, each amortised O(1) in the episode's
+length.  The order of the steps within one event is the semantics (docs/language.md;
+`rlvp_dsl.score`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Iterable, Mapping
-from typing import Callable
+from collections.abc import Iterable
+from typing import Any
 
 from . import ast, explain
 from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, Credit, Episode, Event
-from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, capped_credit, rule_bound
-from .predicates import FALSE, binding_key, build, result_tokens, specialise
+from .ir import ObligationRule, ProgressRule, RuleSet, ViolationRule, capped_credit, conditions, rule_bound
+from .predicates import FALSE, Pred, binding_key, build, specialise
+from .score import Plan, Scorer, SeenUpdate, Step, score_episode
 
 
 def _seen_nodes(ruleset: RuleSet) -> list[ast.Seen]:
@@ -44,27 +32,12 @@ def _seen_nodes(ruleset: RuleSet) -> list[ast.Seen]:
     found: list[ast.Seen] = []
     ids: set[int] = set()
     for rule in ruleset.rules:
-        roots = []
-        if isinstance(rule, ViolationRule):
-            roots = [rule.cond]
-        elif isinstance(rule, ObligationRule):
-            roots = [rule.open, rule.discharge] + ([rule.before] if rule.before is not None else [])
-        for root in roots:
+        for root in conditions(rule):
             for node in ast.walk(root):
                 if isinstance(node, ast.Seen) and id(node) not in ids:
                     ids.add(id(node))
                     found.append(node)
     return found
-
-
-class _Plan:
-    """What to run for one event class: rule steps and `seen` updates."""
-
-    __slots__ = ("steps", "updates")
-
-    def __init__(self, steps, updates):
-        self.steps = steps
-        self.updates = updates
 
 
 class Program:
@@ -75,7 +48,7 @@ class Program:
         tools: name -> `rlvp_dsl.tools.ToolSpec` (tags, target, params).
     """
 
-    def __init__(self, ruleset: RuleSet):
+    def __init__(self, ruleset: RuleSet) -> None:
         self.ruleset = ruleset
         self.tools = ruleset.tools
         self.rules = ruleset.rules
@@ -91,32 +64,24 @@ class Program:
             for k, i in enumerate(i for i, r in enumerate(self.rules) if isinstance(r, ProgressRule))
         }
         self.n_slots = len(self.seen) + len(self.obligation_slots) + 2 * len(self.progress_slots)
-        self._plans: dict[tuple, _Plan] = {}
+        self._plans: dict[tuple[str, str | None, frozenset[str]], Plan] = {}
         self.locations = [r.span.location for r in self.rules]
 
     # ---- public API ---------------------------------------------------
-    def stream(self) -> "Scorer":
-        """A fresh streaming scorer for one episode."""
+    def stream(self) -> Scorer:
+        """A fresh streaming scorer for one episode (`rlvp_dsl.score.Scorer`)."""
         return Scorer(self)
 
     def score(self, episode: Episode | Iterable[Event]) -> list[Credit]:
-        """Batch scoring: every credit of one episode (same result as streaming it).
+        """Batch scoring: every credit of one episode (same result as streaming it;
+        `rlvp_dsl.score.score_episode`).
 
         Raises:
             TypeError: `episode` is neither an `Episode` nor an iterable of `Event`.
         """
-        if isinstance(episode, Episode):
-            events = episode.events
-        elif isinstance(episode, (str, bytes, Mapping)) or not isinstance(episode, Iterable):
-            raise TypeError(
-                f"score() takes an Episode or its events (got {type(episode).__name__}); "
-                "read files with rlvp_dsl.read_paths, chat messages with episode_from_messages"
-            )
-        else:
-            events = tuple(episode)  # each checked as it is admitted (Scorer._admit)
-        return Scorer(self).run(events)
+        return score_episode(self, episode)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         """The canonical program (deterministic: the same rules give byte-identical JSON)."""
         return self.ruleset.to_json()
 
@@ -125,7 +90,7 @@ class Program:
         return sum(rule_bound(r) for r in self.rules)
 
     # ---- planning --------------------------------------------------------
-    def plan(self, event: Event) -> _Plan:
+    def plan(self, event: Event) -> Plan:
         """The plan for the event's class (kind, tool, tags), made once and cached."""
         key = (event.kind, event.tool, event.tags)
         plan = self._plans.get(key)
@@ -136,12 +101,13 @@ class Program:
             plan = self._plans[key] = self._make_plan(event.kind, tool, tags)
         return plan
 
-    def _pred(self, expr, kind, tool, tags):
+    def _pred(self, expr: ast.Expr, kind: str, tool: str | None, tags: frozenset[str]) -> Pred | None:
+        """`expr` as a closure for the event class, or None where it can never hold for it."""
         folded = specialise(expr, kind, tool, tags)
         return None if folded is FALSE else build(folded, self.slots, self.tools)
 
-    def _make_plan(self, kind: str, tool: str | None, tags: frozenset[str]) -> _Plan:
-        steps = []
+    def _make_plan(self, kind: str, tool: str | None, tags: frozenset[str]) -> Plan:
+        steps: list[Step] = []
         creditable = kind in (CALL, ASSISTANT)
         for i, rule in enumerate(self.rules):
             if isinstance(rule, ViolationRule):
@@ -154,27 +120,29 @@ class Program:
                     steps.append(step)
             else:
                 steps.append(self._progress_step(i, rule))
-        updates = []
+        updates: list[SeenUpdate] = []
         for node in self.seen:
             p = self._pred(node.cond, kind, tool, tags)
             q = self._pred(node.since, kind, tool, tags) if node.since is not None else None
             if p is not None or q is not None:
                 updates.append((self.slots[id(node)], p, q, node.same, node.returned))
-        return _Plan(tuple(steps), tuple(updates))
+        return Plan(tuple(steps), tuple(updates))
 
-    def _violation_step(self, i: int, rule: ViolationRule, pred) -> Callable:
-        location, name, weight, kind = self.locations[i], rule.name, rule.weight, rule.kind
-        reason = explain.violation_reason(rule, self)
+    def _violation_step(self, i: int, rule: ViolationRule, pred: Pred) -> Step:
+        location, name, weight, kind, span = self.locations[i], rule.name, rule.weight, rule.kind, rule.span
+        reason = explain.violation_reason(rule, self.slots, self.tools)
 
-        def step(event, states, out, scorer):
+        def step(event: Event, states: list[Any], out: list[Credit], scorer: Scorer) -> None:
             if pred(event, states):
-                out.append(Credit(event.index, name, weight, location, reason(event, states), kind))
+                out.append(Credit(event.index, name, weight, location, reason(event, states), kind, span=span))
 
         return step
 
-    def _obligation_step(self, i, rule: ObligationRule, kind, tool, tags, creditable) -> Callable:
+    def _obligation_step(
+        self, i: int, rule: ObligationRule, kind: str, tool: str | None, tags: frozenset[str], creditable: bool
+    ) -> Step | None:
         slot = self.obligation_slots[i]
-        location, name = self.locations[i], rule.name
+        location, name, span = self.locations[i], rule.name, rule.span
         open_pred = self._pred(rule.open, kind, tool, tags) if creditable else None
         discharge_pred = self._pred(rule.discharge, kind, tool, tags) if creditable else None
         before_pred = self._pred(rule.before, kind, tool, tags) if rule.before is not None else None
@@ -183,7 +151,7 @@ class Program:
         if open_pred is None and discharge_pred is None and before_pred is None and not (within and is_call):
             return None
 
-        def step(event, states, out, scorer):
+        def step(event: Event, states: list[Any], out: list[Credit], scorer: Scorer) -> None:
             state = states[slot]  # (open: dict key -> (open index, window end), queue)
             if state is None:
                 state = states[slot] = ({}, deque())
@@ -204,6 +172,9 @@ class Program:
                                 explain.expired_within(within, event.index),
                                 "obligation",
                                 "expire",
+                                related_event=event.index,
+                                deadline="within",
+                                span=span,
                             )
                         )
             discharging = (
@@ -225,6 +196,8 @@ class Program:
                             explain.discharged(opened),
                             "obligation",
                             "discharge",
+                            related_event=opened,
+                            span=span,
                         )
                     )
             if instances and before_pred is not None and before_pred(event, states):
@@ -238,6 +211,9 @@ class Program:
                             explain.expired_before(event.index),
                             "obligation",
                             "expire",
+                            related_event=event.index,
+                            deadline="before",
+                            span=span,
                         )
                     )
                 instances.clear()
@@ -252,12 +228,12 @@ class Program:
 
         return step
 
-    def _progress_step(self, i, rule: ProgressRule) -> Callable:
+    def _progress_step(self, i: int, rule: ProgressRule) -> Step:
         slot = self.progress_slots[i]
-        location, name, signal = self.locations[i], rule.name, rule.signal
+        location, name, signal, span = self.locations[i], rule.name, rule.signal, rule.span
         sign = -1.0 if rule.direction == "decreasing" else 1.0
 
-        def step(event, states, out, scorer):
+        def step(event: Event, states: list[Any], out: list[Credit], scorer: Scorer) -> None:
             value = event.signals.get(signal)
             if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
                 return
@@ -287,143 +263,11 @@ class Program:
                     if cut:
                         reason = explain.capped(reason, rule.max)
                     states[slot + 1] = paid + credit
-                out.append(Credit(event.index, name, credit, location, reason, "progress"))
+                out.append(Credit(event.index, name, credit, location, reason, "progress", span=span))
             elif states[slot] is None:
                 states[slot] = best
 
         return step
-
-
-class Scorer:
-    """Streaming scorer of one episode: `step(event)` per event, then `finish()`.
-
-    Events must arrive in order with ``event.index`` 0, 1, 2, ...; credits returned by
-    `step` may land on an earlier event (an obligation's expiry penalty lands on the
-    call that opened it).
-
-    Raises:
-        ValueError: an event out of order, or a step after `finish`.
-    """
-
-    def __init__(self, program: Program):
-        self.program = program
-        self.states: list = [None] * program.n_slots
-        for node in program.seen:
-            self.states[program.slots[id(node)]] = {} if node.same is not None else -1
-        self.calls_before = 0
-        self.next_index = 0
-        self.finished = False
-        # `seen` updates of the current message, applied once the message is complete
-        self.pending: list[tuple[Event, list]] = []
-        self.pending_message: int | None = None
-
-    def step(self, event: Event) -> list[Credit]:
-        """Score one event; returns the credits decided by it.
-
-        Raises:
-            TypeError: `event` is not an `Event`.
-            ValueError: an event out of order, or a step after `finish`.
-        """
-        out: list[Credit] = []
-        self._admit(event)
-        self._step(event, out)
-        return out
-
-    def run(self, events: Iterable[Event]) -> list[Credit]:
-        """Score every remaining event of the episode, in order, then `finish`: all the
-        credits, as `step` and `finish` would return them (batch scoring).
-
-        Raises:
-            ValueError: as `step`.
-        """
-        out: list[Credit] = []
-        for event in events:
-            self._admit(event)
-            self._step(event, out)
-        out.extend(self.finish())
-        return out
-
-    def _admit(self, event: Event) -> None:
-        if not isinstance(event, Event):
-            raise TypeError(
-                f"an event must be an rlvp_dsl.Event (got {type(event).__name__}); episodes come from "
-                "rlvp_dsl.read_paths or episode_from_messages"
-            )
-        if self.finished:
-            raise ValueError("this scorer has finished its episode; call program.stream() for a new one")
-        if event.index != self.next_index:
-            raise ValueError(f"events must arrive in order: expected index {self.next_index}, got {event.index}")
-        self.next_index += 1
-
-    def _step(self, event: Event, out: list[Credit]) -> None:
-        if self.pending and not (event.message is not None and event.message == self.pending_message):
-            self._apply_pending()  # the previous message is complete: what it did is now observed
-        plan = self.program.plan(event)
-        states = self.states
-        for step in plan.steps:
-            step(event, states, out, self)
-        if plan.updates:
-            decided = [
-                (slot, p is not None and p(event, states), q is not None and q(event, states), same, returned)
-                for slot, p, q, same, returned in plan.updates
-            ]
-            if event.message is None:
-                self._apply(event, decided)
-            else:  # events of one message are issued together: none has seen the others
-                self.pending.append((event, decided))
-                self.pending_message = event.message
-        if event.kind == CALL:
-            self.calls_before += 1
-
-    def _apply_pending(self) -> None:
-        for event, decided in self.pending:
-            self._apply(event, decided)
-        self.pending.clear()
-
-    def _apply(self, event: Event, decided: list) -> None:
-        """Record `event` in the ``seen`` slots (``since`` resets first, then the match)."""
-        states, tools = self.states, self.program.tools
-        for slot, p, q, same, returned in decided:
-            if same is None:
-                if q:
-                    states[slot] = -1
-                if p:
-                    states[slot] = event.index
-            else:
-                if q:
-                    states[slot].clear()
-                if p and returned:  # every token of the result is a value this event returned
-                    for token in result_tokens(event.result):
-                        states[slot][token] = event.index
-                elif p:
-                    key = binding_key(same, event, tools)
-                    if key is not None:
-                        states[slot][key] = event.index
-
-    def finish(self) -> list[Credit]:
-        """End of episode: every obligation instance still open expires."""
-        self.finished = True
-        out: list[Credit] = []
-        program = self.program
-        for i, slot in program.obligation_slots.items():
-            state = self.states[slot]
-            if not state or not state[0]:
-                continue
-            rule = program.rules[i]
-            for opened, _ in sorted(state[0].values()):
-                out.append(
-                    Credit(
-                        opened,
-                        rule.name,
-                        rule.expire,
-                        program.locations[i],
-                        explain.expired_end(),
-                        "obligation",
-                        "expire",
-                    )
-                )
-            state[0].clear()
-        return out
 
 
 def compile_ruleset(ruleset: RuleSet) -> Program:

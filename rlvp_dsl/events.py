@@ -4,7 +4,8 @@ An *episode* is one rollout of an agent: a sequence of *events*. Tool calls are
 events, and so are message turns (user and assistant text), so that policy rules
 can refer to what the user said ("confirm before writing").  Readers
 (`rlvp_dsl.readers`) turn the formats people already have into `Episode`s; the
-compiled rule program (`rlvp_dsl.compile`) turns an `Episode` into `Credit`s.
+compiled rule program (`rlvp_dsl.compile`) scores an `Episode` into `Credit`s
+(`rlvp_dsl.score`).
 
 Status of a tool call (`Event.status`):
 
@@ -24,9 +25,11 @@ Message events have status ``ok`` and no tool.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import attrs
+
+from .source import NO_SPAN, Span
 
 CALL = "call"
 USER = "user"
@@ -53,6 +56,14 @@ def normalise_value(value: Any) -> str:
 
 def _freeze_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return dict(value or {})
+
+
+def _tag_set(tags: Iterable[str]) -> frozenset[str]:
+    return tags if type(tags) is frozenset else frozenset(tags)
+
+
+def _event_tuple(events: Iterable[Event]) -> tuple[Event, ...]:
+    return tuple(events)
 
 
 @attrs.frozen(eq=True)
@@ -96,7 +107,7 @@ class Event:
     error_text: str = ""
     result: str = ""
     text: str = ""
-    tags: frozenset[str] = attrs.field(factory=frozenset, converter=frozenset)
+    tags: frozenset[str] = attrs.field(factory=frozenset, converter=_tag_set)
     signals: Mapping[str, float] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False)
     call_id: str | None = None
     requestor: str = "assistant"
@@ -162,13 +173,13 @@ class Episode:
     """
 
     id: str
-    events: tuple[Event, ...] = attrs.field(converter=tuple)
+    events: tuple[Event, ...] = attrs.field(converter=_event_tuple)
     outcome: float | None = None
     source: str = ""
     meta: Mapping[str, Any] = attrs.field(factory=dict, converter=_freeze_mapping, hash=False, eq=False)
 
     @events.validator
-    def _check_indices(self, _attribute, events):
+    def _check_indices(self, _attribute: attrs.Attribute[tuple[Event, ...]], events: tuple[Event, ...]) -> None:
         for position, event in enumerate(events):
             if event.index != position:
                 raise ValueError(f"episode {self.id!r}: event at position {position} has index {event.index}")
@@ -201,6 +212,15 @@ class Credit:
             ``blind_destructive``, ``progress``).
         trigger: what produced the credit: ``fire`` (a violation or progress rule fired
             on the event), ``discharge`` or ``expire`` (an obligation).
+        related_event: an obligation credit's other event: for a discharge, the event that
+            opened the instance; for an expiry (which lands on the opening event), the event
+            where the deadline was noticed -- the ``before`` event, the call past the
+            ``within`` window, or the episode's last event when it ended first.  None for
+            ``fire`` credits.
+        deadline: for an expiry, the deadline that passed: ``before``, ``within`` or ``end``
+            (the episode ended with the instance open); None for other credits.
+        span: the rule's source region (file, line, column, as `Span`); `location` is its
+            ``file:line:col`` text.  `NO_SPAN` for a generated rule.
     """
 
     event_index: int
@@ -210,6 +230,12 @@ class Credit:
     reason: str
     kind: str
     trigger: str = "fire"
+    related_event: int | None = None
+    deadline: str | None = None
+    span: Span = NO_SPAN
 
     def to_json(self) -> dict[str, Any]:
-        return attrs.asdict(self)
+        """Every field; `span` as `Span.to_json` (file, line, column, end_line, end_column)."""
+        out = attrs.asdict(self, recurse=False)
+        out["span"] = self.span.to_json()
+        return out

@@ -6,11 +6,13 @@ exactly the same thing; every credit also carries the rule's ``file:line:col``.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Mapping
 
 from . import ast
 from .events import CALL, Event
+from .ir import ViolationRule
 from .predicates import binding_key
+from .tools import ToolSpec
 
 
 def describe(event: Event) -> str:
@@ -57,20 +59,23 @@ def capped(reason: str, cap: float) -> str:
     return f"{reason}; capped: the rule pays at most {cap:g} per episode"
 
 
-def violation_reason(rule, program) -> Callable[[Event, list], str]:
-    """A function (event, states) -> reason for a violation-like rule of `program`."""
-    tools = program.tools
-    if rule.failed_call is not None:
-        seen = rule.failed_call
-        slot = program.slots[id(seen)]
+def violation_reason(
+    rule: ViolationRule, slots: Mapping[int, int], tools: Mapping[str, ToolSpec]
+) -> Callable[[Event, list[Any]], str]:
+    """A function (event, states) -> reason for a violation-like rule of a compiled program
+    (`slots`: id of a ``seen`` node -> its state slot; `tools`: the program's tool table)."""
+    seen = rule.failed_call
+    if seen is not None:
+        slot, same = slots[id(seen)], seen.same
+        assert same is not None  # repeat_error's seen binds the call
 
-        def repeat(event, states):
-            return repeat_reason(event, states[slot].get(binding_key(seen.same, event, tools), -1))
+        def repeat(event: Event, states: list[Any]) -> str:
+            return repeat_reason(event, states[slot].get(binding_key(same, event, tools), -1))
 
         return repeat
     if rule.kind == "blind_destructive":
 
-        def blind(event, states):
+        def blind(event: Event, states: list[Any]) -> str:
             info = tools.get(event.tool or "")
             target = info.target if info else None
             return blind_reason(event, target, binding_key(ast.Binding("target"), event, tools))

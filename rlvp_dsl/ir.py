@@ -72,6 +72,20 @@ class ProgressRule:
 CheckedRule = Union[ViolationRule, ObligationRule, ProgressRule]
 
 
+def conditions(rule: CheckedRule) -> tuple[ast.Expr, ...]:
+    """The conditions of a rule, in a fixed order: a violation's `cond`; an obligation's
+    `open`, `discharge` and, with a ``before`` deadline, `before`; none for a progress rule.
+
+    The one list of them: the compiler finds its ``seen`` nodes there, the strategies mine
+    their literals, the usage lints their argument names (an obligation's `same` is a
+    binding, not a condition: those who need it add it)."""
+    if isinstance(rule, ViolationRule):
+        return (rule.cond,)
+    if isinstance(rule, ObligationRule):
+        return (rule.open, rule.discharge) if rule.before is None else (rule.open, rule.discharge, rule.before)
+    return ()
+
+
 @attrs.frozen
 class RuleTest:
     """A ``test`` block and the file it came from (episode paths are relative to it)."""
@@ -115,7 +129,7 @@ def expr_to_json(expr: ast.Expr | None) -> Any:
     return ast.fold(expr, _node_json)
 
 
-def _node_json(node, kids: list) -> Any:
+def _node_json(node: ast.Expr, kids: list[Any]) -> Any:
     if isinstance(node, ast.And):
         return ["and", *kids]
     if isinstance(node, ast.Or):

@@ -9,6 +9,7 @@ on purpose, and short enough to check by reading.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from . import ast, explain
 from .events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, Credit, Episode, Event
@@ -35,7 +36,7 @@ class _Episode:
         info = self.tools.get(e.tool or "")
         return e.tags | (info.tags if info else frozenset())
 
-    def key(self, binding: ast.Binding, e: Event):
+    def key(self, binding: ast.Binding, e: Event) -> str | None:
         return binding_key(binding, e, self.tools)
 
     def holds(self, expr: ast.Expr, i: int) -> bool:
@@ -66,8 +67,9 @@ class _Episode:
             return call and arg_matches(expr, e.arguments)
         if isinstance(expr, ast.SignalTest):
             v = e.signals.get(expr.signal.text)
-            ok = call and isinstance(v, (int, float)) and not isinstance(v, bool)
-            return ok and _CMP[expr.op](float(v), float(expr.value))
+            if not (call and isinstance(v, (int, float)) and not isinstance(v, bool)):
+                return False
+            return _CMP[expr.op](float(v), float(expr.value))
         if isinstance(expr, ast.HasBinding):
             return call and self.key(expr.binding, e) is not None
         if isinstance(expr, ast.Seen):
@@ -102,7 +104,7 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
     ep = _Episode(ruleset, episode.events)
     events = episode.events
     out: list[Credit] = []
-    open_: dict[int, list] = {k: [] for k, r in enumerate(ruleset.rules) if isinstance(r, ObligationRule)}
+    open_: dict[int, list[list[Any]]] = {k: [] for k, r in enumerate(ruleset.rules) if isinstance(r, ObligationRule)}
     for i, e in enumerate(events):
         calls_before = sum(1 for x in events[:i] if x.kind == CALL)
         creditable = e.kind in (CALL, ASSISTANT)
@@ -110,17 +112,28 @@ def score_reference(ruleset: RuleSet, episode: Episode) -> list[Credit]:
             where = rule.span.location
             if isinstance(rule, ViolationRule):
                 if creditable and ep.holds(rule.cond, i):
-                    out.append(Credit(i, rule.name, rule.weight, where, _violation_reason(ep, rule, i), rule.kind))
+                    reason = _violation_reason(ep, rule, i)
+                    out.append(Credit(i, rule.name, rule.weight, where, reason, rule.kind, span=rule.span))
             elif isinstance(rule, ObligationRule):
                 _obligation(ep, rule, k, i, calls_before, creditable, open_[k], out)
             else:
                 _progress(rule, ep, i, out)
     for k, instances in open_.items():
-        rule = ruleset.rules[k]
+        owed = ruleset.rules[k]
+        assert isinstance(owed, ObligationRule)
         for opened in sorted(inst[1] for inst in instances):
             out.append(
                 Credit(
-                    opened, rule.name, rule.expire, rule.span.location, explain.expired_end(), "obligation", "expire"
+                    opened,
+                    owed.name,
+                    owed.expire,
+                    owed.span.location,
+                    explain.expired_end(),
+                    "obligation",
+                    "expire",
+                    related_event=len(events) - 1,
+                    deadline="end",
+                    span=owed.span,
                 )
             )
     return out
@@ -137,7 +150,16 @@ def _violation_reason(ep: _Episode, rule: ViolationRule, i: int) -> str:
     return explain.violation_text(e)
 
 
-def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instances: list, out) -> None:
+def _obligation(
+    ep: _Episode,
+    rule: ObligationRule,
+    k: int,
+    i: int,
+    calls_before: int,
+    creditable: bool,
+    instances: list[list[Any]],
+    out: list[Credit],
+) -> None:
     """instances: [key, opened_index, window_end] in opening order."""
     e = ep.events[i]
     where = rule.span.location
@@ -153,6 +175,9 @@ def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instan
                     explain.expired_within(rule.within, i),
                     "obligation",
                     "expire",
+                    related_event=i,
+                    deadline="within",
+                    span=rule.span,
                 )
             )
     discharging = creditable and e.status not in (MALFORMED, NO_RESULT) and ep.holds(rule.discharge, i)
@@ -161,14 +186,36 @@ def _obligation(ep, rule: ObligationRule, k, i, calls_before, creditable, instan
         for inst in instances:
             if key is not None and inst[0] == key:
                 instances.remove(inst)
+                reason = explain.discharged(inst[1])
                 out.append(
-                    Credit(i, rule.name, rule.credit, where, explain.discharged(inst[1]), "obligation", "discharge")
+                    Credit(
+                        i,
+                        rule.name,
+                        rule.credit,
+                        where,
+                        reason,
+                        "obligation",
+                        "discharge",
+                        related_event=inst[1],
+                        span=rule.span,
+                    )
                 )
                 break
     if instances and rule.before is not None and ep.holds(rule.before, i):
         for inst in sorted(instances, key=lambda x: x[1]):
             out.append(
-                Credit(inst[1], rule.name, rule.expire, where, explain.expired_before(i), "obligation", "expire")
+                Credit(
+                    inst[1],
+                    rule.name,
+                    rule.expire,
+                    where,
+                    explain.expired_before(i),
+                    "obligation",
+                    "expire",
+                    related_event=i,
+                    deadline="before",
+                    span=rule.span,
+                )
             )
         instances.clear()
     if not discharging and creditable and ep.holds(rule.open, i):
@@ -185,7 +232,7 @@ def _signal_value(e: Event, signal: str) -> float | None:
     return float(value) if math.isfinite(value) else None  # NaN and infinities are no reading
 
 
-def _progress(rule: ProgressRule, ep: _Episode, i: int, out) -> None:
+def _progress(rule: ProgressRule, ep: _Episode, i: int, out: list[Credit]) -> None:
     """docs/language.md, "progress": the initial best is ``from START``, else the first value
     observed on any event; the best before a call is the better of the initial best and every
     earlier call's value; a call whose value is strictly better earns the credit, but never more
@@ -214,4 +261,4 @@ def _progress(rule: ProgressRule, ep: _Episode, i: int, out) -> None:
                 return
             if cut:
                 reason = explain.capped(reason, rule.max)
-        out.append(Credit(i, rule.name, credit, rule.span.location, reason, "progress"))
+        out.append(Credit(i, rule.name, credit, rule.span.location, reason, "progress", span=rule.span))

@@ -14,14 +14,14 @@ RV307  an argument name (``arg X ...``, ``same X``) that no tool is known to tak
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from . import ast
 from .diagnostics import WARNING, Diagnostic, counted, did_you_mean, quoted
-from .ir import ObligationRule, RuleSet
+from .ir import ObligationRule, RuleSet, conditions
 from .source import Span
-
-USAGE_CODES = ("RV306", "RV307")
 
 
 def usage_lint(ruleset: RuleSet, path: str) -> list[Diagnostic]:
@@ -53,7 +53,7 @@ def _known_names(ruleset: RuleSet) -> set[str]:
     return known
 
 
-def _argument_names(node) -> list[ast.Name]:
+def _argument_names(node: object) -> list[ast.Name]:
     """Every argument name a condition tests or binds (`arg X`, `same X`, `returned X`)."""
     out: list[ast.Name] = []
     stack = [node]
@@ -67,7 +67,8 @@ def _argument_names(node) -> list[ast.Name]:
             if item.kind == "arg" and item.arg is not None:
                 out.append(item.arg)
         elif attrs.has(type(item)) and not isinstance(item, (ast.Name, Span)):
-            stack.extend(getattr(item, f.name) for f in attrs.fields(type(item)))
+            node_type: Any = type(item)  # an attrs class (checked above)
+            stack.extend(getattr(item, f.name) for f in attrs.fields(node_type))
     return out
 
 
@@ -78,12 +79,8 @@ def _argument_typos(ruleset: RuleSet) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     seen: set[tuple[str, Span]] = set()
     for rule in ruleset.rules:
-        parts = (
-            [rule.open, rule.discharge, rule.same, rule.before]
-            if isinstance(rule, ObligationRule)
-            else [getattr(rule, "cond", None)]
-        )
-        for name in _argument_names([p for p in parts if p is not None]):
+        same = [rule.same] if isinstance(rule, ObligationRule) and rule.same is not None else []
+        for name in _argument_names([*conditions(rule), *same]):
             if name.text in known or (name.text, name.span) in seen:
                 continue
             seen.add((name.text, name.span))

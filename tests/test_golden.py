@@ -116,7 +116,7 @@ def test_credits_reference(case):
     result = check_file(f"tests/golden/credits/{case}.rlvp")
     program = load_program(f"tests/golden/credits/{case}.rlvp")
     for episode in read_case_episodes(case):
-        key = lambda c: (c.event_index, c.rule, c.value, c.trigger, c.reason)  # noqa: E731
+        key = lambda c: (c.event_index, c.rule, c.value, c.trigger, c.reason, c.related_event, c.deadline, c.location)  # noqa: E731
         assert sorted(map(key, reference.score_reference(result.ruleset, episode))) == sorted(
             map(key, program.score(episode))
         )

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any, Mapping, Sequence
 
 import attrs
 
-from ..events import CALL, Credit, Episode
+from ..compile import Program
+from ..events import CALL, Credit, Episode, Event
 from ..report import RuleSummary, Summary, summarise
 
 #: Characters of a tool result shown before "show all"; the page keeps up to `RESULT_LIMIT`.
@@ -37,10 +37,6 @@ OUTCOME_SPLIT = 0.5
 #: Histogram bars: one per distinct per-episode total up to this many, else equal-width bins.
 MAX_BARS = 12
 
-# The words of rlvp_dsl/explain.py that name an obligation's other event (its tests pin them).
-_OPENED_AT = re.compile(r"opened at event (\d+)")
-_EXPIRED_AT = re.compile(r"(?:deadline \(event|noticed at event) (\d+)")
-
 
 @attrs.frozen
 class Histogram:
@@ -48,8 +44,8 @@ class Histogram:
 
     Attributes:
         labels: one text per bar (``-0.5``, or ``[-1, -0.5)`` for a bin).
-        low / high / unknown: episodes per bar with outcome >= `OUTCOME_SPLIT`, below it,
-            and with no outcome; all three ``[n_bars]``.
+        low / high / unknown: episodes per bar with outcome below `OUTCOME_SPLIT`, at or
+            above it, and with no outcome; all three ``[n_bars]``.
     """
 
     labels: tuple[str, ...]
@@ -103,7 +99,7 @@ class Report:
     title: str
     summary: Summary
     rules: tuple[RuleRow, ...]
-    episodes: tuple[dict, ...]
+    episodes: tuple[dict[str, Any], ...]
     sources: tuple[SourceText, ...]
 
     def data_json(self) -> str:
@@ -135,21 +131,20 @@ def split_location(location: str) -> tuple[str, int]:
     return location, 0
 
 
-def linked_event(credit: Credit, n_events: int) -> tuple[int, str] | None:
-    """The other event of an obligation credit, and what happened there.
+def linked_event(credit: Credit) -> tuple[int, str] | None:
+    """The other event of an obligation credit (`Credit.related_event`), and what happened there.
 
-    A discharge lands on the discharging event and links the event that opened the
+    A discharge lands on the discharging event and links the event that ``opened`` the
     obligation; an expiry lands on the opening event and links the event where the
-    deadline passed (the last event when the episode ended first).  None for other credits.
+    deadline passed: ``expired``, or ``episode ended`` when the episode ended first
+    (`Credit.deadline` ``end``).  None for other credits.
     """
+    if credit.related_event is None:
+        return None
     if credit.trigger == "discharge":
-        found = _OPENED_AT.search(credit.reason)
-        return (int(found.group(1)), "opened") if found else None
+        return credit.related_event, "opened"
     if credit.trigger == "expire":
-        found = _EXPIRED_AT.search(credit.reason)
-        if found:
-            return int(found.group(1)), "expired"
-        return (n_events - 1, "episode ended") if n_events else None
+        return credit.related_event, "episode ended" if credit.deadline == "end" else "expired"
     return None
 
 
@@ -212,7 +207,7 @@ def _shorten(text: str, limit: int) -> tuple[str, int]:
     return (text if len(text) <= limit else text[:limit]), len(text)
 
 
-def _arguments_text(event) -> str:
+def _arguments_text(event: Event) -> str:
     if event.arguments:
         return json.dumps(dict(event.arguments), ensure_ascii=False, sort_keys=False, default=str)
     return event.raw_arguments or ""
@@ -263,8 +258,7 @@ def episode_record(
     totals: dict[str, float] = {}
     unplaced = []
     for c in credits:
-        path, line = split_location(c.location)
-        link = linked_event(c, len(events))
+        link = linked_event(c)
         item = {
             "rule": c.rule,
             "r": rule_index.get(c.rule, -1),
@@ -273,8 +267,8 @@ def episode_record(
             "kind": c.kind,
             "trigger": c.trigger,
             "location": c.location,
-            "src": source_index.get(path),
-            "line": line,
+            "src": source_index.get(c.span.file),
+            "line": c.span.line,
             "link": None,
         }
         totals[c.rule] = totals.get(c.rule, 0.0) + c.value
@@ -308,7 +302,7 @@ def episode_record(
 
 
 def build_report(
-    program,
+    program: Program,
     scored: Sequence[tuple[Episode, Sequence[Credit]]],
     sources: Mapping[str, Any] | None = None,
     *,

@@ -11,12 +11,19 @@ content (see :mod:`rlvp_dsl.readers.loading`).
     report.episodes, report.skipped                               # skipped: not trajectories
     read_episodes("run.jsonl", error_signal=ErrorSignal(prefixes=("ERROR",)))
 
-Module map: ``_base`` (errors, :class:`ErrorSignal`, the episode builder), ``openai_chat``,
-``tau2``, ``tau_bench_v1``, ``swe_agent`` (one reader each), ``loading`` (detection, files,
-folders), ``messages`` (chat messages in memory: `episode_from_messages`, for TRL and verl).
+Module map: ``openai_chat``, ``tau2``, ``tau_bench_v1``, ``swe_agent`` (one reader each),
+``loading`` (detection, files, folders), ``messages`` (chat messages in memory:
+`episode_from_messages`, for TRL and verl), ``builder`` (:class:`EpisodeBuilder`: events
+numbered, results paired with calls), ``error_signals`` (where a tool error -- TRL, tau2,
+MCP, ... -- is recognised: :class:`ErrorSignal` and the one table of named signals),
+``errors`` (:class:`ReaderError`), ``arguments`` (a call's arguments and a message's text
+decoded), ``call_markers`` (calls written as ``<tool_call>`` text), ``json_text`` (JSON
+parsing, orjson when installed).
 """
 
-from ._base import ReaderError
+from .errors import ReaderError, expected_got
+from .arguments import message_text, parse_arguments
+from .builder import EpisodeBuilder
 from .error_signals import DEFAULT_ERROR_SIGNALS, ERROR_SIGNALS, SWE_AGENT_MARKERS, ErrorSignal, error_signal
 from .call_markers import HERMES_MARKERS, THINK_MARKERS, checked_markers, marked_calls, reasoning_spans
 from .messages import episode_from_messages, episode_from_text
@@ -25,6 +32,7 @@ from .loading import FORMATS, ReadReport, SkippedFile, detect_trajectory_format,
 __all__ = [
     "DEFAULT_ERROR_SIGNALS",
     "ERROR_SIGNALS",
+    "EpisodeBuilder",
     "HERMES_MARKERS",
     "FORMATS",
     "ErrorSignal",
@@ -38,7 +46,10 @@ __all__ = [
     "episode_from_messages",
     "episode_from_text",
     "error_signal",
+    "expected_got",
     "marked_calls",
+    "message_text",
+    "parse_arguments",
     "reasoning_spans",
     "read_episodes",
     "read_paths",

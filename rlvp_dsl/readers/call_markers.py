@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import attrs
 
-from ._base import ARGUMENT_DECODES, parse_arguments
+from .arguments import ARGUMENT_DECODES, parse_arguments
 from .json_text import loads as json_loads
 
 #: The tool-call markers of the Qwen 2.5 / Hermes chat templates (also TRL's and verl's default parser).
@@ -123,7 +123,7 @@ def marked_calls(
     A block opened but never closed (generation cut off) runs to the end of the text.
     A block is a valid call when its inner text is a JSON object with a string ``name``
     and an object ``arguments`` (or ``parameters``; arguments decoded as
-    `rlvp_dsl.readers._base.parse_arguments` does), or a Qwen3-XML ``<function=NAME>``
+    `rlvp_dsl.readers.arguments.parse_arguments` does), or a Qwen3-XML ``<function=NAME>``
     element whose ``<parameter=KEY>`` children are its arguments (values as text).  Blocks inside the model's reasoning
     (`reasoning_spans` of `reasoning`; None: none) are not calls: they stay in the outside
     text, as the thought they are.  Linear in the text's length.

@@ -1,5 +1,10 @@
-"""The error signals: how a tool result is recognised as an error, one per trajectory format
-and trainer loop, by name (`ERROR_SIGNALS`), and the one resolver of those names (`error_signal`)."""
+"""Where a tool error is recognised: how a tool *result* is told to be an error -- TRL's
+``{'error': ...}`` text, tau2's ``error: true`` flag, MCP's ``isError``, verl's and SWE-agent's
+messages, an ``Error`` prefix --, one `ErrorSignal` per trajectory format and trainer loop, by
+name, in the one table `ERROR_SIGNALS`, and the one resolver of those names (`error_signal`).
+
+The episode builder (`rlvp_dsl.readers.builder`) asks a reader's signal about every result;
+a file that cannot be read at all is a `rlvp_dsl.readers.errors.ReaderError` instead."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Parsing a trajectory file's JSON: orjson when it is installed (the ``fast`` extra), json
 otherwise, with the same values and the same error messages either way (docs/readers.md,
-"Speed: orjson").  `rlvp_dsl.readers._base.load_json_text` turns a syntax error into a
+"Speed: orjson").  `rlvp_dsl.readers.errors.load_json_text` turns a syntax error into a
 `ReaderError` at ``file:line:col`` with `json_problem`'s sentence.
 """
 

@@ -33,7 +33,7 @@ from rlvp_dsl.events import CALL, MALFORMED, Episode
 from rlvp_dsl.gcpause import collector_paused
 from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
 
-from ._base import ReaderError, load_json_text
+from .errors import ReaderError, load_json_text
 from .error_signals import DEFAULT_ERROR_SIGNALS, ErrorSignal, error_signal as resolve_signal
 from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
 from .openai_chat import read_openai_json, read_openai_jsonl

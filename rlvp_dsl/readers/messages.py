@@ -31,7 +31,7 @@ import attrs
 from rlvp_dsl.events import ASSISTANT, CALL, Episode
 from rlvp_dsl.tools import ToolSpec
 
-from ._base import EpisodeBuilder, is_reward
+from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal, error_signal as resolve_signal
 from .call_markers import HERMES_MARKERS, THINK_MARKERS, checked_markers, marked_calls
 from .openai_chat import read_messages

@@ -24,7 +24,10 @@ from typing import Any
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
 from .call_markers import THINK_MARKERS, marked_calls
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, load_json_text, message_text
+from .arguments import message_text
+from .builder import EpisodeBuilder, is_reward
+from .error_signals import ErrorSignal
+from .errors import ReaderError, expected_got, load_json_text
 from .json_text import loads
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")

@@ -23,7 +23,10 @@ from typing import Any
 
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward, message_text
+from .arguments import message_text
+from .builder import EpisodeBuilder, is_reward
+from .error_signals import ErrorSignal
+from .errors import ReaderError, expected_got
 from .openai_chat import tool_result
 
 ROLES = ("assistant", "user", "tool", "system")

@@ -16,7 +16,9 @@ from typing import Any
 
 from rlvp_dsl.events import Episode
 
-from ._base import EpisodeBuilder, ErrorSignal, ReaderError, expected_got, is_reward
+from .builder import EpisodeBuilder, is_reward
+from .error_signals import ErrorSignal
+from .errors import ReaderError, expected_got
 from .openai_chat import read_messages
 
 

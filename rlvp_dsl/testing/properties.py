@@ -30,7 +30,6 @@ deadline, a fixed budget of examples; a counterexample is shrunk.  Exactly:
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from typing import Any, Callable, TypeVar
@@ -56,7 +55,6 @@ MAX_EVENTS = 12
 TOLERANCE = 1e-9
 #: `reachable` may look at this many times the example budget (it stops once every rule fired).
 REACH_FACTOR = 5
-_OPENED = re.compile(r"opened at event (\d+)")
 
 #: What a property searches over: an episode, or an episode and what the property changes in it.
 _Case = TypeVar("_Case")
@@ -251,8 +249,7 @@ class _PropertySearch:
                 if c.kind != "obligation":
                     continue
                 if c.trigger == "discharge":
-                    match = _OPENED.search(c.reason)
-                    opened = int(match.group(1)) if match else -1
+                    opened = c.related_event if c.related_event is not None else -1
                     if not 0 <= opened < c.event_index:
                         return f"{c.rule}: the discharge at event {c.event_index} pays an instance opened at {opened}"
                 else:

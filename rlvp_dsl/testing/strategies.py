@@ -41,7 +41,7 @@ Hypothesis is imported by this module only; the core library never needs it.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, cast
 
 import attrs
 
@@ -52,9 +52,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without hypothes
 
 from .. import ast
 from ..events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, STATUSES, USER, Episode, Event
-from ..ir import ObligationRule, ProgressRule, RuleSet, ViolationRule
+from ..ir import CheckedRule, ProgressRule, RuleSet, conditions
 from ..tools import ToolSpec
 from .regex_sampling import regex_samples
+
+if TYPE_CHECKING:
+    from ..compile import Program
 
 __all__ = [
     "Vocabulary",
@@ -84,8 +87,8 @@ class Vocabulary:
     """The pools episodes are drawn from (see the module docstring)."""
 
     tools: tuple[ToolSpec, ...]
-    values: Mapping[str, tuple] = attrs.field(factory=dict)
-    default_values: tuple = VALUES
+    values: Mapping[str, tuple[Any, ...]] = attrs.field(factory=dict)
+    default_values: tuple[Any, ...] = VALUES
     extra_args: tuple[str, ...] = ()
     user_texts: tuple[str, ...] = USER_TEXTS
     assistant_texts: tuple[str, ...] = ASSISTANT_TEXTS
@@ -94,7 +97,7 @@ class Vocabulary:
     signals: tuple[str, ...] = ()
     signal_values: tuple[float, ...] = SIGNAL_VALUES
 
-    def values_for(self, arg: str) -> tuple:
+    def values_for(self, arg: str) -> tuple[Any, ...]:
         return self.values.get(arg, self.default_values)
 
     def arg_names(self, tool: ToolSpec) -> tuple[str, ...]:
@@ -140,7 +143,7 @@ def _tool_shapes(tools: Any) -> tuple[ToolSpec, ...]:
     return shapes
 
 
-def _rules_of(rules: Any) -> tuple:
+def _rules_of(rules: Any) -> tuple[CheckedRule, ...]:
     from ..compile import Program
 
     if rules is None:
@@ -150,22 +153,14 @@ def _rules_of(rules: Any) -> tuple:
     return tuple(rules)
 
 
-def _roots(rule) -> list[ast.Expr]:
-    if isinstance(rule, ViolationRule):
-        return [rule.cond]
-    if isinstance(rule, ObligationRule):
-        return [rule.open, rule.discharge] + ([rule.before] if rule.before is not None else [])
-    return []
-
-
-def _add(pool: dict, key: str, *values) -> None:
+def _add(pool: dict[str, list[Any]], key: str, *values: Any) -> None:
     bucket = pool.setdefault(key, [])
     for v in values:
         if v not in bucket:
             bucket.append(v)
 
 
-def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Vocabulary:
+def vocabulary(tools: Any, *, rules: Any = None, values: tuple[Any, ...] = VALUES) -> Vocabulary:
     """The pools for `tools`, enriched with every literal the rules test (see the module docstring).
 
     `rules` defaults to `tools` when that is a `Program`.
@@ -180,8 +175,8 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Voca
     shapes = _tool_shapes(tools)
     if rules is None and isinstance(tools, Program):
         rules = tools
-    args: dict[str, list] = {}
-    texts: dict[str, list] = {}
+    args: dict[str, list[Any]] = {}
+    texts: dict[str, list[Any]] = {}
     signals: list[str] = []
     signal_values: list[float] = list(SIGNAL_VALUES)
     arg_names: list[str] = []
@@ -191,7 +186,7 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Voca
             _add({"s": signals}, "s", rule.signal)
             if rule.start is not None:
                 signal_values.extend(v for v in (rule.start - 1, rule.start) if v not in signal_values)
-        for root in _roots(rule):
+        for root in conditions(rule):
             for node in walk(root):
                 if id(node) not in said:
                     _mine(node, args, texts, signals, signal_values, arg_names)
@@ -220,23 +215,31 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple = VALUES) -> Voca
     )
 
 
-def _new(texts: dict, kind: str, defaults: tuple) -> tuple[str, ...]:
+def _new(texts: dict[str, list[Any]], kind: str, defaults: tuple[str, ...]) -> tuple[str, ...]:
     """Texts the rules test `kind` messages with: from `KIND says ...` first, then plain `text` tests."""
     found = [t for t in texts.get(kind, ()) if t not in defaults]
     return tuple(found + [t for t in texts.get("text", ()) if t not in defaults and t not in found])
 
 
-def _mine(node, args, texts, signals, signal_values, arg_names) -> None:
+def _mine(
+    node: ast.Expr,
+    args: dict[str, list[Any]],
+    texts: dict[str, list[Any]],
+    signals: list[str],
+    signal_values: list[float],
+    arg_names: list[str],
+) -> None:
     if isinstance(node, ast.ArgTest):
         name = node.arg.text
         if name not in arg_names:
             arg_names.append(name)
         if node.op == "in":
-            _add(args, name, *node.value)
+            _add(args, name, *cast(tuple[Any, ...], node.value))
         elif node.op == "matches":
-            _add(args, name, *regex_samples(node.value, node.flags))
+            _add(args, name, *regex_samples(cast(str, node.value), node.flags))
         elif node.op in ("<", "<=", ">", ">="):
-            _add(args, name, node.value - 1, node.value, node.value + 1)
+            bound = cast(float, node.value)
+            _add(args, name, bound - 1, bound, bound + 1)
         elif node.op != "exists":
             _add(args, name, node.value)
     elif isinstance(node, ast.TextTest):
@@ -246,7 +249,7 @@ def _mine(node, args, texts, signals, signal_values, arg_names) -> None:
         if node.signal.text not in signals:
             signals.append(node.signal.text)
         signal_values.extend(v for v in (node.value - 1, node.value, node.value + 1) if v not in signal_values)
-    elif isinstance(node, ast.Seen) and node.same is not None and node.same.kind == "arg":
+    elif isinstance(node, ast.Seen) and node.same is not None and node.same.arg is not None and node.same.kind == "arg":
         if node.same.arg.text not in arg_names:
             arg_names.append(node.same.arg.text)
 
@@ -254,7 +257,7 @@ def _mine(node, args, texts, signals, signal_values, arg_names) -> None:
 # ---- strategies ----------------------------------------------------------------------
 
 
-def _pick(pool: tuple, defaults: tuple):
+def _pick(pool: tuple[Any, ...], defaults: tuple[Any, ...]) -> st.SearchStrategy[Any]:
     """Draw from `pool`, half the time from what it adds to `defaults` (the rules' literals),
     so that rare literals are drawn often; shrinks towards the first default."""
     mined = pool[len(defaults) :] if pool[: len(defaults)] == defaults else ()
@@ -267,11 +270,11 @@ def _vocab(tools: Any, rules: Any) -> Vocabulary:
     return tools if isinstance(tools, Vocabulary) else vocabulary(tools, rules=rules)
 
 
-def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int):
+def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int) -> st.SearchStrategy[Event]:
     status_pool = tuple(s for s in _STATUS_WEIGHTS if s in statuses) or tuple(statuses)
 
     @st.composite
-    def call(draw) -> Event:
+    def call(draw: st.DrawFn) -> Event:
         tool = draw(st.sampled_from(vocab.tools))
         status = draw(st.sampled_from(status_pool))
         arguments: dict[str, Any] = {}
@@ -290,7 +293,7 @@ def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int):
             error_text = draw(_pick(vocab.error_texts, ERROR_TEXTS))
         elif status == OK:
             result = draw(_pick(vocab.results, RESULTS))
-        signals = {}
+        signals: dict[str, float] = {}
         for name in vocab.signals:
             if draw(st.integers(0, 2)) == 2:
                 signals[name] = draw(st.sampled_from(vocab.signal_values))
@@ -310,22 +313,25 @@ def _call_strategy(vocab: Vocabulary, statuses: tuple[str, ...], index: int):
     return call()
 
 
-def _message_strategy(vocab: Vocabulary, kind: str, index: int):
+def _message_strategy(vocab: Vocabulary, kind: str, index: int) -> st.SearchStrategy[Event]:
     texts = _pick(vocab.user_texts, USER_TEXTS) if kind == USER else _pick(vocab.assistant_texts, ASSISTANT_TEXTS)
     return texts.map(lambda text: Event(index, kind, text=text))
 
 
-def calls(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES):
+def calls(
+    tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES
+) -> st.SearchStrategy[Event]:
     """A strategy for one tool call (an `Event` with kind ``call``) at position `index`.
 
     Raises:
         ValueError: a status outside ok/error/malformed/no_result, or no tools.
     """
-    statuses = _statuses(statuses)
-    return _call_strategy(_vocab(tools, rules), statuses, index)
+    return _call_strategy(_vocab(tools, rules), _statuses(statuses), index)
 
 
-def events(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES, messages: bool = True):
+def events(
+    tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[str] = STATUSES, messages: bool = True
+) -> st.SearchStrategy[Event]:
     """A strategy for one event: a call (as `calls`), or a user / assistant turn when `messages`."""
     vocab = _vocab(tools, rules)
     options = [_call_strategy(vocab, _statuses(statuses), index)]
@@ -335,11 +341,11 @@ def events(tools: Any, *, index: int = 0, rules: Any = None, statuses: Iterable[
 
 
 def _statuses(statuses: Iterable[str]) -> tuple[str, ...]:
-    statuses = tuple(statuses)
-    bad = [s for s in statuses if s not in STATUSES]
-    if bad or not statuses:
-        raise ValueError(f"statuses must be among {', '.join(STATUSES)} (got {list(statuses)})")
-    return statuses
+    given = tuple(statuses)
+    bad = [s for s in given if s not in STATUSES]
+    if bad or not given:
+        raise ValueError(f"statuses must be among {', '.join(STATUSES)} (got {list(given)})")
+    return given
 
 
 @attrs.frozen
@@ -364,7 +370,7 @@ def episodes(
     messages: bool = True,
     repeats: bool = True,
     episode_id: str = "generated",
-):
+) -> st.SearchStrategy[Episode]:
     """A strategy for whole episodes of `min_events`..`max_events` events over `tools`.
 
     Events are drafted independently (so shrinking deletes them one by one), then numbered.
@@ -379,11 +385,11 @@ def episodes(
     if not 0 <= min_events <= max_events:
         raise ValueError(f"need 0 <= min_events <= max_events (got {min_events}, {max_events})")
     vocab = _vocab(tools, rules)
-    statuses = _statuses(statuses)
-    call = _call_strategy(vocab, statuses, 0)
-    drafts = [call]
+    allowed = _statuses(statuses)
+    call = _call_strategy(vocab, allowed, 0)
+    drafts: list[st.SearchStrategy[Event | _Related]] = [call]
     if repeats:
-        again = tuple(s for s in (OK, ERROR) if s in statuses) or statuses
+        again = tuple(s for s in (OK, ERROR) if s in allowed) or allowed
         drafts.append(st.builds(_Related, st.integers(0, max_events), st.booleans(), st.sampled_from(again), call))
     if messages:
         drafts += [_message_strategy(vocab, USER, 0), _message_strategy(vocab, ASSISTANT, 0)]
@@ -393,12 +399,13 @@ def episodes(
     )
 
 
-def _resolve(items: list, targets: Mapping[str, str | None]) -> tuple[Event, ...]:
+def _resolve(items: list[Event | _Related], targets: Mapping[str, str | None]) -> tuple[Event, ...]:
     out: list[Event] = []
     earlier: list[Event] = []
     for i, item in enumerate(items):
-        event = item
-        if isinstance(item, _Related):
+        if not isinstance(item, _Related):
+            event = item
+        else:
             event = item.call
             base = earlier[item.k % len(earlier)] if earlier else None
             if base is not None and item.exact:
@@ -411,7 +418,7 @@ def _resolve(items: list, targets: Mapping[str, str | None]) -> tuple[Event, ...
                 )
             elif base is not None and event.status != MALFORMED:
                 source, aim = targets.get(base.tool or ""), targets.get(event.tool or "")
-                if source in base.arguments and aim:
+                if source is not None and source in base.arguments and aim:
                     event = attrs.evolve(event, arguments={**event.arguments, aim: base.arguments[source]})
         event = attrs.evolve(event, index=i)
         if event.kind == CALL:
@@ -432,7 +439,7 @@ def noop_read(tool: ToolSpec, index: int, value: str) -> Event:
     return Event(index, CALL, tool=tool.name, arguments=arguments, status=OK, tags=tool.tags)
 
 
-def read_only_tools(vocab: Vocabulary, program=None) -> tuple[ToolSpec, ...]:
+def read_only_tools(vocab: Vocabulary, program: Program | None = None) -> tuple[ToolSpec, ...]:
     """Tools tagged ``read`` (by the catalogue or by `program`'s table) and not write/destructive."""
     out = []
     for tool in vocab.tools:

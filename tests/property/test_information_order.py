@@ -70,7 +70,7 @@ def call_credits(episode: Episode) -> list[tuple[int, str, float]]:
 
 
 def _key(c):
-    return (c.event_index, c.rule, c.value, c.trigger, c.reason)
+    return (c.event_index, c.rule, c.value, c.trigger, c.reason, c.related_event, c.deadline, c.location)
 
 
 def _calls_of(episode: Episode, message: int) -> set[int]:

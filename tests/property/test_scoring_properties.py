@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from collections import Counter
 from pathlib import Path
 
+import attrs
 from hypothesis import given, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -16,11 +16,19 @@ from rlvp_dsl import check_text, loads  # noqa: E402
 from rlvp_dsl import reference  # noqa: E402
 from rlvp_dsl.events import Episode  # noqa: E402
 
-_OPENED = re.compile(r"opened at event (\d+)")
-
 
 def key(credit):
-    return (credit.event_index, credit.rule, credit.value, credit.trigger, credit.reason)
+    return (
+        credit.event_index,
+        credit.rule,
+        credit.value,
+        credit.trigger,
+        credit.reason,
+        credit.related_event,
+        credit.deadline,
+        credit.location,
+        attrs.astuple(credit.span),
+    )
 
 
 def multiset(credits):
@@ -79,8 +87,8 @@ def test_obligation_instance_paid_at_most_once(case):
         if credit.kind != "obligation":
             continue
         if credit.trigger == "discharge":
-            opened = int(_OPENED.search(credit.reason).group(1))
-            assert opened < credit.event_index
+            opened = credit.related_event
+            assert opened is not None and opened < credit.event_index
         else:
             assert credit.trigger == "expire"
             opened = credit.event_index

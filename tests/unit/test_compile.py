@@ -213,6 +213,56 @@ def test_credits_carry_location_and_kind():
     assert (credit.location, credit.kind, credit.trigger) == ("x.rlvp:6:1", "violation", "fire")
 
 
+def test_credits_carry_the_rule_span_and_keep_their_json_keys():
+    """A credit's span is its rule's (file, line, column), and to_json adds the new keys to the old ones."""
+    program = loads(TOOLS + "\nviolation v (-1) { on call }", "x.rlvp")
+    (credit,) = program.score(Episode("e", (C(0, "get"),)))
+    assert (credit.span.file, credit.span.line, credit.span.column) == ("x.rlvp", 6, 1)
+    assert credit.span.location == credit.location
+    doc = credit.to_json()
+    assert list(doc)[:7] == ["event_index", "rule", "value", "location", "reason", "kind", "trigger"]
+    assert (doc["related_event"], doc["deadline"], doc["span"]["line"]) == (None, None, 6)
+
+
+@pytest.mark.parametrize(
+    "deadline, events, expected",
+    [
+        ("deadline before call submit", (C(0, "put"), C(1, "get"), C(2, "submit")), (0, 2, "before")),
+        ("deadline within 1 calls", (C(0, "put"), C(1, "get"), C(2, "get")), (0, 2, "within")),
+        ("", (C(0, "put"), C(1, "get"), C(2, "get")), (0, 2, "end")),
+    ],
+)
+def test_an_expiry_names_where_its_deadline_was_noticed(deadline, events, expected):
+    """An expiry lands on the opening event and names the event where its deadline passed, and which deadline."""
+    program = loads(TOOLS + f"obligation o (+1, expire -1) {{ open on call put discharge on call test ok {deadline} }}")
+    (credit,) = program.score(Episode("e", events))
+    assert (credit.event_index, credit.related_event, credit.deadline) == expected
+
+
+def test_a_discharge_names_the_opening_event():
+    """A discharge lands on the discharging event and names the event that opened the instance."""
+    program = loads(TOOLS + "obligation o (+1, expire -1) { open on call put discharge on call test ok }")
+    (credit,) = program.score(Episode("e", (C(0, "put"), C(1, "get"), C(2, "test"))))
+    assert (credit.event_index, credit.trigger, credit.related_event, credit.deadline) == (2, "discharge", 0, None)
+
+
+def test_the_conditions_of_a_rule_are_listed_once():
+    """ir.conditions: a violation's condition; an obligation's open, discharge and before; none for progress."""
+    from rlvp_dsl.ir import conditions
+
+    program = loads(
+        TOOLS + "violation v (-1) { on call put }\n"
+        "obligation o (+1, expire -1) { open on call put discharge on call test ok deadline before call submit }\n"
+        "obligation w (+1, expire -1) { open on call put discharge on call test ok }\n"
+        "progress p (+0.1) { signal s decreasing }\n"
+    )
+    v, o, w, p = program.rules
+    assert conditions(v) == (v.cond,)
+    assert conditions(o) == (o.open, o.discharge, o.before)
+    assert conditions(w) == (w.open, w.discharge)
+    assert conditions(p) == ()
+
+
 def test_progress_start_from_a_message_signal():
     """A signal on the task's user turn sets the start; the first stage then earns credit; messages never do."""
     from rlvp_dsl import loads

@@ -9,7 +9,7 @@ import pytest
 
 from rlvp_dsl import episode_from_messages, loads
 from rlvp_dsl.readers import episode_from_text, marked_calls, read_episodes
-from rlvp_dsl.readers._base import parse_arguments
+from rlvp_dsl.readers import parse_arguments
 
 OBJECT = {"reservation_id": "ABC", "seats": [1, 2]}
 ONCE = json.dumps(OBJECT)

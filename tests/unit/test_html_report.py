@@ -64,18 +64,33 @@ def test_obligation_credits_link_the_other_event_and_it_points_back(report):
 
 
 @pytest.mark.parametrize(
-    "reason, trigger, expected",
+    "reason, trigger, related, deadline, expected",
     [
-        (explain.discharged(3), "discharge", (3, "opened")),
-        (explain.expired_before(7), "expire", (7, "expired")),
-        (explain.expired_within(2, 9), "expire", (9, "expired")),
-        (explain.expired_end(), "expire", (11, "episode ended")),
-        (explain.violation_text(GOLDEN.events[1]), "fire", None),
+        (explain.discharged(3), "discharge", 3, None, (3, "opened")),
+        (explain.expired_before(7), "expire", 7, "before", (7, "expired")),
+        (explain.expired_within(2, 9), "expire", 9, "within", (9, "expired")),
+        (explain.expired_end(), "expire", 11, "end", (11, "episode ended")),
+        (explain.violation_text(GOLDEN.events[1]), "fire", None, None, None),
     ],
 )
-def test_the_linked_event_is_read_from_the_words_of_explain(reason, trigger, expected):
-    credit = Credit(4, "r", 0.1, "x.rlvp:1:1", reason, "obligation" if trigger != "fire" else "violation", trigger)
-    assert linked_event(credit, n_events=12) == expected
+def test_the_linked_event_is_the_credits_related_event(reason, trigger, related, deadline, expected):
+    kind = "obligation" if trigger != "fire" else "violation"
+    credit = Credit(4, "r", 0.1, "x.rlvp:1:1", reason, kind, trigger, related_event=related, deadline=deadline)
+    assert linked_event(credit) == expected
+
+
+def test_the_scorer_gives_each_obligation_credit_its_related_event_and_deadline(report):
+    """The links the page draws come from Credit fields the scorer sets, not from the explanation's words."""
+    program = loads(RULES, RULES_PATH)
+    for episode in (GOLDEN, CLEAN):
+        for c in program.score(episode):
+            assert (c.span.file, c.span.line) == (RULES_PATH, RULE_LINES[c.rule])
+            if c.trigger == "discharge":
+                assert c.reason == explain.discharged(c.related_event) and c.deadline is None
+            elif c.trigger == "expire":
+                assert c.deadline in ("before", "within", "end") and c.related_event is not None
+            else:
+                assert (c.related_event, c.deadline) == (None, None)
 
 
 def test_summary_rows_count_fires_episodes_and_totals(report):

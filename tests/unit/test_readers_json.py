@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rlvp_dsl.readers import ReaderError, read_episodes, read_paths
-from rlvp_dsl.readers import _base, json_text
+from rlvp_dsl.readers import json_text, parse_arguments
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = [REPO / "examples" / "data", REPO / "examples" / "episodes"]
@@ -113,13 +113,13 @@ def test_invalid_json_messages_are_jsons_own(backend, tmp_path, name):
 
 
 def test_bad_arguments_text_names_the_same_problem(backend):
-    arguments, raw, problem = _base.parse_arguments('{"reservation_id": "AB')
+    arguments, raw, problem = parse_arguments('{"reservation_id": "AB')
     assert (arguments, raw) == ({}, '{"reservation_id": "AB')
     with pytest.raises(json.JSONDecodeError) as exc:
         json.loads('{"reservation_id": "AB')
     assert problem == f"arguments are not valid JSON ({exc.value.msg} at char {exc.value.pos})"
-    assert _base.parse_arguments('{"a": 1}') == ({"a": 1}, '{"a": 1}', "")
-    assert _base.parse_arguments("[1]")[2] == "arguments must be a JSON object, got JSON list"
+    assert parse_arguments('{"a": 1}') == ({"a": 1}, '{"a": 1}', "")
+    assert parse_arguments("[1]")[2] == "arguments must be a JSON object, got JSON list"
 
 
 def test_jsonl_bad_line_is_named(backend, tmp_path):

@@ -36,7 +36,7 @@ import attrs
 
 from rlvp_dsl.events import ASSISTANT, CALL, Episode
 from rlvp_dsl.readers import HERMES_MARKERS, marked_calls
-from rlvp_dsl.readers._base import EpisodeBuilder
+from rlvp_dsl.readers import EpisodeBuilder
 from rlvp_dsl.readers.error_signals import error_signal as resolve_signal
 from rlvp_dsl.readers.openai_chat import read_messages, tool_result
 from rlvp_dsl.call_spans import TokenSpan, find_call_spans

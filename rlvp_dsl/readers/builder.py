@@ -1,10 +1,10 @@
-"""Shared pieces of the trajectory readers: errors, argument decoding, the episode builder
-(error signals: `rlvp_dsl.readers.error_signals`; parsing JSON text: `rlvp_dsl.readers.json_text`).
+"""The episode builder: one source record's messages, calls and results -> an `Episode`.
 
-Every reader turns one source record (a tau2 simulation, a chat transcript, a
-SWE-agent run) into an :class:`~rlvp_dsl.events.Episode` through
-:class:`EpisodeBuilder`, which numbers events, matches tool results to calls and
-marks calls that never got a result as ``no_result``.
+Every reader turns one source record (a tau2 simulation, a chat transcript, a SWE-agent
+run) into an :class:`~rlvp_dsl.events.Episode` through :class:`EpisodeBuilder`, which
+numbers events, pairs tool results with their calls (docs/readers.md, "Pairing results
+with calls"), asks the reader's `ErrorSignal` whether a result is an error, and marks
+calls that never got a result as ``no_result``.
 """
 
 from __future__ import annotations
@@ -17,56 +17,17 @@ import attrs
 
 from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, USER, Episode, Event
 
-from .json_text import json_problem, loads
+from .arguments import parse_arguments
+from .error_signals import ErrorSignal
+from .errors import expected_got
 
 #: Longest error text kept on an event, in characters (the full output stays in ``result``).
 ERROR_TEXT_LIMIT = 2000
-
 
 #: The tag of calls made by the user side of a dual-control episode (tau2 telecom).
 USER_SIDE_TAG = "user_side"
 _USER_SIDE_TAGS = frozenset({USER_SIDE_TAG})
 _NO_TAGS: frozenset[str] = frozenset()
-
-
-class ReaderError(Exception):
-    """A trajectory file that cannot be read: bad JSON or a bad record.
-
-    The message is ``<file>: <record>: field '<field>': expected <expected>, got <got>``
-    (parts that do not apply are left out); invalid JSON reads
-    ``<file>:<line>:<col>: invalid JSON: <reason>``.
-
-    Attributes:
-        file: the file, as the caller named it.
-        record: where in the file (``simulations[3].messages[5]``, ``line 7``), or ``""``.
-        field: the offending field, or ``""``.
-        detail: the rest of the message.
-    """
-
-    def __init__(self, file: str, record: str = "", field: str = "", detail: str = ""):
-        self.file = file
-        self.record = record
-        self.field = field
-        self.detail = detail
-        parts = [file]
-        if record:
-            parts.append(record)
-        if field:
-            parts.append(f"field {field!r}")
-        if detail:
-            parts.append(detail)
-        super().__init__(": ".join(parts))
-
-
-def expected_got(expected: str, got: Any) -> str:
-    """The ``expected X, got Y`` part of a reader error; ``got`` is shown briefly."""
-    if isinstance(got, (dict, list)):
-        shown = f"a JSON {'object' if isinstance(got, dict) else 'array'}"
-    else:
-        shown = repr(got)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-    return f"expected {expected}, got {shown}"
 
 
 def is_reward(value: Any) -> bool:
@@ -80,98 +41,6 @@ def is_reward(value: Any) -> bool:
         return math.isfinite(value)
     except OverflowError:  # an integer beyond any float (JSON allows 400 digits)
         return False
-
-
-def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
-    """Parse JSON text, turning a syntax error into a :class:`ReaderError` with ``line:col``.
-
-    Args:
-        text: the JSON text.
-        file: the file name used in the error message.
-        line_offset: added to the reported line (for one line of a JSONL file).
-
-    Raises:
-        ReaderError: the text is not valid JSON.
-    """
-    try:
-        return loads(text)
-    except json.JSONDecodeError as exc:
-        where = f"{file}:{exc.lineno + line_offset}:{exc.colno}"
-        raise ReaderError(where, detail=f"invalid JSON: {json_problem(exc, text)}") from None
-
-
-def message_text(content: Any) -> str:
-    """The text of a message ``content``: a string, ``None``, or a list of content parts.
-
-    Content parts are OpenAI/MCP style ``{"type": "text", "text": ...}``; other parts
-    (images, resources) contribute their JSON.  Anything else is rendered as JSON.
-    """
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        pieces = []
-        for part in content:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                pieces.append(part["text"])
-            elif isinstance(part, str):
-                pieces.append(part)
-            else:
-                pieces.append(json.dumps(part, ensure_ascii=False, sort_keys=True))
-        return "\n".join(pieces)
-    return json.dumps(content, ensure_ascii=False, sort_keys=True)
-
-
-from .error_signals import ErrorSignal
-
-
-#: How many times a call's arguments text is decoded, at most, to reach a JSON object: twice
-#: reads arguments that are a JSON string of a JSON object (``"{\\"id\\": 1}"``), which some
-#: tool-call parsers and chat templates produce, as that object.
-ARGUMENT_DECODES = 2
-
-
-def parse_arguments(raw: Any, decodes: int = ARGUMENT_DECODES) -> tuple[dict[str, Any], str | None, str]:
-    """Parse a call's arguments: the one place every reader decodes them.
-
-    Args:
-        raw: a JSON object already parsed (dict), JSON text, ``None`` or ``""``.  Text is
-            decoded at most `ARGUMENT_DECODES` times until it is an object: arguments
-            encoded twice (a JSON string whose text is the JSON object) read as that object.
-            Idempotent: the object it returns parses to itself.
-        decodes: how many decodes text gets at most (1 for a value already decoded once: the
-            ``arguments`` string inside a marked ``<tool_call>`` block).
-
-    Returns:
-        ``(arguments, raw_text, problem)``: ``problem`` is ``""`` when the arguments
-        are a JSON object, else why not (then ``arguments`` is ``{}``; a value that is still
-        not an object after the decodes -- a number, a list, text three times encoded -- is
-        such a problem).
-    """
-    if raw is None:
-        return {}, None, ""
-    if isinstance(raw, dict):
-        return dict(raw), None, ""
-    if not isinstance(raw, str):
-        return {}, json.dumps(raw, ensure_ascii=False), f"arguments must be a JSON object, got {type(raw).__name__}"
-    if not raw.strip():
-        return {}, raw, ""
-    try:
-        value = loads(raw)
-    except json.JSONDecodeError as exc:
-        return {}, raw, f"arguments are not valid JSON ({exc.msg} at char {exc.pos})"
-    for _ in range(decodes - 1):  # a JSON string: decode its text too
-        if not isinstance(value, str):
-            break
-        try:
-            inner = loads(value)
-        except json.JSONDecodeError:
-            break  # plain text in a JSON string: not an object
-        value = inner
-    if not isinstance(value, dict):
-        return {}, raw, f"arguments must be a JSON object, got JSON {type(value).__name__}"
-    return value, raw, ""
 
 
 @attrs.define
@@ -189,7 +58,7 @@ class _Slot:
     result: str = ""
     error_text: str = ""
     message: int | None = None
-    signals: dict = attrs.field(factory=dict)
+    signals: dict[str, Any] = attrs.field(factory=dict)
     run: int = 0  # the run of consecutive results that answered it (0: none)
     answered_at: int = 0  # how many results came before its own
     by_name: bool = False  # answered by tool name and per-name order (the result had no id)
@@ -328,6 +197,7 @@ class EpisodeBuilder:
             unanswered call has an id of its own (it is never handed to another call).
         """
         by_name = False
+        slot: _Slot | None
         if isinstance(call_id, str) and call_id:
             # by id; else the oldest call that has no id -- never a call with another id
             if self._pending and self._pending[0].call_id == call_id:  # results in call order: no scan

@@ -1,0 +1,65 @@
+"""What the checker's stages share: the files, the diagnostics found so far, and the tables the
+earlier stages built (tools, constants, tags) for the later ones."""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping, TypeVar
+
+from .. import ast
+from ..analysis import Universe
+from ..diagnostics import WARNING, Diagnostic
+from ..manifests import Manifest
+from ..source import Span
+from ..tools import ToolSpec
+
+Item = TypeVar("Item")
+
+
+class CheckState:
+    """The state of one `rlvp_dsl.check.check` run, passed from stage to stage.
+
+    Attributes:
+        files: the parsed rule files (includes first).
+        manifests: (rule file path, path as written) -> the manifest it names in ``tools from``.
+        diagnostics: every diagnostic so far, in the order found.
+        errors: how many of them are errors (counted, not recounted per rule).
+        tools: the tool table (stage 1), name -> `ToolSpec`.
+        tag_origins: declared tag -> (the first tool declaring it, where).
+        universe: the event classes the tool table allows (`rlvp_dsl.analysis.Universe`; after stage 1).
+        declared_tags / known_tags: the tools' tags, and those plus `rlvp_dsl.check.tags.BUILTIN_TAGS`.
+        consts: constant name -> (value, where) (stage 2).
+        used_tags: the tags the rules test (stage 3).
+        errors_before_rule: `errors` when the current rule's check began.
+    """
+
+    def __init__(self, files: list[ast.RuleFile], manifests: Mapping[tuple[str, str], Manifest]) -> None:
+        self.files = files
+        self.manifests = manifests
+        self.diagnostics: list[Diagnostic] = []
+        self.errors = 0
+        self.tools: dict[str, ToolSpec] = {}
+        self.tag_origins: dict[str, tuple[str, Span]] = {}
+        self.universe = Universe({})
+        self.declared_tags: set[str] = set()
+        self.known_tags: set[str] = set()
+        self.consts: dict[str, tuple[float, Span]] = {}
+        self.used_tags: set[str] = set()
+        self.errors_before_rule = 0
+
+    def error(self, code: str, message: str, span: Span, help: str = "") -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, help))
+        self.errors += 1
+
+    def warn(self, code: str, message: str, span: Span, help: str = "") -> None:
+        self.diagnostics.append(Diagnostic(code, message, span, help, WARNING))
+
+    def items(self, kind: type[Item]) -> Iterator[tuple[ast.RuleFile, Item]]:
+        """Every item of the given kind, with its file, in file then source order."""
+        for f in self.files:
+            for item in f.items:
+                if isinstance(item, kind):
+                    yield f, item
+
+    def rule_has_errors(self) -> bool:
+        """Whether the current rule's check has found an error."""
+        return self.errors > self.errors_before_rule

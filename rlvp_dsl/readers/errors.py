@@ -1,0 +1,71 @@
+"""The readers' error: `ReaderError`, a trajectory file that cannot be read, and the helpers
+that word it (`expected_got`) or raise it for invalid JSON (`load_json_text`).
+
+(A tool *result* that signals an error -- TRL's ``{'error': ...}``, tau2's ``error: true``,
+MCP's ``isError`` -- is recognised in `rlvp_dsl.readers.error_signals`.)
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .json_text import json_problem, loads
+
+
+class ReaderError(Exception):
+    """A trajectory file that cannot be read: bad JSON or a bad record.
+
+    The message is ``<file>: <record>: field '<field>': expected <expected>, got <got>``
+    (parts that do not apply are left out); invalid JSON reads
+    ``<file>:<line>:<col>: invalid JSON: <reason>``.
+
+    Attributes:
+        file: the file, as the caller named it.
+        record: where in the file (``simulations[3].messages[5]``, ``line 7``), or ``""``.
+        field: the offending field, or ``""``.
+        detail: the rest of the message.
+    """
+
+    def __init__(self, file: str, record: str = "", field: str = "", detail: str = "") -> None:
+        self.file = file
+        self.record = record
+        self.field = field
+        self.detail = detail
+        parts = [file]
+        if record:
+            parts.append(record)
+        if field:
+            parts.append(f"field {field!r}")
+        if detail:
+            parts.append(detail)
+        super().__init__(": ".join(parts))
+
+
+def expected_got(expected: str, got: Any) -> str:
+    """The ``expected X, got Y`` part of a reader error; ``got`` is shown briefly."""
+    if isinstance(got, (dict, list)):
+        shown = f"a JSON {'object' if isinstance(got, dict) else 'array'}"
+    else:
+        shown = repr(got)
+        if len(shown) > 60:
+            shown = shown[:57] + "..."
+    return f"expected {expected}, got {shown}"
+
+
+def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
+    """Parse JSON text, turning a syntax error into a :class:`ReaderError` with ``line:col``.
+
+    Args:
+        text: the JSON text.
+        file: the file name used in the error message.
+        line_offset: added to the reported line (for one line of a JSONL file).
+
+    Raises:
+        ReaderError: the text is not valid JSON.
+    """
+    try:
+        return loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"{file}:{exc.lineno + line_offset}:{exc.colno}"
+        raise ReaderError(where, detail=f"invalid JSON: {json_problem(exc, text)}") from None
