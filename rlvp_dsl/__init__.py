@@ -21,11 +21,12 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the lazy names below, for type checkers (at run time they load on first use)
-    from .compile import Program, Scorer, compile_ruleset
+    from .compile import Program, compile_ruleset
     from .diagnostics import Diagnostic, RuleError, has_errors
     from .events import Credit, Episode, Event
     from .pipeline import check_file, check_text, load_program, loads
-    from .readers._base import ReaderError
+    from .readers.errors import ReaderError
+    from .score import Scorer
 
 #: Where each public name lives: imported on first use (PEP 562), so that ``import rlvp_dsl`` (which
 #: every console script does first) loads nothing heavy, and Ctrl-C during a command's imports

@@ -250,5 +250,5 @@ def align_call_spans(
         events.append(attrs.evolve(event, index=len(events)))
     for position in sorted(before):
         insert(position)
-    aligned = attrs.evolve(episode, events=tuple(events))  # type: ignore[arg-type]  # attrs' plugin: converter=tuple
+    aligned = attrs.evolve(episode, events=tuple(events))
     return CallAlignment(aligned, tuple(out_spans), len(extra), without)
