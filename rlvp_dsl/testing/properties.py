@@ -35,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Callable, TypeVar
 
 import attrs
-from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import NoSuchExample
 from hypothesis.strategies import SearchStrategy
@@ -55,6 +55,9 @@ MAX_EVENTS = 12
 TOLERANCE = 1e-9
 #: `reachable` may look at this many times the example budget (it stops once every rule fired).
 REACH_FACTOR = 5
+#: The reachability search's fixed seed.  ``derandomize`` alone seeds from a digest of the search
+#: function's source text, so reformatting the code would change which episodes are drawn.
+REACH_SEED = 0
 
 #: What a property searches over: an episode, or an episode and what the property changes in it.
 _Case = TypeVar("_Case")
@@ -332,6 +335,7 @@ class _PropertySearch:
             phases=(Phase.generate,),
             suppress_health_check=list(HealthCheck),
         )
+        @seed(REACH_SEED)
         @given(self.strategy)
         def search(episode: Episode) -> None:
             if not reached.issuperset(goals):
