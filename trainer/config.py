@@ -128,7 +128,7 @@ class TrainConfig:
     max_new_tokens: int | None = None
     """Maximum generated tokens per turn (None: just enough for the longest call)."""
     gen_args: dict = field(default_factory=dict)
-    """Further `trainer.generation.GenConfig` fields (``call_style``, ``think_max_tokens``, ...)."""
+    """Further `trainer.sampling.generation.GenConfig` fields (``call_style``, ``think_max_tokens``, ...)."""
     constrained_logprobs: bool = True
     """Train the policy that sampled: log-probs renormalised over the ids the call mask allowed
     (tokens with a single allowed id then carry no gradient).  False: full-vocabulary softmax."""

@@ -1423,7 +1423,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 def _run(tool: str, argv: list[str]) -> int:
     if tool == "train":
-        from trainer.cli import main
+        from trainer.cli.train_command import main
 
         return main.main(argv, standalone_mode=False)
     module = __import__(f"rlvp_dsl.cli.{tool}", fromlist=["main"])

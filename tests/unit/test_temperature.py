@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer import loop, rollout
+from trainer import loop
+from trainer.sampling import rollout
 from trainer.config import load_config
 from trainer.logprobs import completion_logprobs
 

@@ -19,7 +19,7 @@ INSTALL = "pip install torch==2.13.0 && pip install -e '.[train]'   (torch first
 def run() -> None:
     """Console-script entry point."""
     try:
-        from trainer.cli import main
+        from trainer.cli.train_command import main
     except ModuleNotFoundError as exc:
         print(
             f"{PROG}: error: the trainer needs the train extra ({exc.name} is not installed): {INSTALL}",

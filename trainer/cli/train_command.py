@@ -1,5 +1,5 @@
 """``rlvp-train``: train one run, compare methods x seeds, run the paired mode, plot runs
-(the ``plot`` subcommand: `trainer.plot_command`).
+(the ``plot`` subcommand: `trainer.cli.plot_command`).
 
     rlvp-train CONFIG [--method M] [--iterations N] [--seed S] [--out DIR] [--resume | --overwrite]
     rlvp-train CONFIG --compare grpo,rlvp [--seeds 0,1,2] [--jobs 2] [--out DIR] [--resume | --overwrite]
@@ -27,19 +27,19 @@ import click
 
 from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, version_text
-from trainer.cli_support import PROG, CommaList, Command, Failure, Seed, WholeNumber, check_writable, error
+from trainer.cli.common import PROG, CommaList, Command, Failure, Seed, WholeNumber, check_writable, error
 from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
 
 
 class _Main(Command):
-    """`Command` that hands ``rlvp-train plot ...`` to the plot subcommand (`trainer.plot_command`),
+    """`Command` that hands ``rlvp-train plot ...`` to the plot subcommand (`trainer.cli.plot_command`),
     so ``rlvp-train CONFIG ...`` keeps its flags at the top level."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         args = list(sys.argv[1:] if args is None else args)
         if args[:1] == ["plot"]:
-            from trainer.plot_command import plot
+            from trainer.cli.plot_command import plot
 
             return plot.main(args[1:], prog_name=f"{PROG} plot", standalone_mode=standalone_mode, **extra)
         return super().main(args, prog_name, complete_var, standalone_mode, **extra)
@@ -249,7 +249,7 @@ def run_compare(
     resume: bool = False,
     overwrite: bool = False,
 ) -> int:
-    from trainer.compare import GridInterrupted, compare
+    from trainer.experiments.compare import GridInterrupted, compare
 
     cfg = _load(config, iterations=iterations)
     _check_env(config, cfg)
@@ -296,7 +296,7 @@ def run_paired(
     overwrite: bool = False,
 ) -> int:
     from trainer.checkpoint import Interrupted
-    from trainer.compare import paired, paired_table
+    from trainer.experiments.compare import paired, paired_table
 
     if len(methods) < 2:
         raise click.BadParameter("needs at least two methods, the first drives the batches", param_hint="'--paired'")
@@ -435,7 +435,3 @@ def main(config, method, iterations, seed, out_dir, resume, overwrite, compare_m
     finally:
         signal.signal(signal.SIGTERM, previous)
     return code
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()
