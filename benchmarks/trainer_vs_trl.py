@@ -214,7 +214,7 @@ def run_ours(
 ) -> dict:
     import torch
 
-    from trainer import loop
+    from trainer import loop, update
     from trainer.backend import build_backend
     from trainer.config import TrainConfig
 
@@ -253,7 +253,7 @@ def run_ours(
         split["generation"].append(time.perf_counter() - t0)
         return groups
 
-    real_logprobs, real_update = loop.completion_logprobs, loop._update
+    real_logprobs, real_update = update.completion_logprobs, loop.update_policy
 
     def timed_logprobs(*args, **kwargs):
         t0 = time.perf_counter()
@@ -278,7 +278,7 @@ def run_ours(
         seq_tokens.append(sum(len(r.prompt_ids) + len(r.completion_ids) for g in groups for r in g))
 
     be.collect_groups = timed_collect
-    loop.completion_logprobs, loop._update = timed_logprobs, timed_update
+    update.completion_logprobs, loop.update_policy = timed_logprobs, timed_update
     rows = loop.train(cfg, backend=be, progress=False, log=lambda s: None, on_batch=count)
     mem = rss.stop()
     step_s = [r["perf/iteration_s"] for r in rows][warmup:]

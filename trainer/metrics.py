@@ -227,7 +227,7 @@ class GridClock:
         return f"all runs: {done}/{self.remaining} iterations, ETA {_duration(left * per)}"
 
 
-class Progress:
+class ProgressBar:
     """A run's progress: a tqdm bar on a terminal; off a terminal (CI, nohup, a pipe) one line
     every ``every`` iterations, at least one a ``min_interval_s``, and on the last iteration
     (``say=None``: neither).
