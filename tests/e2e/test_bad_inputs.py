@@ -1552,7 +1552,7 @@ def test_rlvp_score_csv_to_a_full_disk_exits_2_not_0(tmp_path):
         ("rlvp-compile", "lark"),
         ("rlvp-score", "lark"),
         ("rlvp-compile", "rlvp_dsl.pipeline"),
-        ("rlvp-train", "torch"),
+        ("rlvp-train", "trainer.config"),
         ("rlvp-train", "click"),
     ],
 )

@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
-from trainer.cli.common import PROG, Command, Failure, WholeNumber, check_writable, error
+from trainer.cli.checks import check_writable
+from trainer.cli.common import PROG, Command, Failure, WholeNumber, error
 
 
 def _image_formats() -> list[str]:
