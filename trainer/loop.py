@@ -276,7 +276,7 @@ def _set_up(cfg: TrainConfig, backend: Backend | None, resume: bool) -> _Run:
     random.seed(cfg.seed)
     method = get_method(cfg.method)
     be = backend or build_backend(cfg)
-    learner = Learner.for_backend(be, cfg)
+    learner = Learner.adamw(be.model, cfg, pad_id=be.pad_id, ref_context=be.ref_context)
     schedule = ProcessWeightSchedule(
         cfg.process_weight,
         enabled=cfg.anneal and method.anneal,

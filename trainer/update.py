@@ -16,7 +16,6 @@ from typing import Any, Callable, Sequence
 import attrs
 import torch
 
-from trainer.backend import Backend
 from trainer.batch import device_of, micro_batches
 from trainer.config import TrainConfig
 from trainer.logprobs import completion_logprobs
@@ -44,17 +43,23 @@ class Learner:
     ref_context: Callable[[], AbstractContextManager[Any]] | None = None
 
     @classmethod
-    def for_backend(cls, be: Backend, cfg: TrainConfig) -> Learner:
-        """AdamW (``learning_rate``, ``weight_decay``) over the backend model's trainable parameters.
+    def adamw(
+        cls,
+        model: torch.nn.Module,
+        cfg: TrainConfig,
+        pad_id: int = 0,
+        ref_context: Callable[[], AbstractContextManager[Any]] | None = None,
+    ) -> Learner:
+        """AdamW (``learning_rate``, ``weight_decay``) over ``model``'s trainable parameters.
 
         Raises:
             ValueError: the model has no trainable parameter (no LoRA adapter attached).
         """
-        params = [p for p in be.model.parameters() if p.requires_grad]
+        params = [p for p in model.parameters() if p.requires_grad]
         if not params:
             raise ValueError("the model has no trainable parameters (is the LoRA adapter attached?)")
         optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-        return cls(be.model, optimizer, params, be.pad_id, be.ref_context)
+        return cls(model, optimizer, params, pad_id, ref_context)
 
 
 @attrs.define

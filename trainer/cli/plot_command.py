@@ -70,7 +70,7 @@ def plot(runs, out, window, threshold, title):
     """Write the learning curves of RUNS (run folders, metrics.jsonl files or --compare folders;
     several overlay) as a PNG and print its path."""
     from trainer.metrics import MetricsFileError
-    from trainer.plots import load_runs, plot_curves
+    from trainer.experiments.plots import load_runs, plot_curves
 
     if out is not None:
         _check_plot_out(out, runs)

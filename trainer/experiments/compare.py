@@ -37,7 +37,7 @@ from trainer.config import TrainConfig
 from trainer.loop import train
 from trainer.methods import get_method
 from trainer.metrics import GridClock, mean_std, read_metrics, summarise_run
-from trainer.plots import plot_curves
+from trainer.experiments.plots import plot_curves
 
 
 class GridInterrupted(KeyboardInterrupt):
