@@ -158,7 +158,7 @@ class TrainConfig:
 
     # --- dynamic sampling (dapo) ---
     dapo_max_rounds: int = 3
-    """Cap on generation rounds per iteration; episodes of every round are counted."""
+    """Cap on generation rounds per iteration; episodes of every round are counted (trainer/dapo.py)."""
 
     # --- loss and optimiser ---
     loss_type: str = "token_mean"
