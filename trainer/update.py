@@ -153,6 +153,7 @@ def update_policy(
                 if step:
                     (out.loss * share).backward()
             if epoch == 0:
+                assert ent is not None  # the first pass computes the entropy
                 stats.policy += out.policy * share
                 stats.kl += out.kl * float(m.sum()) / n_tok
                 stats.clip_frac += out.clip_frac * float(m.sum()) / n_tok
