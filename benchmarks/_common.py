@@ -22,7 +22,7 @@ def run(
 ) -> str:
     """Run methods x seeds (+ the paired mode), print the tables, save them in OUT; returns the Markdown."""
     from trainer.config import load_config
-    from trainer.compare import compare, paired as run_paired, paired_table
+    from trainer.experiments.compare import compare, paired as run_paired, paired_table
 
     cfg = load_config(ROOT / config, iterations=iterations)
     if overrides:

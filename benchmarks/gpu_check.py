@@ -285,7 +285,7 @@ def run_trl(kind: str, a: argparse.Namespace, size: dict, out: Path) -> dict:
     from rlvp_dsl import loads
     from rlvp_dsl.integrations.trl import RlvpGRPOTrainer, RlvpReward
     from trainer.model import TinyModelConfig, build_tiny_model
-    from trainer.tokenizer import build_tiny_tokenizer
+    from trainer.sampling.tokenizer import build_tiny_tokenizer
 
     class StepTimer(TrainerCallback):
         def __init__(self):

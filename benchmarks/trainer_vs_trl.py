@@ -96,8 +96,8 @@ def prepare(model: str, out: Path) -> None:
         from transformers import Qwen2Config, Qwen2ForCausalLM
 
         from trainer.envs import make_env
-        from trainer.rollout import prompt_words
-        from trainer.tokenizer import build_tiny_tokenizer
+        from trainer.sampling.rollout import prompt_words
+        from trainer.sampling.tokenizer import build_tiny_tokenizer
 
         tok = build_tiny_tokenizer(prompt_words(make_env("chain4"), ("plain",)))
         torch.manual_seed(0)
@@ -173,8 +173,8 @@ class PeakRSS:
 def _prompts(turns: int):
     """The chain-4 tasks and their [system, user] messages (as our rollout writes them)."""
     from trainer.envs import env_factory, make_tasks
-    from trainer.call_grammar import CallFormat
-    from trainer.rollout import system_prompt
+    from trainer.sampling.call_grammar import CallFormat
+    from trainer.sampling.rollout import system_prompt
 
     factory = env_factory("chain4", vary_tokens=False, max_turns=turns)
     env = factory()
@@ -189,7 +189,7 @@ def _prompts(turns: int):
 
 def completion_length(model_dir: str, turns: int) -> int:
     """The most action tokens one of our episodes can hold: turns x (longest call + EOS)."""
-    from trainer.call_grammar import CallTrie
+    from trainer.sampling.call_grammar import CallTrie
     from trainer.model import load_pretrained
 
     factory, _ = _prompts(turns)
@@ -200,7 +200,7 @@ def completion_length(model_dir: str, turns: int) -> int:
 def trl_pass_tokens(model_dir: str, turns: int, micro_batch: int) -> int:
     """Padded tokens of one of TRL's forward passes: micro-batch x (longest prompt + completion length)."""
     from trainer.model import load_pretrained
-    from trainer.tokenizer import ChatFormat
+    from trainer.sampling.tokenizer import ChatFormat
 
     _, prompts = _prompts(turns)
     _, tok = load_pretrained(model_dir)
@@ -214,7 +214,7 @@ def run_ours(
 ) -> dict:
     import torch
 
-    from trainer import loop
+    from trainer import loop, update
     from trainer.backend import build_backend
     from trainer.config import TrainConfig
 
@@ -253,7 +253,7 @@ def run_ours(
         split["generation"].append(time.perf_counter() - t0)
         return groups
 
-    real_logprobs, real_update = loop.completion_logprobs, loop._update
+    real_logprobs, real_update = update.completion_logprobs, loop.update_policy
 
     def timed_logprobs(*args, **kwargs):
         t0 = time.perf_counter()
@@ -278,7 +278,7 @@ def run_ours(
         seq_tokens.append(sum(len(r.prompt_ids) + len(r.completion_ids) for g in groups for r in g))
 
     be.collect_groups = timed_collect
-    loop.completion_logprobs, loop._update = timed_logprobs, timed_update
+    update.completion_logprobs, loop.update_policy = timed_logprobs, timed_update
     rows = loop.train(cfg, backend=be, progress=False, log=lambda s: None, on_batch=count)
     mem = rss.stop()
     step_s = [r["perf/iteration_s"] for r in rows][warmup:]

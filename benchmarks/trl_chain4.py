@@ -4,14 +4,14 @@
     python benchmarks/trl_chain4.py --seeds 3 --steps 80 --config examples/chain4_calibrated.toml
     python benchmarks/trl_chain4.py --seeds 2 --methods rlvp
 
-Every run is TRL's `GRPOTrainer` in ``rollout_func`` mode (`trainer.trl_rollout`): the embedded
+Every run is TRL's `GRPOTrainer` in ``rollout_func`` mode (`trainer.experiments.trl_rollout`): the embedded
 tiny model with a LoRA adapter plays chain-4 episodes itself, 4 tasks x 8 episodes per step,
 log-probs renormalised over the call mask in both trainers.  Methods:
 
 * ``grpo`` -- ``GRPOTrainer(reward_funcs=[outcome_reward])``;
 * ``rlvp`` -- ``RlvpGRPOTrainer(reward_funcs=[outcome_reward, RlvpReward(rules)])``, token mode:
   the stock reward, reading the environment's signals and failed calls from the messages
-  the rollout writes (`trainer.trl_rollout.episode_messages`).
+  the rollout writes (`trainer.experiments.trl_rollout.episode_messages`).
 
 Printed, mean +- population std over seeds: episodes to 50 % (cumulative episodes when the
 trailing mean success of 3 steps first reaches 0.5, `trainer.metrics.episodes_to_success`;
@@ -53,7 +53,7 @@ def _methods(text: str) -> list[str]:
 
 
 def _run(method: str, cfg, steps: int, out: str, rules: str | None):
-    from trainer.trl_runs import train_and_summarise
+    from trainer.experiments.trl_runs import train_and_summarise
 
     kind, _ = METHODS[method]
     result = train_and_summarise(kind, cfg, steps, out, rules=rules, threads=1)
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: this benchmark needs TRL: pip install -e '.[trl]'", file=sys.stderr)
         return 2
 
-    from trainer.trl_runs import load_checked
+    from trainer.experiments.trl_runs import load_checked
 
     base, code = load_checked(a.config, a.rules, ROOT)
     if base is None:

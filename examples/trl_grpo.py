@@ -6,7 +6,7 @@
 
 Both runs are TRL's `GRPOTrainer` in ``rollout_func`` mode with the same model (the embedded
 tiny Llama with a LoRA adapter), seed, tasks and batch (4 tasks x 8 episodes per step).  The
-rollout function (`trainer.trl_rollout.EnvRollout`) plays every episode with the model being
+rollout function (`trainer.experiments.trl_rollout.EnvRollout`) plays every episode with the model being
 trained: each turn is sampled under the call mask, the environment answers, the tool output
 goes in with ``env_mask`` 0, and each call is written ``<tool_call> fetch k0 </tool_call>``.
 
@@ -17,7 +17,7 @@ goes in with ``env_mask`` 0, and each call is written ``<tool_call> fetch k0 </t
   (``stages_remaining``) from the messages and a failed call from ``"error": true`` on its
   tool message, both written by the rollout.
 
-Both use `trainer.trl_rollout.ConstrainedLogprobsMixin` (log-probs renormalised over the call
+Both use `trainer.experiments.trl_rollout.ConstrainedLogprobsMixin` (log-probs renormalised over the call
 mask, the config's ``constrained_logprobs``, as the compact trainer does).  Printed: dead groups
 (stock: TRL's ``frac_reward_zero_std``; rlvp: ``1 - rlvp/live_groups``), success over the last
 5 steps, episodes generated until the trailing success first reached 50 %, episodes generated,
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: this example needs TRL: pip install -e '.[trl]'", file=sys.stderr)
         return 2
     from rlvp_dsl.diagnostics import RuleError
-    from trainer.trl_runs import build_trl_run, load_checked, quiet_libraries
+    from trainer.experiments.trl_runs import build_trl_run, load_checked, quiet_libraries
 
     quiet_libraries()
 

@@ -2,7 +2,7 @@
 
 `Backend` bundles the policy, rollout collection, the task sampler and the rule
 scorer; `build_backend(cfg)` builds the default one from a config (the
-`trainer.model` policy with its LoRA adapter, `trainer.rollout.collect_groups` on the
+`trainer.model` policy with its LoRA adapter, `trainer.sampling.rollout.collect_groups` on the
 configured environment, the method's rule file).  Tests pass their own `Backend`
 to `trainer.loop.train` (a tiny fake model, hand-made rollouts).
 """
@@ -47,10 +47,11 @@ class Backend:
 
 
 def build_backend(cfg: TrainConfig) -> Backend:
-    """The default backend: `trainer.model` policy, `trainer.rollout.collect_group`, rules from the config."""
+    """The default backend: `trainer.model` policy, `trainer.sampling.rollout.collect_group`, rules from the config."""
     from rlvp_dsl import load_program
-    from trainer import envs, model as model_mod, rollout
-    from trainer.generation import GenConfig
+    from trainer import envs, model as model_mod
+    from trainer.sampling import rollout
+    from trainer.sampling.generation import GenConfig
 
     method = get_method(cfg.method)
     rules_path = cfg.resolve(getattr(cfg, method.rules_field))

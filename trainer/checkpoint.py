@@ -9,7 +9,7 @@ A checkpoint (``out_dir/checkpoint.pt``, one torch file) holds:
 * the annealing state and the loop counters (next iteration, episodes generated);
 * the config it was trained with (a resumed run must use the same one).
 
-Rollouts are seeded from (seed, iteration, group, round), so together with the
+Rollouts are seeded from (seed, iteration, round, group), so together with the
 RNG states a resumed run repeats exactly what the uninterrupted run would have
 done; tests/unit/test_train_smoke.py proves it.
 
@@ -90,22 +90,6 @@ def capture(
         "counters": dict(counters),
         "config": config,
     }
-
-
-def save_checkpoint(
-    out_dir: str | os.PathLike,
-    *,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    schedule_state: dict,
-    counters: dict,
-    config: dict,
-) -> Path:
-    """Write ``out_dir/checkpoint.pt`` atomically (temp file + rename); returns its path."""
-    return write(
-        out_dir,
-        capture(model=model, optimizer=optimizer, schedule_state=schedule_state, counters=counters, config=config),
-    )
 
 
 class CheckpointWriteError(OSError):

@@ -128,7 +128,7 @@ class TrainConfig:
     max_new_tokens: int | None = None
     """Maximum generated tokens per turn (None: just enough for the longest call)."""
     gen_args: dict = field(default_factory=dict)
-    """Further `trainer.generation.GenConfig` fields (``call_style``, ``think_max_tokens``, ...)."""
+    """Further `trainer.sampling.generation.GenConfig` fields (``call_style``, ``think_max_tokens``, ...)."""
     constrained_logprobs: bool = True
     """Train the policy that sampled: log-probs renormalised over the ids the call mask allowed
     (tokens with a single allowed id then carry no gradient).  False: full-vocabulary softmax."""
@@ -158,7 +158,7 @@ class TrainConfig:
 
     # --- dynamic sampling (dapo) ---
     dapo_max_rounds: int = 3
-    """Cap on generation rounds per iteration; episodes of every round are counted."""
+    """Cap on generation rounds per iteration; episodes of every round are counted (trainer/dapo.py)."""
 
     # --- loss and optimiser ---
     loss_type: str = "token_mean"

@@ -40,9 +40,9 @@ silently: a non-finite outcome, a non-finite loss or gradient norm (from the mod
 raises a ValueError naming what and where, before any optimiser step.
 
 Beside it, one job each: `trainer.backend` (model, rollout collection, rule scorer),
-`trainer.batch` (padded batch tensors), `trainer.logprobs` (completion log-probs),
-`trainer.loss`, `trainer.methods` (the methods, dynamic sampling), `trainer.metrics`,
-`trainer.checkpoint`; the credit maths in `rlvp_dsl.advantages`.
+`trainer.methods` (the methods), `trainer.dapo` (dynamic sampling), the credit maths in
+`rlvp_dsl.advantages`, `trainer.update` (the policy update: `trainer.batch`, `trainer.logprobs`,
+`trainer.loss`), `trainer.metrics`, `trainer.checkpoint`, `trainer.token_page`.
 """
 
 from __future__ import annotations
@@ -53,43 +53,92 @@ import random
 import sys
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
+import attrs
 import torch
 
+from rlvp_dsl.advantages import ProcessWeightSchedule, compute_advantages
 from rlvp_dsl.attach import CallCredits, score_calls
 from trainer import checkpoint as ckpt
 from trainer import token_page
-from rlvp_dsl.advantages import ProcessWeightSchedule, compute_advantages
 from trainer.backend import Backend, build_backend
-from trainer.batch import device_of, micro_batches, pad_batch
+from trainer.batch import pad_batch
 from trainer.config import TrainConfig
-from trainer.logprobs import completion_logprobs
-from trainer.loss import action_len, normaliser, policy_loss
-from trainer.methods import SamplingResult, dynamic_sampling, get_method
-from trainer.metrics import GridClock, MetricsLogger, Progress
+from trainer.dapo import Group, SamplingResult, dynamic_sampling
+from trainer.methods import Method, get_method
+from trainer.metrics import GridClock, MetricsLogger, ProgressBar
 from trainer.types import Rollout
+from trainer.update import Learner, UpdateStats, update_policy
+
+#: The last part of the seed that draws a round's tasks, ``(seed, iteration, round, 17)``; the round's
+#: groups are seeded ``(seed, iteration, round, j)`` for j = 0, 1, ...  (A round of more than 17
+#: groups seeds its group 17 like its tasks; changing the slot would change every run's tasks.)
+TASKS_SEED_SLOT = 17
 
 
-def _sample_round(be: Backend, cfg: TrainConfig, it: int, rounds: list, rnd: int, n: int) -> list[list[Rollout]]:
-    """Round ``rnd`` of iteration ``it``: ``n`` new tasks, one group of ``num_generations``
-    rollouts each, seeded from (seed, it, rnd, group); the groups are also appended to ``rounds``."""
-    tasks = be.make_tasks(n, _seed_of(cfg.seed, it, rnd, 17))
-    seeds = [_seed_of(cfg.seed, it, rnd, j) for j in range(len(tasks))]
-    if be.collect_groups is not None:  # all groups in one batch (the same rollouts as one at a time)
-        groups = be.collect_groups(tasks, cfg.num_generations, seeds)
-    else:
-        groups = [be.collect(task, cfg.num_generations, s) for task, s in zip(tasks, seeds, strict=True)]
-    rounds.append(groups)
-    return groups
+@attrs.define
+class _Run:
+    """One call of `train`: the parts set up once, and the counters the iterations move on.
+
+    Attributes:
+        start: the first iteration this call trains (> 0 when resumed).
+        episodes_generated: every episode generated so far, resampling included (resumed runs' too).
+        warned_amplified: whether scalar_fold's amplified groups were said (once per run).
+    """
+
+    cfg: TrainConfig
+    be: Backend
+    method: Method
+    learner: Learner
+    schedule: ProcessWeightSchedule
+    start: int = 0
+    episodes_generated: int = 0
+    warned_amplified: bool = False
+
+    def capture(self, done: int) -> dict[str, Any]:
+        """The state after ``done`` finished iterations: what a checkpoint holds (`trainer.checkpoint`)."""
+        return ckpt.capture(
+            model=self.learner.model,
+            optimizer=self.learner.optimizer,
+            schedule_state=self.schedule.state_dict(),
+            counters={"iteration": done, "episodes_generated": self.episodes_generated},
+            config=self.cfg.to_dict(),
+        )
 
 
-def _seed_of(*parts: int) -> int:
-    """A deterministic seed from (seed, iteration, round, group): rollouts replay exactly on resume."""
-    h = 0
-    for p in parts:
-        h = (h * 1_000_003 + int(p)) % (2**31 - 1)
-    return h
+@attrs.frozen
+class _Credit:
+    """The rules' credits of an iteration, each episode scored once.
+
+    Attributes:
+        batch: ``[n_groups][G]`` the credits of the groups trained on.
+        flagged: values the source gave as None, NaN or infinite (their calls got no credit).
+        violations, discharges, total: per episode of round 0 (the metrics' sample).
+    """
+
+    batch: list[list[CallCredits]]
+    flagged: int
+    violations: float
+    discharges: float
+    total: float
+
+
+@attrs.frozen
+class _Trained:
+    """What the advantage and the update of an iteration gave the metrics.
+
+    Attributes:
+        frac_dead: dead groups among those trained on (1.0 for an empty batch).
+        overflowed: episodes whose weighted process credit was no float32 advantage (dropped).
+        amplified: scalar_fold's groups scaled up from process credit alone.
+    """
+
+    stats: UpdateStats
+    dead_iteration: bool = True
+    frac_dead: float = 1.0
+    overflowed: int = 0
+    amplified: int = 0
 
 
 # ----------------------------------------------------------------------------
@@ -102,9 +151,9 @@ def train(
     resume: bool = False,
     progress: bool | str | None = None,
     log: Callable[[str], None] | None = None,
-    on_batch: Callable[[int, list, list, float], None] | None = None,
+    on_batch: Callable[[int, list[Group], list[list[CallCredits]], float], None] | None = None,
     clock: GridClock | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Train ``cfg.iterations`` iterations; returns the metric rows of this call (the whole run,
     resumed parts included, is in ``out_dir/metrics.jsonl``: `trainer.metrics.read_metrics`).
 
@@ -125,41 +174,108 @@ def train(
             finished iteration (it is a KeyboardInterrupt).
         trainer.checkpoint.CheckpointMismatch: ``resume`` with a config that changes the run.
     """
-    run: dict = {}  # the state after the last finished iteration ("saved"), and what to close
+    say = log or _to_stderr
+    run = _set_up(cfg, backend, resume)
+    logger = MetricsLogger(cfg.out_dir, tensorboard=cfg.tensorboard, append=resume, keep_below=run.start)
+    if logger.note:
+        say(logger.note)
+    bar = _progress_bar(cfg, run.start, progress, say, clock)
+    saved: dict[str, Any] | None = None  # the state after the last finished iteration: what Ctrl-C writes
+    dirty = False  # `saved` is newer than checkpoint.pt
+    rows: list[dict[str, Any]] = []
     try:
-        return _train(cfg, backend, resume, progress, log, on_batch, clock, run)
+        saved = run.capture(run.start)
+        for it in range(run.start, cfg.iterations):
+            row = _iteration(run, it, say, on_batch)
+            rows.append(row)
+            logger.log(row)
+            saved, dirty = run.capture(it + 1), True
+            bar.update(row)
+            if it == cfg.iterations - 1 or (cfg.checkpoint_every and (it + 1) % cfg.checkpoint_every == 0):
+                ckpt.write(cfg.out_dir, saved)
+                dirty = False
     except KeyboardInterrupt:
-        for close in run.get("close", []):
-            close()
-        if "saved" not in run:  # interrupted while setting up: nothing trained yet
+        bar.close()
+        logger.close()
+        if saved is None:  # interrupted while setting up: nothing trained yet
             raise
-        saved, path = run["saved"], Path(cfg.out_dir) / ckpt.FILENAME
-        if run["dirty"] or not path.is_file():
+        path = Path(cfg.out_dir) / ckpt.FILENAME
+        if dirty or not path.is_file():
             path = ckpt.write(cfg.out_dir, saved)
         raise ckpt.Interrupted(path, int(saved["counters"]["iteration"]), cfg.out_dir) from None
+    bar.close()
+    logger.close()
+    return rows
 
 
-def _train(
-    cfg: TrainConfig,
-    backend: Backend | None,
-    resume: bool,
-    progress: bool | str | None,
-    log: Callable[[str], None] | None,
-    on_batch: Callable[[int, list, list, float], None] | None,
-    clock: GridClock | None,
-    run: dict,
-) -> list[dict]:
-    say = log or (lambda s: print(s, file=sys.stderr))
+def _iteration(
+    run: _Run,
+    it: int,
+    say: Callable[[str], None],
+    on_batch: Callable[[int, list[Group], list[list[CallCredits]], float], None] | None,
+) -> dict[str, Any]:
+    """Iteration ``it``: rollout -> process credit -> advantage -> update; returns its metrics row."""
+    t0 = time.perf_counter()
+    # --- rollout ---
+    sampled = _sample(run, it)
+    if sampled.message:
+        say(f"iteration {it}: {sampled.message}")
+    run.episodes_generated += sampled.episodes_generated
+    gen_tokens = sum(sum(r.completion_mask) for round_groups in sampled.generated for g in round_groups for r in g)
+    t_roll = time.perf_counter() - t0
+
+    # --- process credit (scored for every method: metrics; used by scalar_fold / rlvp) ---
+    credit = _score(run.be, sampled)
+    run.schedule.observe(it, credit.violations)
+    weight = run.schedule.weight(it) if run.method.credit_mode != "none" else 0.0
+    if on_batch is not None:
+        on_batch(it, sampled.groups, credit.batch, weight)
+
+    # --- advantage, update ---
+    trained = _advantage_and_update(run, it, sampled.groups, credit.batch, weight, say)
+
+    # --- metrics ---
+    first = sampled.first_round
+    n_eps = sum(len(g) for g in first)
+    return {
+        "iteration": it,
+        "method": run.cfg.method,
+        "seed": run.cfg.seed,
+        "rollout/success_rate": sum(r.outcome for g in first for r in g) / max(1, n_eps),
+        "rollout/frac_dead_groups": _frac_dead(trained.frac_dead, sampled),
+        "rollout/dead_iteration": int(trained.dead_iteration),
+        "rollout/episodes_generated": run.episodes_generated,
+        "rollout/rounds": sampled.rounds,
+        "rollout/episode_calls": sum(len(r.call_spans) for g in first for r in g) / max(1, n_eps),
+        "process/violations_per_episode": credit.violations,
+        "process/discharges_per_episode": credit.discharges,
+        "process/credit_per_episode": credit.total,
+        "process/flagged_credits": credit.flagged + trained.overflowed,
+        "process/amplified_groups": trained.amplified,
+        "process/weight": weight,
+        "process/anneal_started": int(run.schedule.started),
+        "loss/policy": trained.stats.policy,
+        "loss/kl": trained.stats.kl,
+        "loss/clip_frac": trained.stats.clip_frac,
+        "loss/grad_norm": trained.stats.grad_norm,
+        "policy/entropy": trained.stats.entropy,
+        "perf/tokens_per_s": gen_tokens / max(t_roll, 1e-9),
+        "perf/iteration_s": time.perf_counter() - t0,
+    }
+
+
+# ----------------------------------------------------------------------------
+# set-up
+# ----------------------------------------------------------------------------
+def _set_up(cfg: TrainConfig, backend: Backend | None, resume: bool) -> _Run:
+    """Seed, build the backend (unless given), the optimiser and the process-weight schedule; on
+    ``resume``, restore them and the RNG states from the checkpoint (after the seeding)."""
     torch.set_num_threads(cfg.threads)
     torch.manual_seed(cfg.seed)
     random.seed(cfg.seed)
     method = get_method(cfg.method)
     be = backend or build_backend(cfg)
-    model = be.model
-    params = [p for p in model.parameters() if p.requires_grad]
-    if not params:
-        raise ValueError("the model has no trainable parameters (is the LoRA adapter attached?)")
-    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    learner = Learner.adamw(be.model, cfg, pad_id=be.pad_id, ref_context=be.ref_context)
     schedule = ProcessWeightSchedule(
         cfg.process_weight,
         enabled=cfg.anneal and method.anneal,
@@ -168,172 +284,147 @@ def _train(
         start=cfg.anneal_start,
         decay_iterations=cfg.anneal_iterations,
     )
-    start_it, episodes_generated = 0, 0
+    run = _Run(cfg, be, method, learner, schedule)
     if resume:
         state = ckpt.load_checkpoint(cfg.out_dir)
         ckpt.check_resumable(state["config"], cfg.to_dict(), f"{cfg.out_dir}/{ckpt.FILENAME}")
-        ckpt.restore_model(model, state["trainable"])
-        optimizer.load_state_dict(state["optimizer"])
+        ckpt.restore_model(learner.model, state["trainable"])
+        learner.optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
-        start_it = int(state["counters"]["iteration"])
-        episodes_generated = int(state["counters"]["episodes_generated"])
+        run.start = int(state["counters"]["iteration"])
+        run.episodes_generated = int(state["counters"]["episodes_generated"])
         ckpt.set_rng_state(state["rng"])
-    logger = MetricsLogger(cfg.out_dir, tensorboard=cfg.tensorboard, append=resume, keep_below=start_it)
-    if logger.note:
-        say(logger.note)
+    return run
+
+
+def _progress_bar(
+    cfg: TrainConfig,
+    start: int,
+    progress: bool | str | None,
+    say: Callable[[str], None],
+    clock: GridClock | None,
+) -> ProgressBar:
+    """`train`'s ``progress``: None is the bar on a terminal, else the lines."""
     if progress is None:
         progress = "bar" if sys.stderr.isatty() else "lines"
-    bar = Progress(
+    return ProgressBar(
         cfg.iterations,
-        start_it,
+        start,
         f"{cfg.method} seed {cfg.seed}",
         bar=progress in (True, "bar"),
         say=say if progress else None,
         every=cfg.log_every,
         clock=clock,
     )
-    run["close"] = [bar.close, logger.close]
 
-    def snapshot(done: int) -> dict:  # the state after `done` finished iterations: what Ctrl-C writes
-        return ckpt.capture(
-            model=model,
-            optimizer=optimizer,
-            schedule_state=schedule.state_dict(),
-            counters={"iteration": done, "episodes_generated": episodes_generated},
-            config=cfg.to_dict(),
+
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------
+# rollout
+# ----------------------------------------------------------------------------
+def _sample(run: _Run, it: int) -> SamplingResult:
+    """The groups of iteration ``it``: one round of ``tasks_per_iteration`` groups, or (``dapo``)
+    rounds until that many have differing outcomes (`trainer.dapo.dynamic_sampling`)."""
+    cfg = run.cfg
+    run.learner.model.eval()
+    generate = functools.partial(_sample_round, run.be, cfg, it)  # generate(round, n) -> n groups
+    with torch.no_grad():
+        if run.method.dynamic_sampling:
+            return dynamic_sampling(generate, cfg.tasks_per_iteration, cfg.dapo_max_rounds)
+        return SamplingResult.one_round(generate(0, cfg.tasks_per_iteration))
+
+
+def _sample_round(be: Backend, cfg: TrainConfig, it: int, rnd: int, n: int) -> list[Group]:
+    """Round ``rnd`` of iteration ``it``: ``n`` new tasks, one group of ``num_generations``
+    rollouts each, seeded from (seed, it, rnd, group) (`TASKS_SEED_SLOT`)."""
+    tasks = be.make_tasks(n, _seed_of(cfg.seed, it, rnd, TASKS_SEED_SLOT))
+    seeds = [_seed_of(cfg.seed, it, rnd, j) for j in range(len(tasks))]
+    if be.collect_groups is not None:  # all groups in one batch (the same rollouts as one at a time)
+        return be.collect_groups(tasks, cfg.num_generations, seeds)
+    return [be.collect(task, cfg.num_generations, s) for task, s in zip(tasks, seeds, strict=True)]
+
+
+def _seed_of(*parts: int) -> int:
+    """A deterministic seed from (seed, iteration, round, group): rollouts replay exactly on resume."""
+    h = 0
+    for p in parts:
+        h = (h * 1_000_003 + int(p)) % (2**31 - 1)
+    return h
+
+
+# ----------------------------------------------------------------------------
+# process credit
+# ----------------------------------------------------------------------------
+def _score(be: Backend, sampled: SamplingResult) -> _Credit:
+    """Score round 0 (the metrics) and the batch (``dapo``: its kept groups) with the rules; an
+    episode in both is scored once."""
+    to_score = {id(g): g for g in sampled.first_round + sampled.groups}
+    credits_of = {key: [score_calls(be.scorer, r.episode) for r in g] for key, g in to_score.items()}
+    first = [c for g in sampled.first_round for c in credits_of[id(g)]]
+    n_first = max(1, len(first))
+    return _Credit(
+        batch=[credits_of[id(g)] for g in sampled.groups],
+        flagged=sum(len(c.flagged) for cs in credits_of.values() for c in cs),
+        violations=sum(c.n_violations for c in first) / n_first,
+        discharges=sum(c.n_discharges for c in first) / n_first,
+        total=sum(c.total for c in first) / n_first,
+    )
+
+
+# ----------------------------------------------------------------------------
+# advantage and update
+# ----------------------------------------------------------------------------
+def _advantage_and_update(
+    run: _Run,
+    it: int,
+    groups: list[Group],
+    credits: list[list[CallCredits]],
+    weight: float,
+    say: Callable[[str], None],
+) -> _Trained:
+    """The batch's advantages (outcome + ``weight`` x process, `rlvp_dsl.advantages`), its token page
+    when due, and the policy update (no optimiser step for a dead batch with ``beta = 0``)."""
+    cfg = run.cfg
+    batch = [r for g in groups for r in g]  # B = n_groups * G, group-major
+    check_outcomes(batch)
+    if not batch:
+        return _Trained(UpdateStats())
+    _, _, cmask = pad_batch(batch, run.be.pad_id)  # (B, T)
+    adv = compute_advantages(
+        [[r.outcome for r in g] for g in groups],
+        credits,
+        [[r.call_spans for r in g] for g in groups],
+        cmask,
+        credit_mode=run.method.credit_mode,
+        process_weight=weight,
+        scale_rewards=cfg.scale_rewards,
+        process_norm=cfg.process_norm,
+        eps=cfg.adv_eps,
+    )
+    amplified = int(adv.amplified_groups.sum())
+    if amplified and not run.warned_amplified:
+        run.warned_amplified = True
+        say(
+            f"iteration {it}: {amplified} group(s) with equal outcomes got unit-size advantages from "
+            "process credit alone (scalar_fold z-scores its differences, however small; counted in "
+            "process/amplified_groups); the rlvp method (token credit) keeps them at w x credit"
         )
+    # the tokens coloured by the advantages and mask the update below receives (trainer/token_page.py)
+    token_page.maybe_write(cfg, it, batch, credits, adv, cmask, weight, decode=run.be.decode, log=say)
+    dead = adv.dead_iteration
+    stats = update_policy(cfg, run.learner, batch, adv.advantages, cmask, step=not (dead and cfg.beta == 0))
+    return _Trained(stats, dead, adv.frac_dead_groups, int(adv.overflowed.sum()), amplified)
 
-    run["saved"], run["dirty"] = snapshot(start_it), False
-    rows: list[dict] = []
-    warned_amplified = False  # scalar_fold's amplified groups: said once per run
-    B_groups = cfg.tasks_per_iteration
 
-    for it in range(start_it, cfg.iterations):
-        t0 = time.perf_counter()
-        # --- rollout ---
-        model.eval()
-        rounds: list[list[list[Rollout]]] = []  # [round][group][G]: every group generated this iteration
-        generate = functools.partial(_sample_round, be, cfg, it, rounds)  # generate(round, n) -> n groups
-        with torch.no_grad():
-            if method.dynamic_sampling:
-                sampled = dynamic_sampling(generate, B_groups, cfg.dapo_max_rounds)
-            else:
-                groups = generate(0, B_groups)
-                sampled = SamplingResult(groups, 1, sum(len(g) for g in groups), 0)
-        if sampled.message:
-            say(f"iteration {it}: {sampled.message}")
-        episodes_generated += sampled.episodes_generated
-        first_round, groups = rounds[0], sampled.groups  # [n_groups][G]
-        gen_tokens = sum(sum(r.completion_mask) for round_groups in rounds for g in round_groups for r in g)
-        t_roll = time.perf_counter() - t0
-
-        # --- process credit (scored for every method: metrics; used by scalar_fold / rlvp) ---
-        # each episode once: the first round (metrics) and the batch (dapo: its kept groups) overlap
-        to_score = {id(g): g for g in first_round + groups}
-        credits_of = {key: [score_calls(be.scorer, r.episode) for r in g] for key, g in to_score.items()}
-        # values the source gave as None/NaN/inf (their calls got no credit; logged once per rule)
-        flagged = sum(len(c.flagged) for cs in credits_of.values() for c in cs)
-        first_credits = [credits_of[id(g)] for g in first_round]
-        flat_first = [c for g in first_credits for c in g]
-        n_first = max(1, len(flat_first))
-        viol = sum(c.n_violations for c in flat_first) / n_first
-        disc = sum(c.n_discharges for c in flat_first) / n_first
-        credit_sum = sum(c.total for c in flat_first) / n_first
-        schedule.observe(it, viol)
-        weight = schedule.weight(it) if method.credit_mode != "none" else 0.0
-        credits: list[list[CallCredits]] = [credits_of[id(g)] for g in groups]
-
-        if on_batch is not None:
-            on_batch(it, groups, credits, weight)
-
-        # --- advantage ---
-        batch = [r for g in groups for r in g]  # B = n_groups * G, group-major
-        check_outcomes(batch)
-        stats: dict[str, float] = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": None, "grad_norm": 0.0}
-        dead_iteration, frac_dead, amplified = True, 1.0, 0
-        if batch:
-            _, _, cmask = pad_batch(batch, be.pad_id)  # (B, T)
-            adv = compute_advantages(
-                [[r.outcome for r in g] for g in groups],
-                credits,
-                [[r.call_spans for r in g] for g in groups],
-                cmask,
-                credit_mode=method.credit_mode,
-                process_weight=weight,
-                scale_rewards=cfg.scale_rewards,
-                process_norm=cfg.process_norm,
-                eps=cfg.adv_eps,
-            )
-            dead_iteration, frac_dead = adv.dead_iteration, adv.frac_dead_groups
-            flagged += int(adv.overflowed.sum())  # process credit past float32: dropped per episode
-            amplified = int(adv.amplified_groups.sum())
-            if amplified and not warned_amplified:
-                warned_amplified = True
-                say(
-                    f"iteration {it}: {amplified} group(s) with equal outcomes got unit-size advantages from "
-                    "process credit alone (scalar_fold z-scores its differences, however small; counted in "
-                    "process/amplified_groups); the rlvp method (token credit) keeps them at w x credit"
-                )
-            # the tokens coloured by the advantages and mask the update below receives (trainer/token_page.py)
-            token_page.maybe_write(cfg, it, batch, credits, adv, cmask, weight, decode=be.decode, log=say)
-            # --- update ---
-            stats = _update(
-                cfg,
-                be,
-                model,
-                optimizer,
-                params,
-                batch,
-                adv.advantages,
-                cmask,
-                step=not (dead_iteration and cfg.beta == 0),
-            )
-        if not method.dynamic_sampling:
-            frac_dead = frac_dead if batch else 1.0
-        elif sampled.dropped_groups:
-            # dropped groups are dead too: count them over all groups generated
-            total = len(groups) + sampled.dropped_groups
-            frac_dead = (frac_dead * len(groups) + sampled.dropped_groups) / total
-
-        # --- metrics ---
-        dt = time.perf_counter() - t0
-        n_eps = sum(len(g) for g in first_round)
-        row = {
-            "iteration": it,
-            "method": cfg.method,
-            "seed": cfg.seed,
-            "rollout/success_rate": sum(r.outcome for g in first_round for r in g) / max(1, n_eps),
-            "rollout/frac_dead_groups": frac_dead,
-            "rollout/dead_iteration": int(dead_iteration),
-            "rollout/episodes_generated": episodes_generated,
-            "rollout/rounds": sampled.rounds,
-            "rollout/episode_calls": sum(len(r.call_spans) for g in first_round for r in g) / max(1, n_eps),
-            "process/violations_per_episode": viol,
-            "process/discharges_per_episode": disc,
-            "process/credit_per_episode": credit_sum,
-            "process/flagged_credits": flagged,
-            "process/amplified_groups": amplified,
-            "process/weight": weight if method.credit_mode != "none" else 0.0,
-            "process/anneal_started": int(schedule.started),
-            "loss/policy": stats["policy"],
-            "loss/kl": stats["kl"],
-            "loss/clip_frac": stats["clip_frac"],
-            "loss/grad_norm": stats["grad_norm"],
-            "policy/entropy": stats["entropy"],
-            "perf/tokens_per_s": gen_tokens / max(t_roll, 1e-9),
-            "perf/iteration_s": dt,
-        }
-        rows.append(row)
-        logger.log(row)
-        run["saved"], run["dirty"] = snapshot(it + 1), True
-        bar.update(row)
-        last = it == cfg.iterations - 1
-        if last or (cfg.checkpoint_every and (it + 1) % cfg.checkpoint_every == 0):
-            ckpt.write(cfg.out_dir, run["saved"])
-            run["dirty"] = False
-    bar.close()
-    logger.close()
-    return rows
+def _frac_dead(frac_dead: float, sampled: SamplingResult) -> float:
+    """Dead groups over all groups generated: ``dapo``'s dropped groups are dead too."""
+    if not sampled.dropped_groups:
+        return frac_dead
+    kept = len(sampled.groups)
+    return (frac_dead * kept + sampled.dropped_groups) / (kept + sampled.dropped_groups)
 
 
 def check_outcomes(batch: list[Rollout]) -> None:
@@ -352,109 +443,3 @@ def check_outcomes(batch: list[Rollout]) -> None:
                 f"outcome of episode {r.episode.id!r} (task {r.task_id!r}) must be a finite number "
                 f"(got {r.outcome!r}); the environment's reward is the outcome"
             )
-
-
-def _update(
-    cfg: TrainConfig,
-    be: Backend,
-    model: torch.nn.Module,
-    optimizer: torch.optim.Optimizer,
-    params: list,
-    batch: list[Rollout],
-    advantages: torch.Tensor,
-    cmask: torch.Tensor,
-    step: bool,
-) -> dict[str, float]:
-    """One batch update (``updates_per_batch`` passes of micro-batches); returns diagnostics (floats).
-
-    Advantages and the mask move to the model's device; the loss is computed there.
-    Raises ValueError (before any optimiser step) when a micro-batch's loss or the
-    gradient norm is not finite: advantages are finite, so the model's log-probs are not.
-    """
-    model.train()
-    dev = device_of(model)
-    advantages, cmask = advantages.to(dev), cmask.to(dev)  # (B, T)
-    B, T = cmask.shape
-    mbs = micro_batches(batch, cfg.micro_batch, cfg.micro_batch_tokens)
-    n_tok = float(cmask.sum().clamp(min=1))
-    L = action_len(cmask)  # most action tokens of one episode: `constant`'s L, never tool output
-    batch_norm = float(normaliser(cmask, cfg.loss_type, L))
-    old: dict[int, torch.Tensor] = {}
-    ref: dict[int, torch.Tensor] = {}
-    with torch.no_grad():
-        for k, idx in enumerate(mbs):
-            rs = [batch[i] for i in idx]
-            if cfg.updates_per_batch > 1:
-                old[k], _ = completion_logprobs(
-                    model, rs, be.pad_id, constrained=cfg.constrained_logprobs, temperature=cfg.temperature
-                )
-            if cfg.beta > 0:
-                if be.ref_context is None:
-                    raise ValueError("beta > 0 needs a reference model (the backend has no ref_context)")
-                with be.ref_context():
-                    ref[k], _ = completion_logprobs(
-                        model, rs, be.pad_id, constrained=cfg.constrained_logprobs, temperature=cfg.temperature
-                    )
-    stats = {"policy": 0.0, "kl": 0.0, "clip_frac": 0.0, "entropy": 0.0, "grad_norm": 0.0}
-    ent_sum = 0.0
-    for epoch in range(cfg.updates_per_batch):
-        optimizer.zero_grad(set_to_none=True)
-        for k, idx in enumerate(mbs):
-            rs = [batch[i] for i in idx]
-            grad_ctx = torch.enable_grad() if step else torch.no_grad()
-            with grad_ctx:
-                logp, ent = completion_logprobs(
-                    model,
-                    rs,
-                    be.pad_id,
-                    with_entropy=epoch == 0,
-                    constrained=cfg.constrained_logprobs,
-                    temperature=cfg.temperature,
-                )  # (b, t)
-                t = logp.shape[1]
-                m, A = cmask[idx, :t], advantages[idx, :t]  # (b, t)
-                old_lp = old[k] if k in old else logp.detach()
-                out = policy_loss(
-                    logp,
-                    old_lp,
-                    A,
-                    m,
-                    epsilon=cfg.epsilon,
-                    epsilon_high=cfg.epsilon_high,
-                    beta=cfg.beta,
-                    ref_logp=ref.get(k),
-                    kl_clip=cfg.kl_clip,
-                    loss_type=cfg.loss_type,
-                    max_len=L,
-                )
-                if not torch.isfinite(out.loss):
-                    raise ValueError(
-                        f"the loss of micro-batch {k} (episodes {[r.episode.id for r in rs]}) is {float(out.loss.detach())} "
-                        f"in update pass {epoch}: the advantages are finite, so the model's log-probs are not "
-                        f'(overflow in {cfg.dtype}? try a lower learning_rate or dtype = "float32")'
-                    )
-                # micro-batch share of the batch-level normaliser
-                share = float(normaliser(m, cfg.loss_type, L)) / batch_norm
-                if step:
-                    (out.loss * share).backward()
-            if epoch == 0:
-                stats["policy"] += out.policy * share
-                stats["kl"] += out.kl * float(m.sum()) / n_tok
-                stats["clip_frac"] += out.clip_frac * float(m.sum()) / n_tok
-                ent_sum += float((ent * m).sum())
-        if step:
-            grads = [p.grad for p in params if p.grad is not None]
-            norm = float(torch.nn.utils.get_total_norm(grads)) if grads else 0.0  # before clipping
-            if not math.isfinite(norm):
-                raise ValueError(
-                    f"the gradient norm is {norm} in update pass {epoch} with a finite loss; "
-                    f"this pass made no optimiser step (the last checkpoint is intact)"
-                )
-            if epoch == 0:
-                stats["grad_norm"] = norm
-            if cfg.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
-            optimizer.step()
-    stats["entropy"] = ent_sum / n_tok
-    model.eval()
-    return stats

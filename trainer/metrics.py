@@ -5,9 +5,10 @@ Metric names are namespaced:
 | name | meaning |
 | --- | --- |
 | ``rollout/success_rate`` | mean outcome of the iteration's first round of episodes |
-| ``rollout/frac_dead_groups`` | groups whose per-token advantages are all zero |
+| ``rollout/frac_dead_groups`` | groups whose per-token advantages are all zero (``dapo``: over every group generated, dropped ones dead) |
 | ``rollout/dead_iteration`` | 1 when every group is dead (no policy gradient) |
 | ``rollout/episodes_generated`` | cumulative episodes generated, resampling included |
+| ``rollout/rounds`` | generation rounds this iteration (``dapo``: up to ``dapo_max_rounds``; else 1) |
 | ``rollout/episode_calls`` | tool calls per episode |
 | ``process/violations_per_episode`` | negative credits per episode |
 | ``process/discharges_per_episode`` | obligation discharges (and progress credits) per episode |
@@ -227,7 +228,7 @@ class GridClock:
         return f"all runs: {done}/{self.remaining} iterations, ETA {_duration(left * per)}"
 
 
-class Progress:
+class ProgressBar:
     """A run's progress: a tqdm bar on a terminal; off a terminal (CI, nohup, a pipe) one line
     every ``every`` iterations, at least one a ``min_interval_s``, and on the last iteration
     (``say=None``: neither).

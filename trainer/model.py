@@ -183,7 +183,7 @@ def load_smollm2():
 def load_policy(spec: str, words: Iterable[str] = (), tiny: TinyModelConfig | None = None):
     """`(model, tokenizer)` for ``"tiny"`` (built from `words`), ``"smollm2"``, or a local path."""
     if spec == "tiny":
-        from trainer.tokenizer import build_tiny_tokenizer
+        from trainer.sampling.tokenizer import build_tiny_tokenizer
 
         tokenizer = build_tiny_tokenizer(words)
         return build_tiny_model(tokenizer, tiny), tokenizer
@@ -249,7 +249,7 @@ def build_policy(cfg, env_factory=None):
     ``cfg.dtype`` and ``cfg.device``: the base weights are cast to the dtype before the
     adapter is attached (peft keeps the adapter float32), then the policy moves to the
     device.  The tiny tokenizer's vocabulary is every word an episode of `env_factory()`
-    can show (`trainer.rollout.prompt_words`).  Raises ValueError for an unknown model arg.
+    can show (`trainer.sampling.rollout.prompt_words`).  Raises ValueError for an unknown model arg.
     """
     import torch
 
@@ -257,7 +257,7 @@ def build_policy(cfg, env_factory=None):
     if cfg.model == "tiny":
         if env_factory is None:
             raise ValueError("model 'tiny' needs the environment factory to build its vocabulary")
-        from trainer.rollout import prompt_words
+        from trainer.sampling.rollout import prompt_words
 
         words = prompt_words(env_factory(), ("plain", "json"))
     args = dict(getattr(cfg, "model_args", None) or {})

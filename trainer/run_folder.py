@@ -4,7 +4,7 @@
 checkpoint, curves, TensorBoard events and token pages; a comparison's summary and its
 ``METHOD/seedK`` runs; a paired run's ``seedK/paired.json``.  `clear_outputs` removes exactly
 those files and the folders they leave empty, never a user's file (``rlvp-train --overwrite``;
-`trainer.cli` refuses a folder that holds a run unless ``--resume`` or ``--overwrite``).
+`trainer.cli.checks` refuses a folder that holds a run unless ``--resume`` or ``--overwrite``).
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from trainer.types import Rollout
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FOLDER = "token_pages"
-#: What `rlvp-train --compare` writes beside the runs (trainer/compare.py), linked from the index.
+#: What `rlvp-train --compare` writes beside the runs (trainer/experiments/compare.py), linked from the index.
 COMPARE_OUTPUTS = ("curves.png", "summary.md", "summary.json")
 
 

@@ -1423,7 +1423,7 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 def _run(tool: str, argv: list[str]) -> int:
     if tool == "train":
-        from trainer.cli import main
+        from trainer.cli.train_command import main
 
         return main.main(argv, standalone_mode=False)
     module = __import__(f"rlvp_dsl.cli.{tool}", fromlist=["main"])
@@ -1552,7 +1552,7 @@ def test_rlvp_score_csv_to_a_full_disk_exits_2_not_0(tmp_path):
         ("rlvp-compile", "lark"),
         ("rlvp-score", "lark"),
         ("rlvp-compile", "rlvp_dsl.pipeline"),
-        ("rlvp-train", "torch"),
+        ("rlvp-train", "trainer.config"),
         ("rlvp-train", "click"),
     ],
 )

@@ -16,7 +16,7 @@ import torch
 
 from rlvp_dsl import loads
 from rlvp_dsl.events import Episode, Event
-from trainer import loop
+from trainer import loop, update
 from trainer.backend import Backend
 from trainer.config import TrainConfig
 from trainer.envs.base import Task
@@ -137,13 +137,13 @@ def test_rule_text_to_the_advantages_the_loss_sees(tmp_path, monkeypatch):
         scorer=program,
     )
     seen_credits, seen_adv = [], []
-    real_loss = loop.policy_loss
+    real_loss = update.policy_loss
 
     def recording_loss(logp, old_logp, advantages, mask, **kw):
         seen_adv.append((advantages.detach().clone(), mask.clone()))
         return real_loss(logp, old_logp, advantages, mask, **kw)
 
-    monkeypatch.setattr(loop, "policy_loss", recording_loss)
+    monkeypatch.setattr(update, "policy_loss", recording_loss)
     cfg = TrainConfig(
         method="rlvp",
         iterations=1,

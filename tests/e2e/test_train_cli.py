@@ -6,7 +6,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from trainer.cli import main
+from trainer.cli.train_command import main
 
 REPO = Path(__file__).resolve().parent.parent.parent
 CONFIG = REPO / "examples" / "chain4.toml"
@@ -127,7 +127,7 @@ def test_version_and_a_missing_train_extra():
         [
             sys.executable,
             "-c",
-            "from trainer.entry import run; import sys; sys.argv=['rlvp-train', '--version']; run()",
+            "from trainer.cli.entry import run; import sys; sys.argv=['rlvp-train', '--version']; run()",
         ],
         capture_output=True,
         text=True,
@@ -135,7 +135,7 @@ def test_version_and_a_missing_train_extra():
     assert done.returncode == 0 and done.stdout.startswith("rlvp-train 0.")
     code = (
         "import sys; sys.modules['click'] = None\n"
-        "from trainer.entry import run\nsys.argv = ['rlvp-train', '--help']\nrun()\n"
+        "from trainer.cli.entry import run\nsys.argv = ['rlvp-train', '--help']\nrun()\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
@@ -152,7 +152,7 @@ def test_empty_config_empty_seed_items_and_two_modes_are_refused(tmp_path):
     empty.write_text("")
 
     def train(*args):
-        code = "import sys; from trainer.entry import run; sys.argv = ['rlvp-train', *sys.argv[1:]]; run()"
+        code = "import sys; from trainer.cli.entry import run; sys.argv = ['rlvp-train', *sys.argv[1:]]; run()"
         return subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True)
 
     done = train(empty)

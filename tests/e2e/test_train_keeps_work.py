@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from trainer import checkpoint as ckpt
-from trainer.cli import main
+from trainer.cli.train_command import main
 from trainer.config import load_config
 from trainer.loop import train
 from trainer.metrics import read_metrics

@@ -10,13 +10,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainer import rollout as rollout_mod
+from trainer.sampling import rollout as rollout_mod
 from trainer.envs import env_factory, make_env, make_tasks
-from trainer.generation import CachedSampler, GenConfig, HFGenerator
+from trainer.sampling.generation import CachedSampler, GenConfig, HFGenerator
 from trainer.logprobs import completion_logprobs
 from trainer.model import TinyModelConfig, apply_lora, build_tiny_model
-from trainer.rollout import collect_group, collect_groups, prompt_words
-from trainer.tokenizer import build_tiny_tokenizer
+from trainer.sampling.rollout import collect_group, collect_groups, prompt_words
+from trainer.sampling.tokenizer import build_tiny_tokenizer
 
 from tolerance import assert_close, tolerance, transformer_terms
 
@@ -170,8 +170,8 @@ def test_forced_steps_run_no_forward_pass(tiny):
     (policy log-prob NaN, masked log-prob 0); every other token has both."""
     import math
 
-    from trainer.call_grammar import CallTrie
-    from trainer.tokenizer import encode
+    from trainer.sampling.call_grammar import CallTrie
+    from trainer.sampling.tokenizer import encode
 
     model, tok = tiny
     trie = CallTrie.build(make_env("gated").schema(), tok)

@@ -1,8 +1,8 @@
 """Run summaries, the Markdown table and the learning-curve PNG, on synthetic metric rows."""
 
-from trainer.compare import markdown_table, summarise
+from trainer.experiments.compare import markdown_table, summarise
 from trainer.metrics import episodes_to_success, summarise_run
-from trainer.plots import plot_curves
+from trainer.experiments.plots import plot_curves
 
 
 def _rows(successes, per_iter=32, method="rlvp"):

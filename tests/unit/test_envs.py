@@ -19,7 +19,7 @@ from trainer.envs import (
     all_calls,
     make_env,
     make_tasks,
-    write_default_manifests,
+    write_manifest,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,19 +170,24 @@ def test_protocol_schema_and_manifest(name, cls):
         assert tool["parameters"] == [{"name": "token", "type": "string"}]
 
 
-@pytest.mark.parametrize(
-    "name,file", [("chain4", "chain4_tools.json"), ("chain6", "chain6_tools.json"), ("gated", "gated_tools.json")]
-)
+#: The manifests shipped in examples/manifests: environment name -> file.
+SHIPPED_MANIFESTS = {"chain4": "chain4_tools.json", "chain6": "chain6_tools.json", "gated": "gated_tools.json"}
+
+
+@pytest.mark.parametrize("name,file", SHIPPED_MANIFESTS.items())
 def test_shipped_manifests_are_current(name, file):
     """examples/manifests/*.json equal what the default environments write."""
     shipped = json.loads((ROOT / "examples" / "manifests" / file).read_text())
-    assert shipped == make_env(name).manifest(), "regenerate: write_default_manifests('examples/manifests')"
+    assert shipped == make_env(name).manifest(), (
+        f"regenerate: trainer.envs.write_manifest(make_env({name!r}), 'examples/manifests/{file}')"
+    )
 
 
 def test_default_manifests_round_trip(tmp_path):
-    """write_default_manifests writes exactly the shipped files."""
-    for path in write_default_manifests(tmp_path):
-        assert json.loads(path.read_text()) == json.loads((ROOT / "examples" / "manifests" / path.name).read_text())
+    """write_manifest writes exactly the shipped files."""
+    for name, file in SHIPPED_MANIFESTS.items():
+        path = write_manifest(make_env(name), tmp_path / file)
+        assert json.loads(path.read_text()) == json.loads((ROOT / "examples" / "manifests" / file).read_text())
 
 
 def test_schema_is_the_core_tool_spec_with_closed_values():

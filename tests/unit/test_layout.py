@@ -22,18 +22,10 @@ SCRIPT_FOLDERS = ("benchmarks", "examples")
 
 LAYER_NAMES = ("language core", "credit maths", "trainer core", "integrations", "experiments and front doors")
 
-#: Layer 4 inside trainer/: the experiments and the command-line front doors.  The flat modules listed
-#: here move into trainer/experiments/ and trainer/cli/ (issue 18): drop each name once it has moved.
+#: Layer 4 inside trainer/: the experiments and the command-line front doors.
 TRAINER_FRONT_DOORS = (
     "trainer.experiments",
     "trainer.cli",
-    "trainer.trl_runs",
-    "trainer.trl_rollout",
-    "trainer.compare",
-    "trainer.envs.calibrate",
-    "trainer.cli_support",
-    "trainer.plot_command",
-    "trainer.entry",
 )
 
 #: Imports allowed against the layers, one by one: ``(importer, imported): reason``.  None today.

@@ -6,11 +6,11 @@ import pytest
 import torch
 
 from trainer.envs import env_factory, make_env, make_tasks
-from trainer.generation import GenConfig
+from trainer.sampling.generation import GenConfig
 from trainer.logprobs import completion_logprobs
 from trainer.model import LoraSettings, TinyModelConfig, apply_lora, build_tiny_model
-from trainer.rollout import collect_groups, prompt_words
-from trainer.tokenizer import THINK_CLOSE, THINK_OPEN, build_tiny_tokenizer
+from trainer.sampling.rollout import collect_groups, prompt_words
+from trainer.sampling.tokenizer import THINK_CLOSE, THINK_OPEN, build_tiny_tokenizer
 
 from tolerance import assert_all_close, assert_close, transformer_terms
 

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from rlvp_dsl import attach, loads
-from trainer import loop
+from trainer import loop, update
 from trainer.config import TrainConfig
 from trainer.loop import check_outcomes, train
 
@@ -46,7 +46,7 @@ def _cfg(tmp_path, **kw):
 def _spy(monkeypatch):
     """Record every advantage tensor and loss the loop computes (its own functions, wrapped)."""
     seen = {"adv": [], "loss": []}
-    real_adv, real_loss = loop.compute_advantages, loop.policy_loss
+    real_adv, real_loss = loop.compute_advantages, update.policy_loss
 
     def compute_advantages(*a, **kw):
         out = real_adv(*a, **kw)
@@ -59,7 +59,7 @@ def _spy(monkeypatch):
         return out
 
     monkeypatch.setattr(loop, "compute_advantages", compute_advantages)
-    monkeypatch.setattr(loop, "policy_loss", policy_loss)
+    monkeypatch.setattr(update, "policy_loss", policy_loss)
     return seen
 
 
@@ -156,13 +156,13 @@ def test_a_non_finite_outcome_is_a_clear_error():
 def test_a_non_finite_loss_is_a_clear_error_before_any_step(tmp_path, monkeypatch):
     """Log-probs that overflow give an error naming the micro-batch; the weights do not move."""
     be = fake_backend()
-    real = loop.completion_logprobs
+    real = update.completion_logprobs
 
     def broken(model, rollouts, *a, **kw):
         logp, ent = real(model, rollouts, *a, **kw)
         return logp * float("nan"), ent
 
-    monkeypatch.setattr(loop, "completion_logprobs", broken)
+    monkeypatch.setattr(update, "completion_logprobs", broken)
     before = [p.detach().clone() for p in be.model.parameters()]
     with pytest.raises(ValueError, match=r"the loss of micro-batch 0 \(episodes .*\) is nan"):
         train(_cfg(tmp_path, iterations=1), backend=be, progress=False)

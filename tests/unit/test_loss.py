@@ -107,10 +107,9 @@ def test_a_longer_tool_output_changes_neither_loss_nor_gradient(loss_type):
     of 2 give the same loss and the same gradient through the loop's update (Dr. GRPO's L counts generated
     tokens, never tool output)."""
     from rlvp_dsl.advantages import compute_advantages
-    from trainer.backend import Backend
     from trainer.batch import pad_batch
     from trainer.config import TrainConfig
-    from trainer.loop import _update
+    from trainer.update import Learner, update_policy
 
     from trainer_fakes import FakeLM, credits_of, make_rollout
 
@@ -129,20 +128,11 @@ def test_a_longer_tool_output_changes_neither_loss_nor_gradient(loss_type):
         )
         cfg = TrainConfig(loss_type=loss_type, max_grad_norm=0.0, micro_batch=1, out_dir="unused")
         params = list(model.parameters())
-        stats = _update(
-            cfg,
-            Backend(model, None, None, None),
-            model,
-            torch.optim.SGD(params, lr=0.0),
-            params,
-            batch,
-            adv.advantages,
-            cmask,
-            step=True,
-        )
+        learner = Learner(model, torch.optim.SGD(params, lr=0.0), params)
+        stats = update_policy(cfg, learner, batch, adv.advantages, cmask, step=True)
         # ratio 1 (one pass): the per-token loss is -A, so sum|x_i| of the loss's sum is the aggregate of |A|
         magnitude = float(aggregate(adv.advantages.abs(), cmask, loss_type))
-        results.append((stats["policy"], [p.grad.clone() for p in params], cmask.shape))
+        results.append((stats.policy, [p.grad.clone() for p in params], cmask.shape))
     (loss_a, grad_a, shape_a), (loss_b, grad_b, shape_b) = results
     # another padding width sums in another order: embedding, output layer, then the batch's positions
     n = terms(model.emb.embedding_dim, model.out.out_features, shape_b[0] * shape_b[1])
@@ -230,10 +220,9 @@ def test_a_fully_masked_rollout_in_the_batch_leaves_the_loops_update_unchanged(l
     from dataclasses import replace
 
     from rlvp_dsl.advantages import compute_advantages
-    from trainer.backend import Backend
     from trainer.batch import pad_batch
     from trainer.config import TrainConfig
-    from trainer.loop import _update
+    from trainer.update import Learner, update_policy
 
     from trainer_fakes import FakeLM, credits_of, make_rollout
 
@@ -257,18 +246,8 @@ def test_a_fully_masked_rollout_in_the_batch_leaves_the_loops_update_unchanged(l
         model = FakeLM(vocab=16, seed=3)
         params = list(model.parameters())
         cfg = TrainConfig(loss_type=loss_type, max_grad_norm=0.0, micro_batch=1, out_dir="unused")
-        stats = _update(
-            cfg,
-            Backend(model, None, None, None),
-            model,
-            torch.optim.SGD(params, lr=0.0),
-            params,
-            rollouts,
-            A,
-            m,
-            step=True,
-        )
-        results.append((stats["policy"], [p.grad.clone() for p in params]))
+        stats = update_policy(cfg, Learner(model, torch.optim.SGD(params, lr=0.0), params), rollouts, A, m, step=True)
+        results.append((stats.policy, [p.grad.clone() for p in params]))
     (loss_a, grad_a), (loss_b, grad_b) = results
     n = terms(model.emb.embedding_dim, model.out.out_features, m.numel())
     assert loss_a != 0.0

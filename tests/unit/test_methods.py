@@ -2,7 +2,8 @@
 
 import pytest
 
-from trainer.methods import METHODS, dynamic_sampling, get_method
+from trainer.dapo import dynamic_sampling
+from trainer.methods import METHODS, get_method
 
 from trainer_fakes import make_rollout
 

@@ -9,11 +9,11 @@ import torch
 
 from trainer import model as model_mod
 from trainer.envs import env_factory, make_env, make_tasks
-from trainer.call_grammar import CallTrie
-from trainer.generation import GenConfig
+from trainer.sampling.call_grammar import CallTrie
+from trainer.sampling.generation import GenConfig
 from trainer.model import LoraSettings, TinyModelConfig, apply_lora, build_policy, build_tiny_model, smollm2_gguf
-from trainer.rollout import collect_group, prompt_words
-from trainer.tokenizer import END, PAD, UNK, ChatFormat, build_tiny_tokenizer, encode
+from trainer.sampling.rollout import collect_group, prompt_words
+from trainer.sampling.tokenizer import END, PAD, UNK, ChatFormat, build_tiny_tokenizer, encode
 
 torch.set_num_threads(1)
 

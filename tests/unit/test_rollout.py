@@ -7,12 +7,12 @@ import torch
 
 from rlvp_dsl.events import ERROR, MALFORMED, OK
 from trainer.envs import env_factory, make_env, make_tasks
-from trainer.call_grammar import CallFormat, CallTrie
-from trainer.generation import GenConfig, HFGenerator, TurnSample
+from trainer.sampling.call_grammar import CallFormat, CallTrie
+from trainer.sampling.generation import GenConfig, HFGenerator, TurnSample
 from trainer.logprobs import completion_logprobs
 from trainer.model import TinyModelConfig, build_tiny_model
-from trainer.rollout import collect_group, prompt_words
-from trainer.tokenizer import ChatFormat, build_tiny_tokenizer, encode
+from trainer.sampling.rollout import collect_group, prompt_words
+from trainer.sampling.tokenizer import ChatFormat, build_tiny_tokenizer, encode
 
 from tolerance import assert_close, transformer_terms
 

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from trainer.envs import all_calls, env_factory, make_env, make_tasks
-from trainer.call_grammar import CallTrie
-from trainer.generation import GenConfig
+from trainer.sampling.call_grammar import CallTrie
+from trainer.sampling.generation import GenConfig
 from trainer.model import TinyModelConfig, build_tiny_model
-from trainer.rollout import collect_group, system_prompt
-from trainer.call_grammar import CallFormat
-from trainer.tokenizer import THINK_CLOSE, THINK_OPEN, ChatFormat, encode
+from trainer.sampling.rollout import collect_group, system_prompt
+from trainer.sampling.call_grammar import CallFormat
+from trainer.sampling.tokenizer import THINK_CLOSE, THINK_OPEN, ChatFormat, encode
 
 torch.set_num_threads(1)
 

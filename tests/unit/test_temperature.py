@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from trainer import loop, rollout
+from trainer import loop, update
+from trainer.sampling import rollout
 from trainer.config import load_config
 from trainer.logprobs import completion_logprobs
 
@@ -52,7 +53,7 @@ def test_the_loop_recomputes_log_probs_at_the_sampling_temperature(tmp_path, mon
         return real_play(self, ep, sample, turn)
 
     recomputed = []
-    real_logprobs = loop.completion_logprobs
+    real_logprobs = update.completion_logprobs
 
     def recording_logprobs(model, rollouts, *args, **kwargs):
         logp, ent = real_logprobs(model, rollouts, *args, **kwargs)
@@ -63,7 +64,7 @@ def test_the_loop_recomputes_log_probs_at_the_sampling_temperature(tmp_path, mon
         return logp, ent
 
     monkeypatch.setattr(rollout._Group, "play", recording_play)
-    monkeypatch.setattr(loop, "completion_logprobs", recording_logprobs)
+    monkeypatch.setattr(update, "completion_logprobs", recording_logprobs)
     loop.train(cfg, progress=False)  # one pass, no extra epochs: every recomputation precedes the step
 
     assert recomputed
@@ -111,7 +112,7 @@ def test_old_and_reference_log_probs_are_at_the_sampling_temperature(tmp_path, m
     be = build_backend(cfg)
     _non_zero_adapter(be.model)
     batches, checked = [], []
-    real_loss = loop.policy_loss
+    real_loss = update.policy_loss
 
     def checking_loss(logp, old_logp, advantages, mask, **kw):
         if not checked:  # the first micro-batch of the first pass: the weights the loop computed them with
@@ -128,7 +129,7 @@ def test_old_and_reference_log_probs_are_at_the_sampling_temperature(tmp_path, m
             checked.append((got.clone(), want[0], at_one[0], mask.clone()))
         return real_loss(logp, old_logp, advantages, mask, **kw)
 
-    monkeypatch.setattr(loop, "policy_loss", checking_loss)
+    monkeypatch.setattr(update, "policy_loss", checking_loss)
     loop.train(
         cfg,
         backend=be,

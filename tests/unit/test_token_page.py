@@ -52,13 +52,13 @@ def _parse(path: Path) -> _Tokens:
 
 def test_the_page_shows_the_advantages_and_mask_the_loss_receives(tmp_path, monkeypatch):
     seen = {}
-    update = loop._update
+    update = loop.update_policy
 
-    def spy(cfg, be, model, optimizer, params, batch, advantages, cmask, step):
+    def spy(cfg, learner, batch, advantages, cmask, *, step):
         seen[len(seen)] = (advantages.clone(), cmask.clone(), [r.episode.id for r in batch])
-        return update(cfg, be, model, optimizer, params, batch, advantages, cmask, step)
+        return update(cfg, learner, batch, advantages, cmask, step=step)
 
-    monkeypatch.setattr(loop, "_update", spy)
+    monkeypatch.setattr(loop, "update_policy", spy)
     cfg = TrainConfig(
         iterations=2,
         tasks_per_iteration=2,

@@ -8,7 +8,7 @@ import torch
 from click.testing import CliRunner
 
 from trainer.backend import build_backend
-from trainer.cli import main
+from trainer.cli.train_command import main
 from trainer.config import ConfigError, TrainConfig, load_config
 from trainer.loop import train
 

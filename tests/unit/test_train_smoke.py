@@ -143,7 +143,7 @@ def test_config_errors_name_file_and_key(tmp_path):
 
 def test_cli_two_iterations(tmp_path):
     """`rlvp-train CONFIG --method rlvp --iterations 2` runs and reports; bad config exits 1."""
-    cmd = [sys.executable, "-c", "from trainer.cli import main; main()"]
+    cmd = [sys.executable, "-c", "from trainer.cli.train_command import main; main()"]
     out = subprocess.run(
         cmd + [str(CONFIG), "--method", "grpo", "--iterations", "2", "--out", str(tmp_path)],
         capture_output=True,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 import re
-from pathlib import Path
 from typing import Any, Callable
 
 from trainer.envs.base import (
@@ -41,7 +40,6 @@ __all__ = [
     "make_env",
     "make_tasks",
     "manifest_from_schema",
-    "write_default_manifests",
     "write_manifest",
 ]
 
@@ -79,13 +77,3 @@ def make_tasks(count: int, seed: int = 0, prefix: str = "task") -> list[Task]:
     """`count` tasks with distinct ids and seeds drawn reproducibly from `seed`."""
     rng = random.Random(seed)
     return [Task(f"{prefix}{i}", rng.randrange(2**31)) for i in range(count)]
-
-
-def write_default_manifests(directory: str | Path) -> list[Path]:
-    """Write the manifests shipped in ``examples/manifests`` (chain4, chain6, gated)."""
-    directory = Path(directory)
-    return [
-        write_manifest(make_env("chain4"), directory / "chain4_tools.json"),
-        write_manifest(make_env("chain6"), directory / "chain6_tools.json"),
-        write_manifest(make_env("gated"), directory / "gated_tools.json"),
-    ]

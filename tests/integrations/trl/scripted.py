@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from trainer.model import TinyModelConfig, build_tiny_model
-from trainer.tokenizer import build_tiny_tokenizer
+from trainer.sampling.tokenizer import build_tiny_tokenizer
 
 CALL_A = ["<tool_call>", '{"name":', '"cancel",', '"arguments":', '{"id":', '"A"}}', "</tool_call>"]
 CALL_GET = ["<tool_call>", '{"name":', '"get",', '"arguments":', '{"id":', '"A"}}', "</tool_call>"]

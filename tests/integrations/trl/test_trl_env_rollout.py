@@ -1,4 +1,4 @@
-"""`trainer.trl_rollout.EnvRollout` inside the real TRL `RlvpGRPOTrainer` on chain-4 (CPU, tiny model,
+"""`trainer.experiments.trl_rollout.EnvRollout` inside the real TRL `RlvpGRPOTrainer` on chain-4 (CPU, tiny model,
 2 steps of 2 tasks x 4 episodes): the stock `RlvpReward` reads the episodes our environment played --
 signals, errors, call spans -- and each call's rule credit lands on exactly that call's tokens."""
 
@@ -14,12 +14,19 @@ from rlvp_dsl import episode_from_messages
 from rlvp_dsl.events import CALL, ERROR, OK, USER, Episode, Event
 from rlvp_dsl.integrations.trl import RlvpGRPOTrainer, RlvpReward
 from rlvp_dsl.pipeline import load_program
-from trainer import envs, trl_rollout
+from trainer import envs
+from trainer.experiments import trl_rollout
 from trainer.config import load_config
 from trainer.envs.base import ToolCall
-from trainer.generation import GenConfig
-from trainer.trl_rollout import CALL_MARKERS, ConstrainedLogprobsMixin, EnvRollout, episode_messages, outcome_reward
-from trainer.trl_runs import grpo_config, tiny_policy
+from trainer.sampling.generation import GenConfig
+from trainer.experiments.trl_rollout import (
+    CALL_MARKERS,
+    ConstrainedLogprobsMixin,
+    EnvRollout,
+    episode_messages,
+    outcome_reward,
+)
+from trainer.experiments.trl_runs import grpo_config, tiny_policy
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "examples" / "rules" / "chain4_dense.rlvp"

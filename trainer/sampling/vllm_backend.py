@@ -7,14 +7,14 @@ is kept small so it can be checked by reading.  Nothing imports it unless asked:
 `VLLMGenerator(...)` imports vLLM in its constructor and raises ImportError with
 the install hint when vLLM is missing.
 
-It plugs into the same rollout code as the HF path: `trainer.rollout.collect_group`
+It plugs into the same rollout code as the HF path: `trainer.sampling.rollout.collect_group`
 accepts any policy object with `sample_turns(contexts, trie, cfg)`, so
 
     gen = VLLMGenerator("path/to/base_model", tokenizer)   # base weights, LoRA enabled
     gen.sync_lora(peft_model)                              # after every optimiser step
     collect_group(gen, tokenizer, env_factory, task, G, GenConfig(), seed)
 
-Differences from the HF path (`trainer.generation.HFGenerator`):
+Differences from the HF path (`trainer.sampling.generation.HFGenerator`):
 
 1. The call mask is vLLM's structured output with ``choice`` = every valid call
    string; the sampled tokenisation of a call may differ from the trie's canonical
@@ -33,9 +33,9 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from trainer.call_grammar import CallTrie
+from trainer.sampling.call_grammar import CallTrie
 
-from trainer.generation import GenConfig, TurnSample
+from trainer.sampling.generation import GenConfig, TurnSample
 
 INSTALL_HINT = "the vLLM backend needs vllm in a separate GPU environment: pip install 'rlvp[vllm]'"
 

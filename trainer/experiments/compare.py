@@ -1,7 +1,7 @@
 """Comparing methods: methods x seeds -> summary table (Markdown, JSON) and learning curves
 (PNG); and the paired mode (identical rollout batches, advantages under several methods).
 
-The front door is `rlvp-train` (`trainer.cli`), which calls `compare` and `paired`:
+The front door is `rlvp-train` (`trainer.cli.train_command`), which calls `compare` and `paired`:
 
     rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1 --out runs/compare
     rlvp-train examples/chain4.toml --paired grpo,rlvp
@@ -37,7 +37,7 @@ from trainer.config import TrainConfig
 from trainer.loop import train
 from trainer.methods import get_method
 from trainer.metrics import GridClock, mean_std, read_metrics, summarise_run
-from trainer.plots import plot_curves
+from trainer.experiments.plots import plot_curves
 
 
 class GridInterrupted(KeyboardInterrupt):

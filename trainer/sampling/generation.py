@@ -1,7 +1,7 @@
 """Constrained generation of tool calls with a HF causal LM.
 
 A turn of the policy is sampled under a mask of valid calls (steps 1 and 2 are
-`trainer.call_grammar`):
+`trainer.sampling.call_grammar`):
 
 1. `CallTrie.build(schema, tokenizer)` enumerates every valid call string (tool
    names x argument values from the environment schema, rendered by `CallFormat`),
@@ -39,9 +39,9 @@ from typing import Any, Sequence
 
 import attrs
 
-from trainer.call_grammar import CallConstraint, CallTrie, RowState
+from trainer.sampling.call_grammar import CallConstraint, CallTrie, RowState
 from trainer.envs.base import ToolCall
-from trainer.tokenizer import THINK_CLOSE, THINK_OPEN, encode
+from trainer.sampling.tokenizer import THINK_CLOSE, THINK_OPEN, encode
 
 
 @attrs.frozen

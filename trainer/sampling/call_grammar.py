@@ -1,7 +1,7 @@
 """The grammar of a policy turn: how a call is written (`CallFormat`), every valid call as
 token ids in a trie (`CallTrie`), and the state machine that masks every token that cannot
 continue a valid turn (`CallConstraint`, a HF `LogitsProcessor`; one `RowState` per batch
-row).  `trainer.generation` samples under it; see its docstring for the whole turn.
+row).  `trainer.sampling.generation` samples under it; see its docstring for the whole turn.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import attrs
 
 from rlvp_dsl.tools import ToolSpec
 from trainer.envs.base import ToolCall, all_calls
-from trainer.tokenizer import encode
+from trainer.sampling.tokenizer import encode
 
 
 @attrs.frozen

@@ -109,7 +109,9 @@ class ChatFormat:
         rendering of its prefix (the pieces would then not be well defined).
         """
         if not getattr(tokenizer, "chat_template", None):
-            raise ValueError("tokenizer has no chat_template; set one (see trainer.tokenizer.TINY_CHAT_TEMPLATE)")
+            raise ValueError(
+                "tokenizer has no chat_template; set one (see trainer.sampling.tokenizer.TINY_CHAT_TEMPLATE)"
+            )
         if tokenizer.eos_token_id is None:
             raise ValueError("tokenizer has no eos_token; the end of a generated turn needs one")
         a_text, t_text = "\x01ASSISTANT\x01", "\x01TOOL\x01"

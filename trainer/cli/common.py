@@ -1,12 +1,11 @@
 """What every ``rlvp-train`` command shares: its error line (``rlvp-train: error: ...``), flag
-types whose bad values are usage errors naming the flag, a click command that prints them
-argparse-style (exit 2), and the check that an output folder can be written.
+types whose bad values are usage errors naming the flag, and a click command that prints them
+argparse-style (exit 2).  The checks before a run (its folder, its config): `trainer.cli.checks`.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import click
 
@@ -118,18 +117,3 @@ class Command(click.Command):
         if not standalone_mode:
             return code
         sys.exit(code if isinstance(code, int) else EXIT_OK)
-
-
-def check_writable(out_dir: str) -> None:
-    """Refuse an output folder that cannot be created (``--out /proc/nope``, a file in the way): a
-    probe creates the missing folders and removes them again, so a later mistake leaves nothing."""
-    path = Path(out_dir)
-    if path.exists() and not path.is_dir():
-        raise Failure(f"cannot write {out_dir}: it is a file, not a folder", EXIT_USAGE)
-    missing = [p for p in [path, *path.parents] if not p.exists()]
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise Failure(f"cannot write {out_dir}: {exc.strerror or exc}", EXIT_USAGE) from None
-    for folder in missing:  # deepest first
-        folder.rmdir()

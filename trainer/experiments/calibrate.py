@@ -1,7 +1,7 @@
 """Calibrate an environment: how often does an untrained policy succeed?
 
-    python -m trainer.envs.calibrate --env chain4 --groups 50 --model tiny
-    python -m trainer.envs.calibrate --env gated --groups 50 --model smollm2
+    python -m trainer.experiments.calibrate --env chain4 --groups 50 --model tiny
+    python -m trainer.experiments.calibrate --env gated --groups 50 --model smollm2
 
 Plays `groups` groups of `num_generations` episodes (one task per group) with the
 untrained policy under the call mask and prints, as Markdown: the success rate
@@ -63,9 +63,9 @@ def calibrate(
     import torch
 
     from trainer import envs
-    from trainer.generation import GenConfig
+    from trainer.sampling.generation import GenConfig
     from trainer.model import TinyModelConfig, load_policy
-    from trainer.rollout import collect_group, prompt_words
+    from trainer.sampling.rollout import collect_group, prompt_words
 
     factory = envs.env_factory(env, **knobs)
     policy, tokenizer = load_policy(model, prompt_words(factory(), ("plain", "json")), TinyModelConfig(seed=seed))

@@ -2,7 +2,7 @@
 
 `collect_groups(policy, tokenizer, env_factory, tasks, num_generations, gen_cfg, seeds)`
 plays `num_generations` episodes of each task side by side: with a HF model, all of
-them in one `trainer.generation.CachedSampler` batch that keeps every episode's KV
+them in one `trainer.sampling.generation.CachedSampler` batch that keeps every episode's KV
 cache across turns (group j sampled from its own generator seeded by ``seeds[j]``);
 with a `sample_turns` object, one group at a time, the still active episodes re-fed
 through one call per turn.  Both give a group the same rollouts for the same seed.
@@ -31,9 +31,9 @@ from typing import Callable, Sequence
 
 from rlvp_dsl.events import CALL, ERROR, MALFORMED, OK, USER, Episode, Event
 from trainer.envs.base import Task, ToolEnv, all_calls
-from trainer.call_grammar import CallFormat, CallTrie
-from trainer.generation import CachedSampler, GenConfig, TurnSample
-from trainer.tokenizer import ChatFormat
+from trainer.sampling.call_grammar import CallFormat, CallTrie
+from trainer.sampling.generation import CachedSampler, GenConfig, TurnSample
+from trainer.sampling.tokenizer import ChatFormat
 from trainer.types import Rollout
 
 MALFORMED_TEXT = "error malformed call"
@@ -210,8 +210,8 @@ def collect_group(
 
     Args:
         policy: a HF causal LM (optionally peft-wrapped; sampled by `CachedSampler`), or any
-            object with `sample_turns(contexts, trie, cfg)` (e.g. `trainer.generation.HFGenerator`,
-            `trainer.vllm_backend.VLLMGenerator`), which gets each whole context every turn.
+            object with `sample_turns(contexts, trie, cfg)` (e.g. `trainer.sampling.generation.HFGenerator`,
+            `trainer.sampling.vllm_backend.VLLMGenerator`), which gets each whole context every turn.
         tokenizer: the policy's tokenizer (needs a chat template and an EOS token).
         env_factory: returns a fresh environment per call.
         task: the task all episodes attempt.

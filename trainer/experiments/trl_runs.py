@@ -1,10 +1,10 @@
 """TRL runs on our environments: one of our training configs -> a TRL `GRPOTrainer` (stock
 advantages) or `RlvpGRPOTrainer` (rlvp token credit) playing real episodes through
-`trainer.trl_rollout.EnvRollout`.  Shared by ``examples/trl_grpo.py`` and
+`trainer.experiments.trl_rollout.EnvRollout`.  Shared by ``examples/trl_grpo.py`` and
 ``benchmarks/trl_chain4.py``.
 
     from trainer.config import load_config
-    from trainer.trl_runs import build_trl_run
+    from trainer.experiments.trl_runs import build_trl_run
     run = build_trl_run("rlvp", load_config("examples/chain4.toml"), steps=60, out_dir="runs/trl")
     run.trainer.train()
     run.summary()   # episodes to 50 %, dead groups, final success, s/step, rlvp's share of a step
@@ -16,12 +16,12 @@ What carries over from the config, and what cannot (TRL's own choices):
    ``max_grad_norm``, ``epsilon``, ``beta``, ``scale_rewards``, temperature, seed.
 2. ``loss_type`` ``token_mean`` / ``seq_mean`` / ``constant`` -> TRL's ``dapo`` / ``grpo`` /
    ``dr_grpo``.
-3. ``constrained_logprobs`` -> `trainer.trl_rollout.ConstrainedLogprobsMixin` on both trainers.
+3. ``constrained_logprobs`` -> `trainer.experiments.trl_rollout.ConstrainedLogprobsMixin` on both trainers.
 4. LoRA: no adapter on ``lm_head`` (TRL's fused log-prob head reads ``lm_head.weight`` and
    refuses one); the final norm is trained instead (`tiny_policy`).
 5. rlvp: the stock `RlvpReward` in token mode with ``process_weight`` and the method ``rlvp``
    annealing schedule (`process_schedule`); it reads the environment's signals and errors
-   from the messages `EnvRollout` writes (`trainer.trl_rollout`).
+   from the messages `EnvRollout` writes (`trainer.experiments.trl_rollout`).
 6. Unlike the compact trainer, TRL makes an optimiser step on a dead batch too.
 
 Importing this module imports neither torch nor trl (`build_trl_run` imports both).
@@ -37,9 +37,9 @@ from typing import Any, Callable
 import attrs
 
 from trainer.envs.base import ToolEnv
-from trainer.generation import GenConfig
-from trainer.rollout import prompt_words
-from trainer.trl_rollout import CALL_MARKERS, ConstrainedLogprobsMixin, EnvRollout, outcome_reward
+from trainer.sampling.generation import GenConfig
+from trainer.sampling.rollout import prompt_words
+from trainer.experiments.trl_rollout import CALL_MARKERS, ConstrainedLogprobsMixin, EnvRollout, outcome_reward
 
 #: The compact trainer's ``loss_type`` -> TRL's.
 TRL_LOSS_TYPES = {"token_mean": "dapo", "seq_mean": "grpo", "constant": "dr_grpo"}
@@ -59,7 +59,7 @@ def tiny_policy(cfg: Any, env_factory: Callable[[], ToolEnv], markers: tuple[str
     from peft import LoraConfig, get_peft_model
 
     from trainer.model import LoraSettings, TinyModelConfig, build_tiny_model
-    from trainer.tokenizer import build_tiny_tokenizer
+    from trainer.sampling.tokenizer import build_tiny_tokenizer
 
     if cfg.model != "tiny":
         raise ValueError(f"the TRL runs build the embedded tiny model; the config asks for model = {cfg.model!r}")

@@ -2,7 +2,7 @@
 
 RUNS are run folders, ``metrics.jsonl`` files or ``--compare`` folders; several overlay.  The
 PNG goes to ``-o``, else ``RUN_DIR/curves.png`` for one run and ``./curves.png`` for several;
-an existing image is replaced and a note says so.  Errors are `trainer.cli`'s: one
+an existing image is replaced and a note says so.  Errors are `trainer.cli.train_command`'s: one
 ``rlvp-train: error:`` line, exit 2 for usage and I/O, 1 for a bad metrics file.
 """
 
@@ -13,7 +13,8 @@ from pathlib import Path
 import click
 
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
-from trainer.cli_support import PROG, Command, Failure, WholeNumber, check_writable, error
+from trainer.cli.checks import check_writable
+from trainer.cli.common import PROG, Command, Failure, WholeNumber, error
 
 
 def _image_formats() -> list[str]:
@@ -69,7 +70,7 @@ def plot(runs, out, window, threshold, title):
     """Write the learning curves of RUNS (run folders, metrics.jsonl files or --compare folders;
     several overlay) as a PNG and print its path."""
     from trainer.metrics import MetricsFileError
-    from trainer.plots import load_runs, plot_curves
+    from trainer.experiments.plots import load_runs, plot_curves
 
     if out is not None:
         _check_plot_out(out, runs)

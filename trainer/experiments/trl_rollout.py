@@ -5,13 +5,13 @@ model `GRPOTrainer` is training, handed to TRL with what rlvp needs to credit ea
     trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome_reward, RlvpReward(rules, call_markers=CALL_MARKERS)],
                               rollout_func=rollout, train_dataset=rollout.dataset(), ...)
 
-(`trainer.trl_runs.build_trl_run` builds all of it from a training config.)  How an episode
+(`trainer.experiments.trl_runs.build_trl_run` builds all of it from a training config.)  How an episode
 gets to TRL (`EnvRollout.__call__(prompts, trainer)`):
 
 1. Each group of ``num_generations`` equal prompts names one task (`EnvRollout.prompts`);
-   `trainer.rollout.collect_group` plays G episodes of it with ``trainer.model`` (unwrapped;
-   a peft model samples through its adapter) under our call mask (`trainer.generation`) and
-   the chat template's pieces (`trainer.tokenizer.ChatFormat`): ids exactly as sampled, tool
+   `trainer.sampling.rollout.collect_group` plays G episodes of it with ``trainer.model`` (unwrapped;
+   a peft model samples through its adapter) under our call mask (`trainer.sampling.generation`) and
+   the chat template's pieces (`trainer.sampling.tokenizer.ChatFormat`): ids exactly as sampled, tool
    output tokenised on its own.
 2. Every call is written between markers, ``<tool_call> fetch k0 </tool_call>``
    (`MarkedCallGenerator`; each marker is one word of the tiny tokenizer), so
@@ -51,10 +51,10 @@ from typing import Any, Callable, Sequence
 from rlvp_dsl.events import CALL, MALFORMED, OK, Episode
 from rlvp_dsl.readers import HERMES_MARKERS
 from trainer.envs.base import Task, ToolEnv
-from trainer.call_grammar import CallTrie
-from trainer.generation import GenConfig, as_generator
-from trainer.rollout import MALFORMED_TEXT, collect_group
-from trainer.tokenizer import encode
+from trainer.sampling.call_grammar import CallTrie
+from trainer.sampling.generation import GenConfig, as_generator
+from trainer.sampling.rollout import MALFORMED_TEXT, collect_group
+from trainer.sampling.tokenizer import encode
 from trainer.types import Rollout
 
 #: The markers every call is written between (Hermes/Qwen's, TRL's default parser's).
@@ -74,7 +74,7 @@ def _seed_of(*parts: int) -> int:
 class MarkedCallGenerator:
     """`sample_turns` of a policy with every call written between `markers`.
 
-    Wraps `trainer.generation.as_generator(policy, tokenizer)`: the call trie it is given is
+    Wraps `trainer.sampling.generation.as_generator(policy, tokenizer)`: the call trie it is given is
     rebuilt with each call text as ``OPEN text CLOSE`` (the call's span then covers the
     markers, as `rlvp_dsl.call_spans.find_call_spans` finds it).  The log-probs of every sampled
     turn are kept (`logprobs_of`), keyed by the context and the sampled ids.
