@@ -196,13 +196,16 @@ def render_text(
     return "\n".join(out)
 
 
+def diagnostics_fields(diagnostics: Sequence[Diagnostic], dropped: int = 0) -> dict[str, object]:
+    """The diagnostics of one rule file as fields of a JSON object (`render_json`, and ``--json`` of
+    both CLIs): ``{"diagnostics": [each one's to_json()], "dropped": n}``, `dropped` being those the
+    cap left out (`sort_and_cap`)."""
+    return {"diagnostics": [d.to_json() for d in diagnostics], "dropped": dropped}
+
+
 def render_json(diagnostics: Sequence[Diagnostic], *, dropped: int = 0) -> str:
-    """Render diagnostics as one JSON document: ``{"diagnostics": [...], "dropped": n}``."""
-    return json.dumps(
-        {"diagnostics": [d.to_json() for d in diagnostics], "dropped": dropped},
-        indent=2,
-        ensure_ascii=False,
-    )
+    """Render diagnostics as one JSON document: `diagnostics_fields`."""
+    return json.dumps(diagnostics_fields(diagnostics, dropped), indent=2, ensure_ascii=False)
 
 
 def has_errors(diagnostics: Iterable[Diagnostic]) -> bool:

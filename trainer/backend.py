@@ -1,7 +1,7 @@
 """The backend of one run: the pieces the loop needs from the model and environment side.
 
-`Backend` bundles the policy, rollout collection, the task sampler and the rule
-scorer; `build_backend(cfg)` builds the default one from a config (the
+`Backend` bundles the policy, rollout collection, the task sampler and the credit
+source (the compiled rules); `build_backend(cfg)` builds the default one from a config (the
 `trainer.model` policy with its LoRA adapter, `trainer.sampling.rollout.collect_groups` on the
 configured environment, the method's rule file).  Tests pass their own `Backend`
 to `trainer.loop.train` (a tiny fake model, hand-made rollouts).
@@ -27,7 +27,7 @@ class Backend:
         model: the policy (a peft model: trainable LoRA, base frozen).
         collect: ``collect(task, num_generations, seed) -> list[Rollout]`` (one group).
         make_tasks: ``make_tasks(count, seed) -> list[Task]``.
-        scorer: compiled rules (``score(episode) -> list[Credit]``) or ``fn(episode) -> list[float]``.
+        credit_source: compiled rules (``score(episode) -> list[Credit]``) or ``fn(episode) -> list[float]``.
         pad_id: padding token id.
         ref_context: context manager factory that disables the adapter (reference model).
         decode: ids -> one text per id, for the token pages (None: they show the ids).
@@ -39,7 +39,7 @@ class Backend:
     model: torch.nn.Module
     collect: Callable[[Any, int, int], list[Rollout]]
     make_tasks: Callable[[int, int], list]
-    scorer: Any
+    credit_source: Any
     pad_id: int = 0
     ref_context: Callable[[], Any] | None = None
     decode: Callable[[Any], list[str]] | None = None
@@ -77,7 +77,7 @@ def build_backend(cfg: TrainConfig) -> Backend:
         model=policy,
         collect=collect,
         make_tasks=lambda count, seed: envs.make_tasks(count, seed, prefix=f"{cfg.env}-"),
-        scorer=program,
+        credit_source=program,
         pad_id=int(getattr(tokenizer, "pad_token_id", 0) or 0),
         ref_context=getattr(policy, "disable_adapter", None),
         decode=lambda ids: [tokenizer.decode([i]) for i in ids],

@@ -39,7 +39,7 @@ float32 advantage (`rlvp_dsl.advantages`); the loop counts them in
 silently: a non-finite outcome, a non-finite loss or gradient norm (from the model)
 raises a ValueError naming what and where, before any optimiser step.
 
-Beside it, one job each: `trainer.backend` (model, rollout collection, rule scorer),
+Beside it, one job each: `trainer.backend` (model, rollout collection, credit source),
 `trainer.methods` (the methods), `trainer.dapo` (dynamic sampling), the credit maths in
 `rlvp_dsl.advantages`, `trainer.update` (the policy update: `trainer.batch`, `trainer.logprobs`,
 `trainer.loss`), `trainer.metrics`, `trainer.checkpoint`, `trainer.token_page`.
@@ -362,7 +362,7 @@ def _score(be: Backend, sampled: SamplingResult) -> _Credit:
     """Score round 0 (the metrics) and the batch (``dapo``: its kept groups) with the rules; an
     episode in both is scored once."""
     to_score = {id(g): g for g in sampled.first_round + sampled.groups}
-    credits_of = {key: [score_calls(be.scorer, r.episode) for r in g] for key, g in to_score.items()}
+    credits_of = {key: [score_calls(be.credit_source, r.episode) for r in g] for key, g in to_score.items()}
     first = [c for g in sampled.first_round for c in credits_of[id(g)]]
     n_first = max(1, len(first))
     return _Credit(

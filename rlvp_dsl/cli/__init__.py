@@ -17,11 +17,8 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, TypeVar
-
-if TYPE_CHECKING:
-    from ..diagnostics import Diagnostic
+from collections.abc import Callable, Iterable
+from typing import Any, TextIO, TypeVar
 
 _T = TypeVar("_T")
 
@@ -97,12 +94,6 @@ def json_text(value: object, *, indent: int | None = None, sort_keys: bool = Fal
         return v
 
     return json.dumps(finite(value), allow_nan=False, indent=indent, sort_keys=sort_keys, ensure_ascii=ensure_ascii)
-
-
-def diagnostics_fields(diagnostics: Sequence[Diagnostic], dropped: int) -> dict[str, object]:
-    """The diagnostics of one rule file as fields of a JSON object (``--json`` of both CLIs):
-    ``{"diagnostics": [each one's to_json()], "dropped": n}``, `dropped` being those the cap left out."""
-    return {"diagnostics": [d.to_json() for d in diagnostics], "dropped": dropped}
 
 
 class Stop(Exception):

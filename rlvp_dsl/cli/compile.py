@@ -26,7 +26,6 @@ from . import (
     EXIT_USAGE,
     Stop,
     console,
-    diagnostics_fields,
     json_text,
     refuse,
     stopped,
@@ -44,7 +43,7 @@ from .rule_testing import (
     run_check,
     run_tests,
 )
-from ..diagnostics import Diagnostic, counted, has_errors, render_text, sort_and_cap
+from ..diagnostics import Diagnostic, counted, diagnostics_fields, has_errors, render_text, sort_and_cap
 from ..input_files import read_stdin_bytes
 from ..loader import read_source
 from ..pipeline import CheckResult, check_file, check_text

@@ -28,7 +28,6 @@ from . import (
     Stop,
     clobbers_input,
     console,
-    diagnostics_fields,
     json_text,
     nonempty,
     refuse,
@@ -39,7 +38,7 @@ from . import (
 from .score_notes import data_notes, domain_hints, domain_of, domains_text, select_domains
 from .score_output import Scored, csv_text, explain_text, json_document, summary_text, write_csv, write_html
 from ..compile import compile_ruleset
-from ..diagnostics import counted, render_text, sort_and_cap
+from ..diagnostics import counted, diagnostics_fields, render_text, sort_and_cap
 from ..input_files import NotARegularFile, check_regular
 from ..pipeline import check_file
 

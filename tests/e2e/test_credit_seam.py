@@ -134,7 +134,7 @@ def test_rule_text_to_the_advantages_the_loss_sees(tmp_path, monkeypatch):
         model=_Bigram(),
         collect=lambda task, n, seed: [a, b],
         make_tasks=lambda count, seed: [Task("task", seed)],
-        scorer=program,
+        credit_source=program,
     )
     seen_credits, seen_adv = [], []
     real_loss = update.policy_loss

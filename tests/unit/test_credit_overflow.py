@@ -92,7 +92,7 @@ def test_training_survives_credits_that_overflow(tmp_path, monkeypatch):
     """The compact trainer on rules whose sum overflows (two -1e308 on every t2 call): it runs, counts them."""
     monkeypatch.setattr(attach, "_warned", set())
     be = fake_backend(calls=3)
-    be.scorer = loads(
+    be.credit_source = loads(
         f"tool t2 : write\ntool t3 : write\nviolation v1 ({HUGE}) {{ on call t2 }}\n"
         f"violation v2 ({HUGE}) {{ on call t2 }}\nviolation v3 (-0.5) {{ on call t3 }}\n"
     )
@@ -113,7 +113,7 @@ def test_training_survives_credits_that_overflow(tmp_path, monkeypatch):
 def test_training_survives_one_credit_past_float32(tmp_path, monkeypatch):
     """A single -1e308 weight: finite as a credit, not as a float32 advantage; counted, never fatal."""
     be = fake_backend(calls=3)
-    be.scorer = loads(f"tool t2 : write\nviolation v1 ({HUGE}) {{ on call t2 }}\n")
+    be.credit_source = loads(f"tool t2 : write\nviolation v1 ({HUGE}) {{ on call t2 }}\n")
     cfg = TrainConfig(
         method="rlvp",
         iterations=2,

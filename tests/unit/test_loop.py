@@ -102,7 +102,7 @@ def test_dapo_scores_each_episode_once(tmp_path):
     including the first-round groups that dynamic sampling keeps."""
     be = fake_backend(calls=1)  # success 1 in 6 per episode: some groups live, some resampled
     scored, events = Counter(), []
-    score, collect = be.scorer, be.collect
+    score, collect = be.credit_source, be.collect
 
     def counting_scorer(episode):
         scored[id(episode)] += 1
@@ -113,7 +113,7 @@ def test_dapo_scores_each_episode_once(tmp_path):
         events.append(("collect", group))  # keeps every episode alive: ids stay unique
         return group
 
-    be.scorer, be.collect = counting_scorer, recording_collect
+    be.credit_source, be.collect = counting_scorer, recording_collect
     cfg = _cfg(tmp_path, method="dapo", iterations=3, dapo_max_rounds=4)
     rows = train(
         cfg,

@@ -100,13 +100,13 @@ def test_bad_credits_are_counted_and_never_reach_the_update(tmp_path, monkeypatc
                 out.append(value)
             return out
 
-        be.scorer = user_credits
+        be.credit_source = user_credits
     else:
-        be.scorer = NaNProgram()
+        be.credit_source = NaNProgram()
     per_iteration, batches = [], []
 
     def on_batch(it, groups, credits, weight):
-        bad_so_far = returned["bad"] if source == "function" else be.scorer.bad_returned
+        bad_so_far = returned["bad"] if source == "function" else be.credit_source.bad_returned
         per_iteration.append(bad_so_far - sum(per_iteration))
         batches.append((groups, credits))
 

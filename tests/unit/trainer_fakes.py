@@ -89,4 +89,4 @@ def fake_backend(seed: int = 0, calls: int = 3, vocab: int = 6):
     def scorer(episode):
         return [-0.5 if e.tool == "t2" else (0.25 if e.tool == "t1" else 0.0) for e in episode.calls]
 
-    return Backend(model=model, collect=collect, make_tasks=make_tasks, scorer=scorer, pad_id=0)
+    return Backend(model=model, collect=collect, make_tasks=make_tasks, credit_source=scorer, pad_id=0)
