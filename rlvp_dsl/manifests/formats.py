@@ -1,7 +1,7 @@
-"""Tool manifests (the four formats): the tools an agent can call, their category tags and target argument.
+"""Tool manifests (the five formats): the tools an agent can call, their category tags and target argument.
 
 `load_manifest(path)` reads a JSON file, detects its format and returns a `Manifest`;
-`parse_manifest(data, path)` does the same for already-decoded JSON.  Four formats:
+`parse_manifest(data, path)` does the same for already-decoded JSON.  Five formats:
 
 1. **Ours**, ``rlvp-tools/1`` (the trainer's environments write exactly this)::
 
@@ -45,6 +45,15 @@
    (and an optional ``target``) may also sit inside ``function``.  The flat form
    ``{"type": "function", "name": ..., "parameters": ...}`` is accepted too.
 
+5. **BFCL function docs** (``bfcl``): the JSON-lines files of BFCL v4's multi-turn classes
+   (``bfcl_eval/data/multi_turn_func_doc/gorilla_file_system.json`` ...), one function per line,
+   ``{"name", "description", "parameters": {"type": "dict", "properties": {...}, "required": [...]},
+   "response": {...}}`` (``"type": "dict"``, not JSON schema's ``"object"``, is how a list of them is
+   told from OpenAI's flat form).  The docs carry no tags: each function's tags and target come from
+   the table in `rlvp_dsl.manifests.bfcl_tags` (docs/readers.md, "BFCL function docs"), and the
+   manifest declares the BFCL environment's progress signal ``turns_matched`` (increasing).  The
+   language core reads the JSON only; it never imports ``bfcl_eval``.
+
 Our format may declare the environment's progress signals, top level:
 ``"signals": [{"name": "stages_remaining", "direction": "decreasing"}]`` (direction
 ``decreasing`` or ``increasing``; an optional ``description``); derivation turns each into a
@@ -66,6 +75,7 @@ import attrs
 from ..input_files import check_regular
 from ..readers.json_text import json_problem, loads as json_loads
 from ..tools import ToolSpec
+from .bfcl_tags import BFCL_SIGNAL, BFCL_SIGNAL_DESCRIPTION, bfcl_tags
 from .targets import infer_targets
 
 #: The format tag of our own manifest.
@@ -150,13 +160,40 @@ def load_manifest(path: str) -> Manifest:
     try:
         data = json_loads(text)  # nested too deeply: a JSONDecodeError, never a RecursionError
     except json.JSONDecodeError as exc:
-        raise ManifestError(f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {json_problem(exc, text)}") from None
+        data = _json_lines(text, path) if exc.msg == "Extra data" else None  # BFCL's docs: one object a line
+        if data is None:
+            raise ManifestError(
+                f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {json_problem(exc, text)}"
+            ) from None
     return parse_manifest(data, path)
 
 
+def _json_lines(text: str, path: str) -> list[Any] | None:
+    """A JSON-lines file as a list of its records (None when its first line is not a JSON object,
+    so the caller reports the file as invalid JSON); a bad later line is a ManifestError naming it."""
+    out: list[Any] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append(json_loads(line))
+        except json.JSONDecodeError as exc:
+            if not out:
+                return None
+            raise ManifestError(
+                f"{path}:{number}:{exc.colno}", f"invalid JSON line: {json_problem(exc, line)}"
+            ) from None
+        if not isinstance(out[0], dict):
+            return None
+    return out
+
+
 def detect_manifest_format(data: Any, path: str = "<manifest>") -> str:
-    """``rlvp-tools/1``, ``tau2``, ``mcp`` or ``openai`` (ManifestError when none fits)."""
+    """``rlvp-tools/1``, ``tau2``, ``mcp``, ``openai`` or ``bfcl`` (ManifestError when none fits)."""
     if isinstance(data, list):
+        first = next((t for t in data if isinstance(t, dict)), None)
+        if first is not None and _is_bfcl_doc(first):
+            return "bfcl"
         return "openai"
     if not isinstance(data, dict):
         raise ManifestError(path, f"expected a JSON object or list at the top, got {_kind(data)}")
@@ -199,7 +236,7 @@ def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
         ManifestError: naming the record and field, with expected vs actual.
     """
     fmt = detect_manifest_format(data, path)
-    reader = {OURS: _read_ours, "tau2": _read_tau2, "mcp": _read_mcp, "openai": _read_openai}[fmt]
+    reader = {OURS: _read_ours, "tau2": _read_tau2, "mcp": _read_mcp, "openai": _read_openai, "bfcl": _read_bfcl}[fmt]
     specs = reader(data, path)
     seen: dict[str, str] = {}
     for record, spec in specs:
@@ -212,6 +249,12 @@ def parse_manifest(data: Any, path: str = "<manifest>") -> Manifest:
     if fmt == "mcp":
         notes = _mcp_assumptions(data) + notes
     signals = _signals(data, path) if isinstance(data, dict) else ()
+    if fmt == "bfcl":
+        signals = (SignalSpec(BFCL_SIGNAL, "increasing", BFCL_SIGNAL_DESCRIPTION),)
+        notes = [
+            "tags and targets from the BFCL tag table (rlvp_dsl/manifests/bfcl_tags.py); "
+            f"signal {BFCL_SIGNAL!r} is the BFCL environment's (trainer/envs/bfcl)"
+        ] + notes
     return Manifest(path, fmt, tuple(tools), tuple(notes), signals)
 
 
@@ -473,4 +516,32 @@ def _read_openai(data: Any, path: str) -> list[tuple[str, ToolSpec]]:
         out.append(
             (record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description))
         )
+    return out
+
+
+def _is_bfcl_doc(rec: JsonObject) -> bool:
+    """A BFCL function doc: a name, no OpenAI ``type`` / ``function`` key, ``parameters.type == "dict"``."""
+    params = rec.get("parameters")
+    return (
+        "name" in rec
+        and "type" not in rec
+        and "function" not in rec
+        and isinstance(params, dict)
+        and params.get("type") == "dict"
+    )
+
+
+def _read_bfcl(data: Any, path: str) -> list[tuple[str, ToolSpec]]:
+    out = []
+    for record, rec in _records(data, path, "line"):
+        record = f"line[{record.partition('[')[2].rstrip(']')}]"
+        name = _name(rec, path, record)
+        _need(_is_bfcl_doc(rec), path, record, "parameters", 'a BFCL parameter object {"type": "dict", ...}', rec)
+        params = _schema_params(rec.get("parameters"), path, record, "parameters")
+        description = rec.get("description") or ""
+        _need(isinstance(description, str), path, record, "description", "a string", description)
+        tags, target = bfcl_tags(name)
+        if target is not None and target not in params:
+            target = None  # (a doc that renamed the parameter: no target rather than a wrong one)
+        out.append((record, ToolSpec(name, tags, target, params, target_inferred=False, description=description)))
     return out
