@@ -31,9 +31,9 @@ multi-turn classes and of the memory and web-search docs shipped with ``bfcl-eva
 
 from __future__ import annotations
 
-READ = ("read",)
-WRITE = ("write",)
-DESTRUCTIVE = ("write", "destructive")
+READ: tuple[str, ...] = ("read",)
+WRITE: tuple[str, ...] = ("write",)
+DESTRUCTIVE: tuple[str, ...] = ("write", "destructive")
 
 #: function name -> (tags, target).  Grouped by backend class.
 BFCL_TAGS: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -180,9 +180,9 @@ BFCL_TAGS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "startEngine": (WRITE, None),
     # --- memory (memory_kv / memory_vector / memory_rec_sum.json) and web search ---
     **{
-        f"{tier}_memory_{op}": tags
+        f"{tier}_memory_{op}": (op_tags, None)
         for tier in ("core", "archival")
-        for op, tags in (
+        for op, op_tags in (
             ("add", WRITE),
             ("replace", WRITE),
             ("update", WRITE),
@@ -193,7 +193,6 @@ BFCL_TAGS: dict[str, tuple[tuple[str, ...], str | None]] = {
             ("key_search", READ),
             ("list_keys", READ),
         )
-        for tags in [(tags, None)]
     },
     "memory_append": (WRITE, None),
     "memory_update": (WRITE, None),

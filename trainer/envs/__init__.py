@@ -1,8 +1,9 @@
-"""Tool environments for rollouts: chain-N and gated (see `base` for the protocol).
+"""Tool environments for rollouts: chain-N, gated and bfcl (see `base` for the protocol).
 
 `make_env(name, **knobs)` builds one by name: ``chain4``, ``chain6`` (any
-``chainN``), ``gated`` / ``gatedN``; knobs are the fields of `ChainConfig` /
-`GatedConfig`.  `make_tasks(count, seed)` gives a reproducible task list.
+``chainN``), ``gated`` / ``gatedN``, ``bfcl`` (BFCL v4 multi-turn conversations,
+`trainer.envs.bfcl`; needs bfcl-eval); knobs are the fields of `ChainConfig` /
+`GatedConfig` / `BfclConfig`.  `make_tasks(count, seed)` gives a reproducible task list.
 """
 
 from __future__ import annotations
@@ -47,14 +48,18 @@ _NAME = re.compile(r"^(chain|gated)(\d*)$")
 
 
 def make_env(name: str, **knobs: Any) -> ToolEnv:
-    """Build an environment by name (``chain4``, ``chain6``, ``gated``, ``gated4``).
+    """Build an environment by name (``chain4``, ``chain6``, ``gated``, ``gated4``, ``bfcl``).
 
     The digits give ``num_stages`` (gated defaults to 4); `knobs` override config
-    fields.  Raises ValueError for an unknown name or knob.
+    fields.  Raises ValueError for an unknown name or knob; for ``bfcl`` without
+    bfcl-eval installed, `trainer.envs.bfcl.BfclNotInstalled` (a ModuleNotFoundError
+    whose message is the pip line; rlvp-train exits 2 on it).
     """
+    if name.strip().lower() == "bfcl":
+        return _make_bfcl(knobs)
     match = _NAME.match(name.strip().lower())
     if not match:
-        raise ValueError(f"unknown environment {name!r}: expected 'chainN' (e.g. chain4) or 'gated' / 'gatedN'")
+        raise ValueError(f"unknown environment {name!r}: expected 'chainN' (e.g. chain4), 'gated' / 'gatedN' or 'bfcl'")
     kind, digits = match.groups()
     if digits:
         knobs.setdefault("num_stages", int(digits))
@@ -65,6 +70,19 @@ def make_env(name: str, **knobs: Any) -> ToolEnv:
         fields = ", ".join(f.name for f in config_cls.__attrs_attrs__)
         raise ValueError(f"environment {name!r}: bad knob ({exc}); known knobs: {fields}") from None
     return ChainEnv(config) if kind == "chain" else GatedEnv(config)
+
+
+def _make_bfcl(knobs: dict[str, Any]) -> ToolEnv:
+    from trainer.envs.bfcl import BfclConfig, BfclEnv
+    from trainer.envs.bfcl.tasks import package_root
+
+    package_root()  # the install line first, before any knob is judged
+    try:
+        config = BfclConfig(**knobs)
+    except TypeError as exc:
+        fields = ", ".join(f.name for f in BfclConfig.__attrs_attrs__)
+        raise ValueError(f"environment 'bfcl': bad knob ({exc}); known knobs: {fields}") from None
+    return BfclEnv(config)
 
 
 def env_factory(name: str, **knobs: Any) -> Callable[[], ToolEnv]:

@@ -1,0 +1,110 @@
+"""The outcome of a BFCL task: BFCL's own checker, applied turn by turn to the instances played.
+
+BFCL's ``multi_turn_checker`` (``bfcl_eval/eval_checker/multi_turn_eval/multi_turn_checker.py``)
+takes call *strings* and ``eval``s them on instances it creates.  `TaskChecker` does not call it;
+it runs the same procedure on the instances the environment executed (so nothing is evaluated)
+and uses BFCL's own sub-checks for the verdict:
+
+1. after each user turn, the turn's ground-truth calls (parsed by `calls.parse_call`, never
+   evaluated) run on a second set of fresh instances, which persist across turns as BFCL's do;
+2. a turn whose ground truth has calls fails when the policy made none
+   (``multi_turn:empty_turn_model_response``, as ``is_empty_execute_response``);
+3. ``state_checker(model_instances, ground_truth_instances)``: every public attribute equal;
+4. ``response_checker(all model results so far, this turn's ground-truth results, turn)``:
+   every ground-truth result string appears among the policy's results (unordered, with
+   multiplicity), the result strings rendered as BFCL's executor renders them;
+5. a turn whose ground truth is empty (multi_turn_miss_param) is skipped by 3-4 and fails BFCL's
+   irrelevance check when the policy called a function in it.
+
+The task passes when every user turn was played and no check failed (`verdict`); an unfinished
+conversation fails.  `turns_matched` counts the turns after which check 3 held: the environment's
+progress signal.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from trainer.envs.bfcl.backends import Backends
+from trainer.envs.bfcl.calls import parse_call
+from trainer.envs.bfcl.tasks import BfclTask
+
+
+def ground_truth_calls(task: BfclTask, backends: Backends) -> list[list[tuple[str, dict[str, Any]]]]:
+    """Per user turn, the ground-truth calls parsed into (name, arguments); positional arguments
+    are bound in the method's signature order."""
+    out = []
+    for turn in task.ground_truth:
+        parsed = []
+        for text in turn:
+            name = text.partition("(")[0].strip()
+            method = backends.methods.get(name)
+            order = list(inspect.signature(method).parameters) if method is not None else None
+            parsed.append(parse_call(text, order))
+        out.append(parsed)
+    return out
+
+
+class TaskChecker:
+    """BFCL's verdict on one conversation, built turn by turn (see the module docstring)."""
+
+    def __init__(self, task: BfclTask) -> None:
+        from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker as bfcl
+
+        self._bfcl = bfcl
+        self.task = task
+        self.truth = Backends(task)
+        self.truth_calls = ground_truth_calls(task, self.truth)
+        self.model_results: list[str] = []
+        self.turns_checked = 0
+        self.turns_matched = 0
+        self.failure: dict[str, Any] | None = None
+
+    def end_turn(self, model: Backends, results: list[str]) -> None:
+        """The policy ended user turn `turns_checked` having made calls with these result texts."""
+        index = self.turns_checked
+        self.turns_checked += 1
+        truth = [self.truth.execute(name, args, check=False).text for name, args in self.truth_calls[index]]
+        self.model_results.extend(results)
+        state = self._bfcl.state_checker(model.instances, self.truth.instances)
+        if state["valid"]:
+            self.turns_matched += 1
+        if self.failure is not None:
+            return
+        if not truth:
+            if results:
+                self.failure = {
+                    "valid": False,
+                    "error_type": "multi_turn:irrelevance_error:decoder_success",
+                    "error_message": f"Model outputs valid function calls when it should not for turn {index}.",
+                }
+            return
+        if not results:
+            self.failure = {
+                "valid": False,
+                "error_type": "multi_turn:empty_turn_model_response",
+                "error_message": f"Model response list is empty for turn {index}",
+            }
+        elif not state["valid"]:
+            self.failure = state
+        else:
+            response = self._bfcl.response_checker(self.model_results, truth, index)
+            if not response["valid"]:
+                self.failure = response
+
+    @property
+    def complete(self) -> bool:
+        return self.turns_checked == len(self.task.ground_truth)
+
+    def verdict(self) -> dict[str, Any]:
+        """``{"valid": True}`` or BFCL's failure dict (``error_type``, ``error_message``)."""
+        if self.failure is not None:
+            return self.failure
+        if not self.complete:
+            return {
+                "valid": False,
+                "error_type": "multi_turn:unfinished",
+                "error_message": f"conversation stopped after {self.turns_checked} of {len(self.task.ground_truth)} turns",
+            }
+        return {"valid": True}

@@ -1,0 +1,302 @@
+"""`BfclEnv`: BFCL v4 multi-turn tasks as a conversation environment (trainer/envs/base.py).
+
+One task = one episode: the user turns in order; per user turn the policy calls functions of the
+task's backend classes (`step`), executed on fresh instances loaded from the task's
+``initial_config`` (`backends.Backends`), until it answers (`end_turn`), which brings the next user
+turn.  The outcome is BFCL's own checker verdict on the conversation (`checker.TaskChecker`); the
+signal ``turns_matched`` (on every result, declared in the manifest, increasing) counts the user
+turns after which the backends' state equals the ground truth's.
+
+Knobs (`BfclConfig`, the ``env_args`` of a training config with ``env = "bfcl"``):
+
+=======================  ===================  ==================================================
+knob                     default              meaning
+=======================  ===================  ==================================================
+category                 multi_turn_base      BFCL category (`tasks.CATEGORIES`)
+task_ids                 (all)                the tasks to play (BFCL ids); others are left out
+max_gt_calls_per_turn    none                 keep tasks whose every turn's ground truth has at
+                                              most this many calls
+max_user_turns           none                 keep tasks with at most this many user turns
+max_calls_per_turn       8                    the rollout ends a user turn after this many calls
+max_turns                40                   calls per episode (all turns together)
+tools                    classes              ``classes``: every function of the involved
+                                              classes (BFCL's docs); ``path``: only the functions
+                                              the task's ground truth uses
+max_values               10                   values per parameter (`values`)
+max_tool_calls           1000                 calls per function (value-set product)
+playable_only            true                 leave out tasks whose ground truth the value sets
+                                              cannot write (`expressible`)
+=======================  ===================  ==================================================
+
+A `Task`'s id picks the BFCL task when it is one of the subset's ids; any other id (the trainer's
+``bfcl-0``, ``bfcl-1``, ...) plays ``subset[task.seed % len(subset)]``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Mapping, Sequence
+
+import attrs
+
+from rlvp_dsl.manifests.bfcl_tags import BFCL_SIGNAL, BFCL_SIGNAL_DESCRIPTION, bfcl_tags
+from rlvp_dsl.tools import ToolSpec
+from trainer.envs.base import Task, ToolCall, ToolResult, manifest_from_schema
+from trainer.envs.bfcl.backends import Backends, coerce
+from trainer.envs.bfcl.checker import TaskChecker, ground_truth_calls
+from trainer.envs.bfcl.tasks import BfclTask, load_category, package_root, task_by_id
+from trainer.envs.bfcl.values import OMIT, param_values, task_candidates, trim, value_text
+
+END_TURN = "answer"
+TOOL_SETS = ("classes", "path")
+
+
+def _optional_positive(name: str):
+    def check(_instance, _attribute, value):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            raise ValueError(f"bfcl: '{name}' must be a positive integer or absent (got {value!r})")
+
+    return check
+
+
+def _task_ids(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"bfcl: 'task_ids' must be a list of BFCL task ids (got {value!r})")
+    return tuple(value)
+
+
+@attrs.frozen
+class BfclConfig:
+    """The knobs of `BfclEnv` (the table in the module docstring).  Raises ValueError naming the
+    knob for a bad value, an unknown category or task id, or an empty subset."""
+
+    category: str = "multi_turn_base"
+    task_ids: tuple[str, ...] | None = attrs.field(default=None, converter=_task_ids)
+    max_gt_calls_per_turn: int | None = attrs.field(default=None, validator=_optional_positive("max_gt_calls_per_turn"))
+    max_user_turns: int | None = attrs.field(default=None, validator=_optional_positive("max_user_turns"))
+    max_calls_per_turn: int = attrs.field(default=8, validator=_optional_positive("max_calls_per_turn"))
+    max_turns: int = attrs.field(default=40, validator=_optional_positive("max_turns"))
+    tools: str = "classes"
+    max_values: int = attrs.field(default=10, validator=_optional_positive("max_values"))
+    max_tool_calls: int = attrs.field(default=1000, validator=_optional_positive("max_tool_calls"))
+    playable_only: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        if self.tools not in TOOL_SETS:
+            raise ValueError(f"bfcl: 'tools' must be one of {', '.join(TOOL_SETS)} (got {self.tools!r})")
+        if not isinstance(self.playable_only, bool):
+            raise ValueError(f"bfcl: 'playable_only' must be true or false (got {self.playable_only!r})")
+
+
+def task_schema(task: BfclTask, cfg: BfclConfig) -> list[ToolSpec]:
+    """The functions offered in `task` (docs order), each with its tags, target and value sets."""
+    pools = task_candidates(task.turns, {c: task.initial_config.get(c, {}) for c in task.involved_classes})
+    used = {text.partition("(")[0].strip() for turn in task.ground_truth for text in turn}
+    specs = []
+    for doc in task.docs:
+        if cfg.tools == "path" and doc["name"] not in used:
+            continue
+        params = doc["parameters"].get("properties", {})
+        required = set(doc["parameters"].get("required", ()))
+        sets = {p: param_values(p, prop, p in required, pools, cfg.max_values) for p, prop in params.items()}
+        sets = trim(sets, cfg.max_tool_calls)
+        tags, target = bfcl_tags(doc["name"])
+        specs.append(
+            ToolSpec(
+                doc["name"],
+                tags=tags,
+                target=target if target in params else None,
+                params=tuple(params),
+                values=sets,
+                description=doc.get("description", ""),
+            )
+        )
+    return specs
+
+
+def expressible(task: BfclTask, schema: Sequence[ToolSpec], backends: Backends) -> str | None:
+    """Why the ground truth of `task` cannot be written with `schema`'s value sets (None: it can).
+
+    Every ground-truth call's function must be offered and each of its arguments be a value of the
+    set (compared after `coerce` by the doc type), an omitted argument needing `OMIT`; the call must
+    also pass the environment's doc checks (a ground truth that breaks the doc's types cannot be
+    played through the environment)."""
+    specs = {s.name: s for s in schema}
+    for turn in ground_truth_calls(task, backends):
+        for name, args in turn:
+            spec = specs.get(name)
+            if spec is None:
+                return f"{name}: not offered"
+            types = backends.types(name)
+            if backends.problem(name, args) is not None:
+                return f"{name}: the ground truth breaks the doc ({backends.problem(name, args)})"
+            for param in spec.params or ():
+                values = spec.values_for(param)
+                if param not in args:
+                    if OMIT not in values:
+                        return f"{name}.{param}: omitted, and required"
+                    continue
+                kind = types.get(param, "")
+                if not any(v != OMIT and coerce(v, kind) == args[param] for v in values):
+                    return f"{name}.{param}: {args[param]!r} is not among {len(values)} values"
+    return None
+
+
+@functools.lru_cache(maxsize=16)
+def subset(cfg: BfclConfig) -> tuple[tuple[BfclTask, ...], dict[str, str]]:
+    """The tasks `cfg` plays, and for each task left out, why."""
+    if cfg.task_ids is not None:
+        chosen = [task_by_id(cfg.category, t) for t in cfg.task_ids]
+    else:
+        chosen = list(load_category(cfg.category))
+    kept, dropped = [], {}
+    for task in chosen:
+        if cfg.max_user_turns is not None and len(task.turns) > cfg.max_user_turns:
+            dropped[task.id] = f"{len(task.turns)} user turns > max_user_turns"
+            continue
+        most = max((len(t) for t in task.ground_truth), default=0)
+        if cfg.max_gt_calls_per_turn is not None and most > cfg.max_gt_calls_per_turn:
+            dropped[task.id] = f"{most} ground-truth calls in a turn > max_gt_calls_per_turn"
+            continue
+        if cfg.playable_only and cfg.task_ids is None:
+            why = expressible(task, task_schema(task, cfg), Backends(task))
+            if why is not None:
+                dropped[task.id] = why
+                continue
+        kept.append(task)
+    if not kept:
+        raise ValueError(
+            f"bfcl: no task of {cfg.category!r} is left with these knobs ({len(dropped)} left out, e.g. "
+            f"{next(iter(dropped.items()), ('', ''))[0]}: {next(iter(dropped.values()), '')})"
+        )
+    return tuple(kept), dropped
+
+
+@functools.lru_cache(maxsize=16)
+def _vocabulary(cfg: BfclConfig) -> frozenset[str]:
+    words: set[str] = set()
+    for task in subset(cfg)[0]:
+        texts = list(task.turns)
+        for spec in task_schema(task, cfg):
+            texts += [spec.name, *(spec.params or ())]
+            texts += [str(v) for p in spec.params or () for v in spec.values_for(p)]
+        backends = Backends(task)
+        for turn in ground_truth_calls(task, backends):
+            texts += [backends.execute(name, args, check=False).text for name, args in turn]
+        for text in texts:
+            words.update(text.split())
+    return frozenset(words | {END_TURN, OMIT, "Error", "during", "execution:"})
+
+
+class BfclEnv:
+    """A BFCL multi-turn conversation environment (`ToolEnv` + the conversation protocol)."""
+
+    name = "bfcl"
+
+    def __init__(self, config: BfclConfig | None = None, **knobs: Any) -> None:
+        package_root()  # BfclNotInstalled (exit 2 in rlvp-train) before anything else
+        self.config = config if config is not None else BfclConfig(**knobs)
+        self.max_turns = self.config.max_turns
+        self.max_calls_per_turn = self.config.max_calls_per_turn
+        self.tasks, self.left_out = subset(self.config)
+        self.task: BfclTask | None = None
+        self._schema: list[ToolSpec] = []
+        self._backends: Backends | None = None
+        self._checker: TaskChecker | None = None
+        self._turn = 0
+        self._results: list[str] = []
+        self._over = False
+
+    # --- the task set -----------------------------------------------------
+    def pick(self, task: Task) -> BfclTask:
+        """The BFCL task a `Task` plays (its id when it is one of the subset's, else by seed)."""
+        for t in self.tasks:
+            if t.id == task.task_id:
+                return t
+        if task.task_id.startswith("multi_turn_"):
+            raise ValueError(
+                f"bfcl: task {task.task_id!r} is not in this environment's subset of {self.config.category!r}"
+            )
+        return self.tasks[task.seed % len(self.tasks)]
+
+    # --- the protocol -----------------------------------------------------
+    def reset(self, task: Task) -> str:
+        """Start the conversation of `task`; returns the first user message."""
+        self.task = self.pick(task)
+        self._schema = task_schema(self.task, self.config)
+        self._backends = Backends(self.task)
+        self._checker = TaskChecker(self.task)
+        self._turn = 0
+        self._results = []
+        self._over = False
+        return self.task.turns[0]
+
+    def schema(self) -> Sequence[ToolSpec]:
+        """The functions of the current task with their value sets (valid after `reset`)."""
+        return list(self._schema)
+
+    def manifest(self) -> dict[str, Any]:
+        """The `rlvp-tools/1` manifest of the schema (after `reset`; before it, of the first task),
+        with the progress signal ``turns_matched``."""
+        schema = self._schema or task_schema(self.tasks[0], self.config)
+        return manifest_from_schema(
+            schema, signals=[{"name": BFCL_SIGNAL, "direction": "increasing", "description": BFCL_SIGNAL_DESCRIPTION}]
+        )
+
+    def vocabulary(self) -> set[str]:
+        """Every word of the subset's user turns, value sets, function and parameter names, and of
+        the ground truth's results (other tool output words are the tokenizer's unknown word)."""
+        return set(_vocabulary(self.config))
+
+    def signals(self) -> Mapping[str, float]:
+        return {BFCL_SIGNAL: float(self._checker.turns_matched if self._checker else 0)}
+
+    def initial_signals(self) -> dict[str, float]:
+        return dict(self.signals())
+
+    def step(self, call: ToolCall) -> ToolResult:
+        """Execute one call in the current user turn.  RuntimeError before `reset` or after the end."""
+        if self._backends is None or self._over:
+            raise RuntimeError(
+                "bfcl: step() called "
+                + ("before reset()" if self._backends is None else "after the conversation ended")
+            )
+        arguments = {k: v for k, v in call.arguments.items() if v != OMIT}
+        result = self._backends.execute(call.tool, arguments)
+        self._results.append(result.text)
+        return ToolResult(ok=result.ok, text=result.text, done=False, signals=self.signals())
+
+    def end_turn(self, answer: str = "") -> str | None:
+        """The policy answered the current user turn; returns the next user message, or None at the end."""
+        if self._backends is None or self._checker is None or self.task is None or self._over:
+            raise RuntimeError(
+                "bfcl: end_turn() called "
+                + ("before reset()" if self._backends is None else "after the conversation ended")
+            )
+        self._checker.end_turn(self._backends, self._results)
+        self._results = []
+        self._turn += 1
+        if self._turn >= len(self.task.turns):
+            self._over = True
+            return None
+        return self.task.turns[self._turn]
+
+    def outcome(self) -> float:
+        """1.0 when BFCL's checker passes the conversation (every turn played), else 0.0."""
+        return 1.0 if self._checker is not None and self._checker.verdict()["valid"] else 0.0
+
+    def verdict(self) -> dict[str, Any]:
+        """BFCL's checker result (``valid``, and ``error_type`` / ``error_message`` on failure)."""
+        return self._checker.verdict() if self._checker else {"valid": False, "error_type": "not started"}
+
+    def ground_truth(self) -> list[list[ToolCall]]:
+        """The current task's ground truth per user turn as calls with value texts (tests, demonstrations)."""
+        assert self.task is not None and self._backends is not None, "reset() first"
+        return [
+            [ToolCall(name, {k: value_text(v) for k, v in args.items()}) for name, args in turn]
+            for turn in ground_truth_calls(self.task, self._backends)
+        ]
