@@ -10,7 +10,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${RLVP_VENV:-$repo/.venv}"
-extras="${RLVP_EXTRAS:-train,test,trl,fast}"  # tests/integrations/verl/setup.sh: verl,test in .venv-verl
+extras="${RLVP_EXTRAS:-train,test,trl,fast,bfcl}"  # tests/integrations/verl/setup.sh: verl,test in .venv-verl
 python="${PYTHON:-python3}"
 if [[ ! -x "$venv/bin/python" ]]; then
   echo "setup: creating $venv" >&2
@@ -37,5 +37,10 @@ print(f"setup: torch {torch.__version__} ({build})"
 PY
   python -m pip freeze | grep -i '^torch==' > "$venv/torch-constraint.txt"  # nothing may replace it
   python -m pip install --quiet -c "$venv/torch-constraint.txt" -e "$repo[$extras]"
+  if [[ ",$extras," == *",bfcl,"* ]]; then
+    # BFCL v4's data, backends and checker (trainer/envs/bfcl); --no-deps: its declared
+    # dependencies are LLM clients and ML stacks the environment never imports (pyproject.toml).
+    python -m pip install --quiet -c "$venv/torch-constraint.txt" --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3"
+  fi
   touch "$stamp"
 fi

@@ -13,7 +13,7 @@ gives each function its tags and target, decided from what its backend
   ``rmdir``, ``delete_message``, ``unfollow_user``, ``close_ticket``, ``cancel_order``,
   ``remove_stock_from_watchlist``, ``withdraw_funds``, ``cancel_booking``, memory ``*_clear`` /
   ``*_remove``);
-* ``auth``: logs a user in or out (``authenticate_twitter``, ``message_login``, ``ticket_login``,
+* ``auth`` (and ``write``: the login state is compared by the checker): logs a user in or out (``authenticate_twitter``, ``message_login``, ``ticket_login``,
   ``logout``, ``trading_login``, ``trading_logout``, ``authenticate_travel``);
 * ``needs_auth``: the backend answers an error (``User not authenticated``, ``No user is currently
   logged in``, ``Invalid access token``) unless a user is logged in: Twitter's posting, commenting
@@ -80,7 +80,7 @@ BFCL_TAGS: dict[str, tuple[tuple[str, ...], str | None]] = {
         )
     },
     # --- MessageAPI (message_api.json) ---
-    "message_login": (("auth",), "user_id"),
+    "message_login": (("auth", "write"), "user_id"),
     "message_get_login_status": (READ, None),
     "list_users": (READ, None),
     "get_user_id": (READ, "user"),
@@ -91,7 +91,7 @@ BFCL_TAGS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "send_message": (("write", "needs_auth"), "receiver_id"),
     "delete_message": (("write", "destructive", "needs_auth"), "receiver_id"),
     # --- TwitterAPI (posting_api.json) ---
-    "authenticate_twitter": (("auth",), "username"),
+    "authenticate_twitter": (("auth", "write"), "username"),
     "posting_get_login_status": (READ, None),
     "get_tweet": (READ, "tweet_id"),
     "get_tweet_comments": (READ, "tweet_id"),
@@ -106,8 +106,8 @@ BFCL_TAGS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "follow_user": (("write", "needs_auth"), "username_to_follow"),
     "unfollow_user": (("write", "destructive", "needs_auth"), "username_to_unfollow"),
     # --- TicketAPI (ticket_api.json) ---
-    "ticket_login": (("auth",), "username"),
-    "logout": (("auth",), None),
+    "ticket_login": (("auth", "write"), "username"),
+    "logout": (("auth", "write"), None),
     "ticket_get_login_status": (READ, None),
     "get_ticket": (READ, "ticket_id"),
     "get_user_tickets": (("read", "needs_auth"), None),
@@ -116,8 +116,8 @@ BFCL_TAGS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "resolve_ticket": (WRITE, "ticket_id"),
     "close_ticket": (DESTRUCTIVE, "ticket_id"),
     # --- TradingBot (trading_bot.json) ---
-    "trading_login": (("auth",), "username"),
-    "trading_logout": (("auth", "needs_auth"), None),
+    "trading_login": (("auth", "write"), "username"),
+    "trading_logout": (("auth", "write", "needs_auth"), None),
     "trading_get_login_status": (READ, None),
     "get_current_time": (READ, None),
     "get_available_stocks": (READ, "sector"),
@@ -137,7 +137,7 @@ BFCL_TAGS: dict[str, tuple[tuple[str, ...], str | None]] = {
     "remove_stock_from_watchlist": (("write", "destructive", "needs_auth"), "symbol"),
     "withdraw_funds": (("write", "destructive", "needs_auth"), None),
     # --- TravelAPI (travel_booking.json); the access token comes from authenticate_travel ---
-    "authenticate_travel": (("auth",), None),
+    "authenticate_travel": (("auth", "write"), None),
     "travel_get_login_status": (READ, None),
     "list_all_airports": (READ, None),
     "get_nearest_airport_by_city": (READ, "location"),
