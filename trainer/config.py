@@ -87,9 +87,13 @@ class TrainConfig:
 
     # --- environment and rules ---
     env: str = "chain4"
-    """Environment name (`trainer.envs.make_env`): chainN (chain4, chain6) or gated / gatedN."""
+    """Environment name (`trainer.envs.make_env`): chainN (chain4, chain6), gated / gatedN, or bfcl (BFCL v4
+    multi-turn conversations; needs bfcl-eval, see examples/bfcl.toml)."""
     env_args: dict = field(default_factory=dict)
-    """Environment knobs (`ChainConfig` / `GatedConfig` fields, e.g. ``{num_distractors = 2}``)."""
+    """Environment knobs (`ChainConfig` / `GatedConfig` fields, e.g. ``{num_distractors = 2}``; for bfcl the
+    `BfclConfig` fields, whose table is in trainer/envs/bfcl/env.py: ``category`` (multi_turn_base),
+    ``task_ids``, ``max_gt_calls_per_turn``, ``max_user_turns``, ``max_calls_per_turn`` (8), ``max_turns`` (40),
+    ``tools`` (classes | path), ``max_values``, ``max_tool_calls``, ``playable_only``)."""
     rules: str = "rules/chain.rlvp"
     """Hand-written rule file for the process credit (a relative path: the current folder, the config file's folder, then
     the repository root)."""
