@@ -26,6 +26,8 @@ max_values               10                   values per parameter (`values`)
 max_tool_calls           1000                 calls per function (value-set product)
 playable_only            true                 leave out tasks whose ground truth the value sets
                                               cannot write (`expressible`)
+returned_values          true                 value sets also hold what the ground truth's calls
+                                              return (`values`)
 =======================  ===================  ==================================================
 
 A `Task`'s id picks the BFCL task when it is one of the subset's ids; any other id (the trainer's
@@ -84,17 +86,25 @@ class BfclConfig:
     max_values: int = attrs.field(default=10, validator=_optional_positive("max_values"))
     max_tool_calls: int = attrs.field(default=1000, validator=_optional_positive("max_tool_calls"))
     playable_only: bool = True
+    returned_values: bool = True
 
     def __attrs_post_init__(self) -> None:
         if self.tools not in TOOL_SETS:
             raise ValueError(f"bfcl: 'tools' must be one of {', '.join(TOOL_SETS)} (got {self.tools!r})")
-        if not isinstance(self.playable_only, bool):
-            raise ValueError(f"bfcl: 'playable_only' must be true or false (got {self.playable_only!r})")
+        for name in ("playable_only", "returned_values"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"bfcl: {name!r} must be true or false (got {getattr(self, name)!r})")
 
 
 def task_schema(task: BfclTask, cfg: BfclConfig) -> list[ToolSpec]:
     """The functions offered in `task` (docs order), each with its tags, target and value sets."""
-    pools = task_candidates(task.turns, {c: task.initial_config.get(c, {}) for c in task.involved_classes})
+    outputs: list[str] = []
+    if cfg.returned_values:
+        backends = Backends(task)
+        outputs = [
+            backends.execute(n, a, check=False).text for turn in ground_truth_calls(task, backends) for n, a in turn
+        ]
+    pools = task_candidates(task.turns, {c: task.initial_config.get(c, {}) for c in task.involved_classes}, outputs)
     used = {text.partition("(")[0].strip() for turn in task.ground_truth for text in turn}
     specs = []
     for doc in task.docs:
