@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,20 @@ def test_without_the_package_the_env_says_how_to_install_it():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert 'pip install --no-deps "bfcl-eval==2026.3.23"' in out.stdout, out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_rlvp_train_without_the_package_exits_2():
+    """rlvp-train with env = "bfcl" and bfcl_eval blocked: the pip line, exit 2, no traceback."""
+    code = (
+        "import sys; sys.modules['bfcl_eval'] = None\n"
+        "sys.argv = ['rlvp-train', 'examples/bfcl.toml', '--out', sys.argv[1]]\n"
+        "from trainer.cli.entry import run\n"
+        "run()\n"
+    )
+    with tempfile.TemporaryDirectory() as out:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(Path(out) / "run")], cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+    assert done.returncode == 2, done.stderr
+    assert 'pip install --no-deps "bfcl-eval==2026.3.23"' in done.stderr
+    assert "Traceback" not in done.stderr

@@ -187,6 +187,15 @@ def subset(cfg: BfclConfig) -> tuple[tuple[BfclTask, ...], dict[str, str]]:
 
 
 @functools.lru_cache(maxsize=16)
+def _all_tools(cfg: BfclConfig) -> tuple[ToolSpec, ...]:
+    tools: dict[str, ToolSpec] = {}
+    for task in subset(cfg)[0]:
+        for spec in task_schema(task, cfg):
+            tools.setdefault(spec.name, spec)
+    return tuple(tools.values())
+
+
+@functools.lru_cache(maxsize=16)
 def _vocabulary(cfg: BfclConfig) -> frozenset[str]:
     words: set[str] = set()
     for task in subset(cfg)[0]:
@@ -250,9 +259,9 @@ class BfclEnv:
         return list(self._schema)
 
     def manifest(self) -> dict[str, Any]:
-        """The `rlvp-tools/1` manifest of the schema (after `reset`; before it, of the first task),
-        with the progress signal ``turns_matched``."""
-        schema = self._schema or task_schema(self.tasks[0], self.config)
+        """The `rlvp-tools/1` manifest of every function any task of the subset offers (names, tags,
+        targets, parameters: the same in every task), with the progress signal ``turns_matched``."""
+        schema = _all_tools(self.config)
         return manifest_from_schema(
             schema, signals=[{"name": BFCL_SIGNAL, "direction": "increasing", "description": BFCL_SIGNAL_DESCRIPTION}]
         )
