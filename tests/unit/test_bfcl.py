@@ -236,3 +236,16 @@ def test_rlvp_train_without_the_package_exits_2():
     assert done.returncode == 2, done.stderr
     assert 'pip install --no-deps "bfcl-eval==2026.3.23"' in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@needs_bfcl
+def test_auto_from_tags_on_every_doc_file():
+    """Rules derived from every doc file compile lint-clean (`rlvp-compile --auto-from-tags`; the slower
+    `--check rules/bfcl.rlvp --manifest posting_api.json` is in the report, not here)."""
+    from rlvp_dsl.manifests.derive import derive_text
+    from rlvp_dsl.pipeline import check_text
+    from trainer.envs.bfcl.tasks import doc_files
+
+    for path in doc_files():
+        result = check_text(derive_text(load_manifest(str(path))), str(ROOT / "derived.rlvp"), lints=True)
+        assert result.ok and result.diagnostics == [], (path.name, [d.message for d in result.diagnostics])
