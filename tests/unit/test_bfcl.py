@@ -249,3 +249,22 @@ def test_auto_from_tags_on_every_doc_file():
     for path in doc_files():
         result = check_text(derive_text(load_manifest(str(path))), str(ROOT / "derived.rlvp"), lints=True)
         assert result.ok and result.diagnostics == [], (path.name, [d.message for d in result.diagnostics])
+
+
+@needs_bfcl
+def test_every_call_of_every_task_is_told_apart_in_words():
+    """No two calls of a task's schema render to the same words (a word-level trie can tell them apart),
+    and every word of every value is in the vocabulary."""
+    from trainer.envs.base import all_calls
+
+    env = BfclEnv()
+    words = env.vocabulary()
+    for task in env.tasks:
+        env.reset(Task(task.id, 0))
+        seen: dict[tuple[str, ...], ToolCall] = {}
+        for spec in env.schema():
+            for call in all_calls(spec):
+                key = tuple(" ".join([call.tool, *map(str, call.arguments.values())]).split())
+                assert key not in seen, (task.id, seen[key], call)
+                seen[key] = call
+                assert set(key) <= words

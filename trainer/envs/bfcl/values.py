@@ -213,8 +213,8 @@ def param_values(name: str, prop: dict[str, Any], required: bool, pools: dict[st
         values = [repr([m]) for m in pools["marked"]] + pools["turn_lists"]
     else:
         values = []
-    values = _unique(values)[:cap]
-    return values if required else [OMIT, *values][: cap + 1]
+    values = [v for v in _unique(values) if v != OMIT][:cap]
+    return values if required else [OMIT, *values]
 
 
 def trim(sets: dict[str, list[str]], max_calls: int) -> dict[str, list[str]]:
