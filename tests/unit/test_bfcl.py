@@ -268,3 +268,26 @@ def test_every_call_of_every_task_is_told_apart_in_words():
                 assert key not in seen, (task.id, seen[key], call)
                 seen[key] = call
                 assert set(key) <= words
+
+
+@needs_bfcl
+def test_random_calls_never_crash_or_hang():
+    """300 uniformly drawn calls of every default task's schema (seeded) all come back as results;
+    a costly argument (power's exponent, math precision) is refused, not computed."""
+    import random
+
+    from trainer.envs.base import all_calls
+
+    env = BfclEnv()
+    rng = random.Random(0)
+    for task in env.tasks:
+        env.reset(Task(task.id, 0))
+        calls = [c for spec in env.schema() for c in all_calls(spec)]
+        for call in rng.sample(calls, min(300, len(calls))):
+            assert isinstance(env.step(call).text, str)
+    from trainer.envs.bfcl.backends import Backends
+    from trainer.envs.bfcl.tasks import load_category
+
+    math_task = next(t for t in load_category("multi_turn_base") if "MathAPI" in t.involved_classes)
+    result = Backends(math_task).execute("power", {"base": 67410, "exponent": 67410})
+    assert not result.ok and "'exponent' must be at most 1000" in result.text

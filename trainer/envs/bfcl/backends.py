@@ -15,7 +15,7 @@ converted by the doc's parameter types in `coerce`).  What comes back (`Executio
 * ``ok``: False when the backend signalled an error (a dict with an ``"error"`` key, or a list
   holding one) or raised;
 * a bad call is an error result, never a crash and never executed: an unknown function, an unknown
-  or missing required parameter, a value of the wrong type for the doc (``integer``: int; ``float``:
+  or missing required parameter, a number past `COST_LIMITS`, a value of the wrong type for the doc (``integer``: int; ``float``:
   int or float; ``boolean``: bool; ``string``: str; ``array``: list; ``dict``: dict).
 """
 
@@ -40,6 +40,12 @@ _TYPES: dict[str, tuple[str, Any]] = {
     "array": ("a list", lambda v: isinstance(v, list)),
     "dict": ("a dict", lambda v: isinstance(v, dict)),
 }
+
+
+#: Arguments whose size sets a backend's running time (MathAPI's digits of precision, a power's
+#: exponent): a larger value is refused rather than computed (``power(67410, 67410)`` has 326,000
+#: digits).  The largest in the ground truth of every category is far below these.
+COST_LIMITS = {"precision": 100, "decimal_places": 100, "exponent": 1000}
 
 
 @attrs.frozen
@@ -132,6 +138,10 @@ class Backends:
         missing = [p for p in doc["parameters"].get("required", ()) if p not in arguments]
         if missing:
             return f"{name}: missing required parameter {missing[0]!r}"
+        for key, limit in COST_LIMITS.items():
+            value = arguments.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) > limit:
+                return f"{name}: parameter {key!r} must be at most {limit} in this environment (got {value!r})"
         return None
 
     def types(self, name: str) -> dict[str, str]:
@@ -151,6 +161,7 @@ class Backends:
             return Execution(False, f"Error during execution: {why}")
         try:
             value = self.methods[name](**args)
+            text = render_result(value)
         except Exception as exc:  # a backend bug on odd input is the call's error, as in BFCL's executor
             return Execution(False, f"Error during execution: {exc}")
-        return Execution(not _is_error(value), render_result(value))
+        return Execution(not _is_error(value), text)
