@@ -3,7 +3,7 @@
 On tau2 simulation files (read with the project's readers; the raw JSON only for
 ``reward_info.action_checks``, which the readers do not keep), for each domain present
 (airline; telecom, which includes tau2's ``telecom-workflow`` variant: the same tools under a
-step-by-step policy) and for each credit source -- the rule set given, and two baselines: the
+step-by-step policy) and for each credit source -- each rule file given, and two baselines: the
 agent's call count, and the two Invariant-style rules of ``benchmarks/score_vs_invariant.py``
 (``OUR_RULES``: a repeated errored call, a blind reservation write) -- it prints:
 
@@ -19,9 +19,12 @@ agent's call count, and the two Invariant-style rules of ``benchmarks/score_vs_i
     domain's episodes (``rlvp_dsl.report.pearson``, as ``rlvp-score`` prints it).
 
     python benchmarks/dead_groups.py ../shared/data/tau2_simulations rules/tau2_airline.rlvp
-    python benchmarks/dead_groups.py DATA rules/tau2_telecom.rlvp --domain telecom --json
+    python benchmarks/dead_groups.py DATA rules/tau2_airline.rlvp rules/tau2_telecom.rlvp --json
 
-Exit 0; 1 when the rule file has errors (its diagnostics are printed); 2 for a usage or input
+Several rule files are rows of one table per domain (a rule file written for airline scores
+telecom episodes too: read the row of the file written for the domain).
+
+Exit 0; 1 when a rule file has errors (its diagnostics are printed); 2 for a usage or input
 error (a missing path, an unreadable trajectory file, no episode of the domain), named with
 its file and record, never a traceback.  A few seconds on one core.
 """
@@ -299,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="dead_groups.py", description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("data", help="tau2 simulation files or a folder of them (e.g. ../shared/data/tau2_simulations)")
-    parser.add_argument("rules", help="the rule file to measure (e.g. rules/tau2_airline.rlvp)")
+    parser.add_argument("rules", nargs="+", help="the rule files to measure (e.g. rules/tau2_airline.rlvp)")
     parser.add_argument("--domain", choices=sorted(DOMAINS), action="append", help="only this domain (repeatable)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--seed", type=int, default=SEED, help=f"bootstrap seed (default {SEED})")
@@ -308,14 +311,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.resamples < 1:
         parser.error(f"--resamples must be >= 1 (got {args.resamples})")
     t0 = time.perf_counter()
-    try:
-        program = load_program(args.rules)
-    except RuleError as exc:
-        print(str(exc), file=sys.stderr)
-        return 1
-    except OSError as exc:
-        print(f"dead_groups.py: {args.rules}: cannot read the rule file: {exc.strerror or exc}", file=sys.stderr)
-        return 2
+    programs = {}
+    for path in args.rules:
+        try:
+            programs[path] = load_program(path)
+        except RuleError as exc:
+            print(str(exc), file=sys.stderr)
+            return 1
+        except OSError as exc:
+            print(f"dead_groups.py: {path}: cannot read the rule file: {exc.strerror or exc}", file=sys.stderr)
+            return 2
     try:
         report = read_report(args.data, format="tau2")
         gold = gold_fractions(report.files)
@@ -324,10 +329,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     baseline = loads(invariant_rules(), "benchmarks/score_vs_invariant.py:OUR_RULES")
     sources: dict[str, Callable[[Episode], float]] = {
-        args.rules: lambda e: sum(c.value for c in program.score(e)),
-        "call count (agent calls)": lambda e: float(sum(1 for c in e.calls if c.requestor != "user")),
-        "Invariant-style 2 rules": lambda e: sum(c.value for c in baseline.score(e)),
+        path: (lambda e, p=program: sum(c.value for c in p.score(e))) for path, program in programs.items()
     }
+    sources.update(
+        {
+            "call count (agent calls)": lambda e: float(sum(1 for c in e.calls if c.requestor != "user")),
+            "Invariant-style 2 rules": lambda e: sum(c.value for c in baseline.score(e)),
+        }
+    )
     wanted = args.domain or sorted(DOMAINS)
     results: dict[str, Any] = {"data": args.data, "rules": args.rules, "resamples": args.resamples, "seed": args.seed}
     results["domains"] = {}
