@@ -35,6 +35,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import random
 import sys
 import time
@@ -322,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"dead_groups.py: {path}: cannot read the rule file: {exc.strerror or exc}", file=sys.stderr)
             return 2
     try:
-        report = read_report(args.data, format="tau2")
+        report = read_report(args.data)  # other formats are read and left out below: no action_checks
         gold = gold_fractions(report.files)
     except (ReaderError, InputError) as exc:
         print(f"dead_groups.py: {exc}", file=sys.stderr)
@@ -341,7 +342,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: dict[str, Any] = {"data": args.data, "rules": args.rules, "resamples": args.resamples, "seed": args.seed}
     results["domains"] = {}
     for domain in wanted:
-        episodes = [e for e in report.episodes if e.meta.get("domain") in DOMAINS[domain]]
+        episodes = [
+            e for e in report.episodes if e.meta.get("format") == "tau2" and e.meta.get("domain") in DOMAINS[domain]
+        ]
         if not episodes:
             if args.domain:
                 print(f"dead_groups.py: {args.data}: no tau2 episode of the domain {domain!r}", file=sys.stderr)
@@ -357,7 +360,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dead_groups.py: {args.data}: no tau2 episode of airline or telecom", file=sys.stderr)
         return 2
     results["seconds"] = time.perf_counter() - t0
-    print(json.dumps(results, indent=2) if args.json else render(results))
+    try:
+        print(json.dumps(results, indent=2) if args.json else render(results), flush=True)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

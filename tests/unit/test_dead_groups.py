@@ -104,13 +104,16 @@ def test_runs_on_the_shipped_samples(capsys):
 
 
 def test_bad_input_is_named_not_a_traceback(tmp_path, capsys):
-    """A missing folder: exit 2 naming it; a rule file with errors: exit 1 with its diagnostic."""
+    """A missing folder, or one without tau2 episodes: exit 2 naming it; a rule file with errors: exit 1
+    with its diagnostic; an action check without a boolean match: exit 2 naming the file, record and field."""
     assert dg.main([str(tmp_path / "nope"), str(ROOT / "rules/tau2_airline.rlvp")]) == 2
     assert "nope" in capsys.readouterr().err
     bad = tmp_path / "bad.rlvp"
     bad.write_text("violation v (-1) { on call nosuchtool }\n")
     assert dg.main([str(ROOT / "examples/data/tau2_simulations"), str(bad)]) == 1
     assert "bad.rlvp:1:" in capsys.readouterr().err
+    assert dg.main([str(ROOT / "examples/data/tau_bench_v1"), str(ROOT / "rules/tau2_airline.rlvp")]) == 2
+    assert "no tau2 episode of airline or telecom" in capsys.readouterr().err
     broken = tmp_path / "sims"
     broken.mkdir()
     sample = next((ROOT / "examples/data/tau2_simulations").rglob("*.json"))
