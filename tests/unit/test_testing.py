@@ -62,19 +62,20 @@ def test_calls_and_events(call, event):
     assert event.kind == "call" and event.index == 0
 
 
-# A user-style property, written the way the docs tell rule authors to write theirs:
-# the airline rules only pay positive credit on assistant turns (the report and the
-# transfer announcement), at most 0.1 + 0.1 per turn.
+# A user-style property, written the way the docs tell rule authors to write theirs: the
+# airline rules pay positive credit on calls only for reads, and only once per episode
+# (locating a reservation +0.2, a search +0.1); on an assistant turn at most 0.4 (the report
+# +0.1 and a confirmed change +0.3).
 @settings(max_examples=60)
 @given(episodes(program, max_events=10))
-def test_user_style_positive_credit_only_on_assistant_turns(episode):
-    """Positive airline credit lands only on assistant turns, at most 0.2 on each."""
+def test_user_style_positive_credit_is_bounded(episode):
+    """Positive airline credit lands on reads (0.3 at most per episode) and assistant turns (0.4 each)."""
     credits = program.score(episode)
-    for c in credits:
-        if c.value > 0:
-            assert episode.events[c.event_index].kind == "assistant"
+    paid = [(episode.events[c.event_index], c.value) for c in credits if c.value > 0]
+    assert all(e.kind == "assistant" or "read" in e.tags for e, _ in paid)
+    assert sum(v for e, v in paid if e.kind == "call") <= 0.3 + 1e-9
     turns = sum(1 for e in episode.events if e.kind == "assistant")
-    assert sum(c.value for c in credits if c.value > 0) <= 0.2 * turns + 1e-9
+    assert sum(v for e, v in paid if e.kind == "assistant") <= 0.4 * turns + 1e-9
 
 
 def test_counterexamples_shrink_to_one_small_event():
