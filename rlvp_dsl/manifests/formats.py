@@ -162,15 +162,22 @@ def load_manifest(path: str) -> Manifest:
     except json.JSONDecodeError as exc:
         data = _json_lines(text, path) if exc.msg == "Extra data" else None  # BFCL's docs: one object a line
         if data is None:
+            hint = (
+                " (a manifest is one JSON document; JSON lines are read only as BFCL function docs, "
+                "one {name, description, parameters} object a line)"
+                if exc.msg == "Extra data"
+                else ""
+            )
             raise ManifestError(
-                f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {json_problem(exc, text)}"
+                f"{path}:{exc.lineno}:{exc.colno}", f"invalid JSON: {json_problem(exc, text)}{hint}"
             ) from None
     return parse_manifest(data, path)
 
 
 def _json_lines(text: str, path: str) -> list[Any] | None:
-    """A JSON-lines file as a list of its records (None when its first line is not a JSON object,
-    so the caller reports the file as invalid JSON); a bad later line is a ManifestError naming it."""
+    """A JSON-lines file of BFCL function docs as a list of its records (None when its first line is
+    not a BFCL function doc -- a trajectory file given as a manifest, say -- so the caller reports the
+    file as invalid JSON); a bad later line is a ManifestError naming it."""
     out: list[Any] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -183,7 +190,7 @@ def _json_lines(text: str, path: str) -> list[Any] | None:
             raise ManifestError(
                 f"{path}:{number}:{exc.colno}", f"invalid JSON line: {json_problem(exc, line)}"
             ) from None
-        if not isinstance(out[0], dict):
+        if not (isinstance(out[0], dict) and _is_bfcl_doc(out[0])):
             return None
     return out
 
