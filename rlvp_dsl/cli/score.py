@@ -294,8 +294,11 @@ def _read_trajectories(args: ScoreArgs, program: Program, error_signal: ErrorSig
     if not report.episodes:
         lines = ["no episodes found in " + ", ".join("standard input" if t == "-" else t for t in args.trajectories)]
         lines += [f"  skipped {skipped.path}: {skipped.reason}" for skipped in report.skipped]
+        rejected = {error.file for error in report.errors}
         lines += [
-            f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)"
+            f"  {file}: every episode of it was rejected (the errors above)"
+            if file in rejected
+            else f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)"
             for file in report.files
         ]
         lines += [

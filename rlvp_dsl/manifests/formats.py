@@ -422,7 +422,14 @@ def _read_tau2(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
         for record, rec in _records(kit.get("tools"), path, f"toolkits.{side}.tools"):
             name = _name(rec, path, record)
             tag = rec.get("tag", "GENERIC")
-            _need(tag in _TAU2_TAGS, path, record, "tag", "one of READ, WRITE, THINK, GENERIC", tag)
+            _need(
+                isinstance(tag, str) and tag in _TAU2_TAGS,
+                path,
+                record,
+                "tag",
+                "one of READ, WRITE, THINK, GENERIC",
+                tag,
+            )
             tags = {_TAU2_TAGS[tag]}
             mutates = rec.get("mutates_state", False)
             _need(isinstance(mutates, bool), path, record, "mutates_state", "true or false", mutates)

@@ -123,6 +123,8 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
             return "swe_agent", ""
         if isinstance(data.get("messages"), list):
             return "openai", ""
+        if not data:
+            return None, "not a trajectory: an empty JSON object"
         keys = ", ".join(sorted(map(str, data))[:6])
         return None, f"not a trajectory: a JSON object without simulations/messages/trajectory/history (keys: {keys})"
     if isinstance(data, list):
@@ -134,7 +136,18 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
         if isinstance(first, dict) and ("messages" in first or "role" in first):
             return "openai", ""
         return None, "not a trajectory: a JSON list whose entries have no traj/messages/role"
-    return None, f"not a trajectory: a JSON {type(data).__name__}"
+    return None, f"not a trajectory: {_json_kind(data)}"
+
+
+def _json_kind(data: Any) -> str:
+    """What a JSON value is, in JSON's words (``null``, not Python's ``NoneType``)."""
+    if data is None:
+        return "JSON null"
+    if isinstance(data, bool):
+        return f"JSON {'true' if data else 'false'}"
+    if isinstance(data, (int, float)):
+        return "a JSON number"
+    return "a JSON string" if isinstance(data, str) else f"a JSON {type(data).__name__}"
 
 
 def _read_bytes(path: Path, file: str) -> bytes:

@@ -726,6 +726,20 @@ def test_score_names_a_trajectory_file_that_holds_no_episode(tmp_path):
     assert f"{tmp_path / 'r.json'}: a trajectory file that holds no episodes" in done.stderr
 
 
+def test_score_says_when_every_episode_of_a_file_was_rejected(tmp_path):
+    """A file whose only record is malformed: the record's error, then the file named as rejected (not as
+    empty); a JSON null or an empty object is named in JSON's words."""
+    (tmp_path / "r.jsonl").write_text('{"messages": [{"role": "user", "content": "hi"}], "reward": "yes"}\n')
+    (tmp_path / "n.json").write_text("null")
+    (tmp_path / "e.json").write_text("{}")
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "r.jsonl")
+    assert done.returncode == 1 and "field 'reward': expected a finite number or null, got 'yes'" in done.stderr
+    assert f"{tmp_path / 'r.jsonl'}: every episode of it was rejected (the errors above)" in done.stderr
+    assert "holds no episodes" not in done.stderr
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "n.json", tmp_path / "e.json")
+    assert "not a trajectory: JSON null" in done.stderr and "not a trajectory: an empty JSON object" in done.stderr
+
+
 def test_check_of_a_rule_file_without_tools_says_what_it_needs(tmp_path):
     """--check needs tools to generate calls: a file declaring none is a one-line usage error, no traceback."""
     (tmp_path / "empty.rlvp").write_text("")

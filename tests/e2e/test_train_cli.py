@@ -54,6 +54,12 @@ def test_a_bad_environment_names_the_config_line_and_value(tmp_path):
             "env_args",
             "{ num_distractors = -1 }",
         ),
+        (
+            "env_args = { vary_tokens = false }",
+            'env_args = { vary_tokens = "no" }',
+            "env_args",
+            '{ vary_tokens = "no" }',
+        ),
     ]:
         assert old in CONFIG.read_text()
         path = tmp_path / "c.toml"

@@ -146,8 +146,10 @@ def test_bad_knobs_are_named():
         make_env("bfcl", task_ids=["multi_turn_base_999"])
     with pytest.raises(ValueError, match="'category' must be one of .*did you mean 'multi_turn_base'"):
         make_env("bfcl", category="multi_turn_bse")
-    with pytest.raises(ValueError, match="bad knob"):
+    with pytest.raises(ValueError, match="unknown knob 'colour'"):
         make_env("bfcl", colour="red")
+    with pytest.raises(ValueError, match="knob 'task_ids' must be a list of strings"):
+        make_env("bfcl", task_ids="multi_turn_base_0")
     with pytest.raises(ValueError, match="'max_calls_per_turn' must be a positive integer"):
         make_env("bfcl", max_calls_per_turn=0)
 

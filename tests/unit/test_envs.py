@@ -234,6 +234,29 @@ def test_bad_knobs_name_the_field(knobs, field):
         make_env("chain4", **knobs)
 
 
+@pytest.mark.parametrize(
+    "knobs,message",
+    [
+        ({"vary_tokens": "no"}, "knob 'vary_tokens' must be true or false (got 'no')"),
+        ({"show_progress": 1}, "knob 'show_progress' must be true or false (got 1)"),
+        ({"max_turns": 12.7}, "knob 'max_turns' must be an integer (got 12.7)"),
+        ({"num_values": True}, "knob 'num_values' must be an integer (got True)"),
+        ({"vary_tokenz": False}, "unknown knob 'vary_tokenz'; did you mean 'vary_tokens'?"),
+    ],
+)
+def test_knobs_are_typed_strictly(knobs, message):
+    """A knob of the wrong type is refused, not coerced (a string "no" is not false, 12.7 is not 12)."""
+    with pytest.raises(ValueError) as err:
+        make_env("chain4", **knobs)
+    assert message in str(err.value)
+
+
+def test_typed_knobs_still_build():
+    """Right types pass through; max_turns may stay None (its default)."""
+    env = make_env("gated", max_turns=None, vary_tokens=False, num_values=3)
+    assert env.config.max_turns is not None and env.config.vary_tokens is False and env.config.num_values == 3
+
+
 def test_make_env_errors():
     with pytest.raises(ValueError, match="unknown environment"):
         make_env("maze")

@@ -286,6 +286,14 @@ def test_error_names_record_and_field():
         ([{"type": "retrieval"}], ["[0].type", "'function'"]),
         ({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601}}, ["error", "-32601"]),
         ({"things": []}, ["unknown manifest format", "things"]),
+        (
+            {"toolkits": {"agent": {"tools": [{"name": "a", "tag": ["READ"]}]}}},
+            ["toolkits.agent.tools[0]", "tag", "one of READ, WRITE, THINK, GENERIC"],
+        ),
+        (
+            {"toolkits": {"agent": {"tools": [{"name": "a", "tag": {"READ": 1}}]}}},
+            ["toolkits.agent.tools[0]", "tag", "one of READ, WRITE, THINK, GENERIC"],
+        ),
         ({"tools": 3}, ["bad.json: tools: expected a list of tools, got a number 3"]),
         ("tools", ["expected a JSON object or list"]),
     ],
@@ -305,6 +313,18 @@ def test_invalid_json_has_line_and_column(tmp_path):
     with pytest.raises(ManifestError) as info:
         load_manifest(str(path))
     assert str(info.value).startswith(f"{path}:2:16: invalid JSON")
+
+
+def test_json_lines_that_are_not_bfcl_docs_are_invalid_json(tmp_path):
+    """A JSON-lines file is a manifest only as BFCL function docs: a trajectory file given as a manifest is
+    invalid JSON at its second line, with a hint that a manifest is one JSON document."""
+    path = tmp_path / "runs.jsonl"
+    path.write_text('{"messages": []}\n{"messages": []}\n', encoding="utf-8")
+    with pytest.raises(ManifestError) as info:
+        load_manifest(str(path))
+    assert str(info.value).startswith(f"{path}:2:1: invalid JSON") and "a manifest is one JSON document" in str(
+        info.value
+    )
 
 
 def test_missing_file(tmp_path):

@@ -98,8 +98,12 @@ def test_build_policy_errors():
         build_policy(_cfg(model_args={"width": 3}), env_factory("chain4"))
     with pytest.raises(ValueError, match="environment factory"):
         build_policy(_cfg(), None)
-    with pytest.raises(FileNotFoundError, match="does not exist"):
+    with pytest.raises(
+        FileNotFoundError, match="'/nonexistent/checkpoint' is not one of tiny, smollm2 or a checkpoint"
+    ):
         build_policy(_cfg(model="/nonexistent/checkpoint"), None)
+    with pytest.raises(FileNotFoundError, match="did you mean 'tiny'"):
+        build_policy(_cfg(model="tinny"), None)
 
 
 def test_smollm2_missing_gives_install_hint(monkeypatch):

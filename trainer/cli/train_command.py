@@ -40,7 +40,7 @@ from trainer.cli.checks import (
     grid_out,
 )
 from trainer.cli.common import PROG, CommaList, Command, Failure, Seed, WholeNumber, error
-from trainer.config import ConfigError, ConfigReadError, TrainConfig, load_config
+from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
 from trainer.methods import METHODS
 
 
@@ -117,7 +117,8 @@ def _train_one(config: str, cfg: TrainConfig, resume: bool, overwrite: bool, fla
     except RuleError:  # a ValueError whose own diagnostics name their file, line and column
         raise
     except (ValueError, FileNotFoundError) as exc:  # a model or environment setting
-        raise ConfigError(f"{config}: {exc}") from None
+        where = key_location(config, "model") if str(exc).startswith("model ") else config
+        raise ConfigError(f"{where}: {exc}") from None
     clear_out(cfg.out_dir, overwrite)
     try:
         train(cfg, backend=backend, resume=resume)

@@ -8,9 +8,12 @@
 
 from __future__ import annotations
 
+import difflib
 import random
 import re
 from typing import Any, Callable
+
+import attrs
 
 from trainer.envs.base import (
     MANIFEST_FORMAT,
@@ -64,11 +67,7 @@ def make_env(name: str, **knobs: Any) -> ToolEnv:
     if digits:
         knobs.setdefault("num_stages", int(digits))
     config_cls = ChainConfig if kind == "chain" else GatedConfig
-    try:
-        config = config_cls(**knobs)
-    except TypeError as exc:
-        fields = ", ".join(f.name for f in config_cls.__attrs_attrs__)
-        raise ValueError(f"environment {name!r}: bad knob ({exc}); known knobs: {fields}") from None
+    config = config_cls(**checked_knobs(name, config_cls, knobs))
     return ChainEnv(config) if kind == "chain" else GatedEnv(config)
 
 
@@ -77,12 +76,51 @@ def _make_bfcl(knobs: dict[str, Any]) -> ToolEnv:
     from trainer.envs.bfcl.tasks import package_root
 
     package_root()  # the install line first, before any knob is judged
-    try:
-        config = BfclConfig(**knobs)
-    except TypeError as exc:
-        fields = ", ".join(f.name for f in BfclConfig.__attrs_attrs__)
-        raise ValueError(f"environment 'bfcl': bad knob ({exc}); known knobs: {fields}") from None
-    return BfclEnv(config)
+    return BfclEnv(BfclConfig(**checked_knobs("bfcl", BfclConfig, knobs)))
+
+
+#: What a knob's declared type accepts (TOML values: an integer is not a bool, a float is not an int).
+_KNOB_TYPES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "int": ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    "bool": ("true or false", lambda v: isinstance(v, bool)),
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "float": ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
+    "tuple[str, ...]": (
+        "a list of strings",
+        lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
+    ),
+}
+
+
+def checked_knobs(env: str, config_cls: type, knobs: dict[str, Any]) -> dict[str, Any]:
+    """`knobs` checked against the fields of `config_cls` (an attrs class) before it is built.
+
+    Returns:
+        the knobs, a list for a tuple field turned into a tuple.
+
+    Raises:
+        ValueError: an unknown knob (with a did-you-mean and the known knobs), or a value whose
+            type is not the field's (``vary_tokens = "no"`` is not false; ``max_turns = 12.7`` is
+            not 12); the message names the knob in quotes, so rlvp-train blames ``env_args``.
+    """
+    fields = {f.name: f for f in attrs.fields(config_cls)}
+    out = dict(knobs)
+    for knob, value in knobs.items():
+        if knob not in fields:
+            close = difflib.get_close_matches(knob, list(fields), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"environment {env!r}: unknown knob {knob!r}{hint} (known knobs: {', '.join(fields)})")
+        declared = str(fields[knob].type)
+        options = [t.strip() for t in declared.split("|")]
+        if value is None and ("None" in options or fields[knob].default is None):
+            continue
+        kinds = [_KNOB_TYPES[t] for t in options if t in _KNOB_TYPES]
+        if kinds and not any(accepts(value) for _, accepts in kinds):
+            wanted = " or ".join(what for what, _ in kinds)
+            raise ValueError(f"environment {env!r}: knob {knob!r} must be {wanted} (got {value!r})")
+        if isinstance(value, list) and "tuple[str, ...]" in options:
+            out[knob] = tuple(value)
+    return out
 
 
 def env_factory(name: str, **knobs: Any) -> Callable[[], ToolEnv]:
