@@ -135,9 +135,8 @@ def read_metrics(path: str | os.PathLike, *, notes: list[str] | None = None) -> 
                     f"which drops it"
                 ) from None
             raise MetricsFileError(
-                f"{path}:{n}: not a JSON line ({exc.msg}); is this a metrics.jsonl "
-                f"written by rlvp-train? Delete or repair that line, or give --overwrite "
-                f"to start the run over"
+                f"{path}:{n}:{exc.colno}: not a JSON line ({exc.msg} column {exc.colno}); is this a metrics.jsonl "
+                f"written by rlvp-train? Delete or repair that line (or start the run over: rlvp-train --overwrite)"
             ) from None
         if not isinstance(row, dict) or "iteration" not in row:
             raise MetricsFileError(f"{path}:{n}: not a metrics row (a JSON object with 'iteration')")

@@ -182,7 +182,8 @@ def compute_advantages(
     fatal.  Scalar mode marks the groups it amplifies (`amplified_groups`).
 
     Raises:
-        ValueError: ragged groups, shapes that do not match, or a value that is not
+        ValueError: ragged groups, shapes that do not match, ``credits=None`` with a
+            ``credit_mode`` other than ``none``, or a value that is not
             finite (an outcome, the weight, a call credit of a hand-made `CallCredits`;
             `rlvp_dsl.attach.score_calls` never makes one) -- nothing non-finite is
             spread over a group or a batch.
@@ -196,6 +197,8 @@ def compute_advantages(
         raise ValueError(f"masks has {B} rows for {n_groups} groups of {G}")
     if credit_mode not in ("none", "token", "scalar"):
         raise ValueError(f"credit_mode must be none, token or scalar (got {credit_mode!r})")
+    if credit_mode != "none" and credits is None:
+        raise ValueError(f"credit_mode {credit_mode!r} needs the per-call credits (got credits=None)")
     mask = masks.float()
     R = torch.tensor(outcomes, dtype=torch.float64).reshape(n_groups, G)  # (n_groups, G)
     w = float(process_weight)

@@ -339,7 +339,11 @@ def test_plot_one_run_several_runs_and_mistakes(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"iteration": 0}\n{oops\n')
     done = invoke("plot", bad)
-    assert done.exit_code == 1 and f"rlvp-train: error: {bad}:2: not a JSON line" in done.output
+    assert (
+        done.exit_code == 1
+        and f"rlvp-train: error: {bad}:2:2: not a JSON line (Expecting property name enclosed in double quotes column 2)"
+        in done.output
+    )
 
 
 def test_help_lists_plot_and_the_run_folder_flags():
@@ -480,4 +484,8 @@ def test_resume_drops_a_metrics_line_cut_mid_write_with_a_warning(tmp_path, caps
     metrics.write_text('{"iteration": 0, "loss/po\n' + whole)
     assert main.main([str(config), "--resume", "--iterations", "4"], standalone_mode=False) == 1
     err = capsys.readouterr().err
-    assert f"{metrics}:1: not a JSON line" in err and "Delete or repair that line" in err and "Traceback" not in err
+    assert (
+        f"{metrics}:1:26: not a JSON line (Invalid control character at column 26)" in err
+        and "Delete or repair that line" in err
+        and "Traceback" not in err
+    )

@@ -1,5 +1,6 @@
 """Outcome and process advantages (issue 3, cases 1, 2 and 6)."""
 
+import pytest
 import torch
 
 from rlvp_dsl.advantages import (
@@ -200,3 +201,11 @@ def test_the_credit_maths_import_no_trainer():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_a_credit_mode_without_credits_is_refused():
+    """credit_mode token or scalar with credits=None is a ValueError, not silently outcome-only."""
+    masks = torch.ones(2, 3)
+    for mode in ("token", "scalar"):
+        with pytest.raises(ValueError, match=f"credit_mode '{mode}' needs the per-call credits"):
+            compute_advantages([[1.0, 0.0]], None, [[[], []]], masks, credit_mode=mode)
