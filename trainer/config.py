@@ -154,7 +154,9 @@ class TrainConfig:
     anneal_start: int | None = None
     """Start decaying at this iteration at the latest (None: only on saturation)."""
     anneal_iterations: int = 10
-    """Iterations over which the weight decays linearly to zero."""
+    """Iterations over which the weight decays linearly to its floor."""
+    anneal_floor: float = 0.0
+    """The fraction of ``process_weight`` the decay stops at (0 to 1; 0: decay to zero)."""
 
     # --- dynamic sampling (dapo) ---
     dapo_max_rounds: int = 3
@@ -286,6 +288,8 @@ class TrainConfig:
             bad("epsilon_high", "non-negative or absent")
         if self.anneal_start is not None and self.anneal_start < 0:
             bad("anneal_start", "a non-negative integer or absent")
+        if not 0 <= self.anneal_floor <= 1:
+            bad("anneal_floor", "a fraction of process_weight in [0, 1]")
         if not 0 <= self.success_threshold <= 1:
             bad("success_threshold", "a success rate in [0, 1]")
         if not self.lora_target_modules:

@@ -283,6 +283,7 @@ def _set_up(cfg: TrainConfig, backend: Backend | None, resume: bool) -> _Run:
         patience=cfg.anneal_patience,
         start=cfg.anneal_start,
         decay_iterations=cfg.anneal_iterations,
+        floor=cfg.anneal_floor,
     )
     run = _Run(cfg, be, method, learner, schedule)
     if resume:

@@ -41,3 +41,44 @@ def test_state_roundtrip_and_bad_values():
         ProcessWeightSchedule(-1.0)
     with pytest.raises(ValueError, match="anneal_patience"):
         ProcessWeightSchedule(1.0, patience=0)
+
+
+def test_floor_stops_the_decay_at_a_fraction_of_the_weight():
+    """With a floor f the weight decays linearly to f * w0 and stays there; D = 0 drops to it at once."""
+    s = ProcessWeightSchedule(2.0, threshold=0.0, patience=9, start=1, decay_iterations=4, floor=0.25)
+    assert _run(s, [5] * 8) == [2.0, 2.0, 1.5, 1.0, 0.5, 0.5, 0.5, 0.5]
+    at_once = ProcessWeightSchedule(1.0, threshold=0.0, patience=9, start=2, decay_iterations=0, floor=0.1)
+    assert _run(at_once, [5] * 4) == [1.0, 1.0, 0.1, 0.1]
+    full = ProcessWeightSchedule(1.0, threshold=0.0, patience=9, start=0, decay_iterations=3, floor=1.0)
+    assert _run(full, [5] * 4) == [1.0] * 4  # a floor of 1 never lowers the weight
+
+
+def test_no_floor_is_the_old_schedule():
+    """floor = 0 (the class default) decays to exactly 0, as before the floor existed."""
+    s = ProcessWeightSchedule(1.0, threshold=0.0, patience=9, start=0, decay_iterations=2)
+    assert _run(s, [5] * 4) == [1.0, 0.5, 0.0, 0.0]
+
+
+def test_resume_continues_a_floored_schedule_identically():
+    """A schedule restored from state_dict mid-decay gives the same weights as the uninterrupted one."""
+    rates = [2.0, 0.5, 0.5, 0.5, 3.0, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2]
+    whole = ProcessWeightSchedule(1.0, threshold=1.0, patience=3, start=20, decay_iterations=4, floor=0.1)
+    expected = _run(whole, rates)
+    assert expected == [1.0, 1.0, 1.0, 1.0, 0.75, 0.5, 0.25, 0.1, 0.1, 0.1, 0.1]
+    for cut in range(1, len(rates)):
+        first = ProcessWeightSchedule(1.0, threshold=1.0, patience=3, start=20, decay_iterations=4, floor=0.1)
+        head = _run(first, rates[:cut])
+        again = ProcessWeightSchedule(1.0, threshold=1.0, patience=3, start=20, decay_iterations=4, floor=0.1)
+        again.load_state_dict(first.state_dict())
+        tail = []
+        for t in range(cut, len(rates)):
+            again.observe(t, rates[t])
+            tail.append(again.weight(t))
+        assert head + tail == expected, cut
+
+
+@pytest.mark.parametrize("floor", [-0.1, 1.5, float("nan")])
+def test_a_floor_outside_0_1_is_refused(floor):
+    """The error names the config field and says what it must be."""
+    with pytest.raises(ValueError, match=r"'anneal_floor' must be between 0 and 1"):
+        ProcessWeightSchedule(1.0, floor=floor)
