@@ -145,8 +145,9 @@ class TrainConfig:
     episode credit)``: it shrinks large credit, never enlarges small credit past ``w * |c|``)."""
 
     # --- annealing ---
-    anneal: bool = True
-    """Anneal the process weight once compliance saturates (method rlvp_noanneal forces False)."""
+    anneal: bool = False
+    """Anneal the process weight once compliance saturates (method rlvp_noanneal forces False).  Off by
+    default: annealing to 0 can collapse a solved policy for good (docs/trainer.md, "Annealing")."""
     anneal_threshold: float = 0.1
     """Compliance is saturated when violations per episode stay at or below this ..."""
     anneal_patience: int = 3
@@ -156,7 +157,9 @@ class TrainConfig:
     anneal_iterations: int = 10
     """Iterations over which the weight decays linearly to its floor."""
     anneal_floor: float = 0.0
-    """The fraction of ``process_weight`` the decay stops at (0 to 1; 0: decay to zero)."""
+    """The fraction of ``process_weight`` the decay stops at (0 to 1; 0: decay to zero).  A floor keeps
+    an all-failed batch's gradient alive; on chain-4, 0.25 was not enough to stop the collapse
+    (docs/results.md, "The README's main job")."""
 
     # --- dynamic sampling (dapo) ---
     dapo_max_rounds: int = 3
