@@ -82,3 +82,26 @@ def test_a_floor_outside_0_1_is_refused(floor):
     """The error names the config field and says what it must be."""
     with pytest.raises(ValueError, match=r"'anneal_floor' must be between 0 and 1"):
         ProcessWeightSchedule(1.0, floor=floor)
+
+
+@pytest.mark.parametrize("value", ["1.5", "-0.1"])
+def test_a_config_floor_outside_0_1_names_file_line_and_field(tmp_path, value):
+    """rlvp-train's config check: file:line, the field, what it must be and what it got."""
+    from trainer.config import ConfigError, load_config
+
+    path = tmp_path / "c.toml"
+    path.write_text(f'method = "rlvp"\n\n[anneal]\nanneal = true\nanneal_floor = {value}\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == f"{path}:5: 'anneal_floor' must be a fraction of process_weight in [0, 1] (got {value})"
+
+
+def test_annealing_is_off_by_default_and_the_main_job_does_not_anneal():
+    """The defaults: no annealing, no floor; examples/chain4.toml (the main job) sets anneal = false."""
+    from pathlib import Path
+
+    from trainer.config import TrainConfig, load_config
+
+    assert (TrainConfig().anneal, TrainConfig().anneal_floor) == (False, 0.0)
+    main_job = load_config(Path(__file__).resolve().parents[2] / "examples" / "chain4.toml")
+    assert main_job.anneal is False and main_job.process_weight == 1.0
