@@ -7,7 +7,7 @@ Trains method ``rlvp`` on the config (``--anneal`` turns the config's annealing 
 sets ``anneal_floor``) and, for each iteration from ``--from`` on, prints one JSON line: the
 iteration, the process weight, the success rate, failed calls per successful and per failed
 episode, and -- under the run's weight and under w = 1, on the same batch -- the advantage summed
-over the tokens of correct calls, of failed calls inside successful episodes and of failed calls
+over the action tokens outside failed calls (the correct calls), of failed calls inside successful episodes and of failed calls
 inside failed episodes, each divided by the batch's action tokens (the token-mean loss's weights).
 The run itself is the one ``rlvp-train`` makes with that config and seed (the probe only reads the
 batches), so it replays a run of the same machine exactly.  docs/results.md ("The README's main
