@@ -105,3 +105,17 @@ def test_annealing_is_off_by_default_and_the_main_job_does_not_anneal():
     assert (TrainConfig().anneal, TrainConfig().anneal_floor) == (False, 0.0)
     main_job = load_config(Path(__file__).resolve().parents[2] / "examples" / "chain4.toml")
     assert main_job.anneal is False and main_job.process_weight == 1.0
+
+
+def test_the_main_job_trains_at_least_five_seeds_of_each_method():
+    """examples/main.sh's training step: grpo and rlvp over >= 5 seeds (its table gives medians over them)."""
+    import re
+    from pathlib import Path
+
+    script = (Path(__file__).resolve().parents[2] / "examples" / "main.sh").read_text()
+    step = next(line for line in script.splitlines() if line.startswith("rlvp-train examples/chain4.toml --compare"))
+    methods = re.search(r"--compare (\S+)", step)
+    seeds = re.search(r"--seeds (\S+)", step)
+    assert methods and seeds, step
+    assert set(methods.group(1).split(",")) == {"grpo", "rlvp"}
+    assert len(set(seeds.group(1).split(","))) >= 5, step
