@@ -79,12 +79,14 @@ rlvp-score rules/tau2_airline.rlvp examples/episodes/airline_chat.jsonl --explai
 echo "(steps 1-4 took $(took "$job_start"))"
 
 echo
-echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model, 3 seeds each, 2 at a time"
+echo "== 5. train: rlvp vs outcome-only grpo on chain-4 with the embedded tiny model, 5 seeds each, 2 at a time"
 echo "   (CPU-bound: each run prints when it is done; the step's time is printed at its end)"
 train_start=$SECONDS
 # --overwrite: a rerun of the main job replaces its own earlier comparison (rlvp-train refuses
-# a folder that holds a run otherwise); only the files the trainer wrote there are removed
-rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2 --jobs 2 --out runs/compare --overwrite
+# a folder that holds a run otherwise); only the files the trainer wrote there are removed.
+# 5 seeds: the table gives each column's median [min-max] over them; one seed's exact numbers
+# differ from machine to machine (float summation order), the medians should not.
+rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2,3,4 --jobs 2 --out runs/compare --overwrite
 echo
 echo "step 5 took $(took "$train_start") on $(nproc 2>/dev/null || echo '?') cores; steps 1-5 $(took "$job_start"), after a set-up of $setup_took"
 echo "learning curves: runs/compare/curves.png   summary: runs/compare/summary.md, runs/compare/summary.json"

@@ -149,8 +149,9 @@ class TrainConfig:
     episode credit)``: it shrinks large credit, never enlarges small credit past ``w * |c|``)."""
 
     # --- annealing ---
-    anneal: bool = True
-    """Anneal the process weight once compliance saturates (method rlvp_noanneal forces False)."""
+    anneal: bool = False
+    """Anneal the process weight once compliance saturates (method rlvp_noanneal forces False).  Off by
+    default: annealing to 0 can collapse a solved policy for good (docs/trainer.md, "Annealing")."""
     anneal_threshold: float = 0.1
     """Compliance is saturated when violations per episode stay at or below this ..."""
     anneal_patience: int = 3
@@ -158,7 +159,11 @@ class TrainConfig:
     anneal_start: int | None = None
     """Start decaying at this iteration at the latest (None: only on saturation)."""
     anneal_iterations: int = 10
-    """Iterations over which the weight decays linearly to zero."""
+    """Iterations over which the weight decays linearly to its floor."""
+    anneal_floor: float = 0.0
+    """The fraction of ``process_weight`` the decay stops at (0 to 1; 0: decay to zero).  A floor keeps
+    an all-failed batch's gradient alive; on chain-4, 0.25 still collapsed 1 of 16 seeds
+    (docs/results.md, "The README's main job")."""
 
     # --- dynamic sampling (dapo) ---
     dapo_max_rounds: int = 3
@@ -290,6 +295,8 @@ class TrainConfig:
             bad("epsilon_high", "non-negative or absent")
         if self.anneal_start is not None and self.anneal_start < 0:
             bad("anneal_start", "a non-negative integer or absent")
+        if not 0 <= self.anneal_floor <= 1:
+            bad("anneal_floor", "a fraction of process_weight in [0, 1]")
         if not 0 <= self.success_threshold <= 1:
             bad("success_threshold", "a success rate in [0, 1]")
         if not self.lora_target_modules:

@@ -9,7 +9,8 @@ Where this departs from GRPO as published (Shao et al. 2024, DeepSeekMath):
 1. Process credit: per-call credits from compiled rules are added to the
    advantage of exactly the tokens that produced each call (``rlvp``), or summed
    into the reward before the group normalisation (``scalar_fold``).  The process
-   weight is annealed to zero once compliance saturates (rlvp_dsl/advantages/schedule.py).
+   weight can be annealed to a floor once compliance saturates (``anneal``, off by default:
+   rlvp_dsl/advantages/schedule.py, docs/trainer.md "Annealing").
 2. A group whose rewards are all equal gets advantage exactly 0, detected on the
    raw rewards with a relative tolerance, not through a small std.
 3. Multi-turn episodes: tool-output tokens are part of the sequence but masked
@@ -283,6 +284,7 @@ def _set_up(cfg: TrainConfig, backend: Backend | None, resume: bool) -> _Run:
         patience=cfg.anneal_patience,
         start=cfg.anneal_start,
         decay_iterations=cfg.anneal_iterations,
+        floor=cfg.anneal_floor,
     )
     run = _Run(cfg, be, method, learner, schedule)
     if resume:

@@ -163,17 +163,37 @@ def episodes_to_success(rows: Sequence[dict], threshold: float = 0.5, window: in
     return None
 
 
+#: A run *collapsed* when its trailing success reached `COLLAPSE_PEAK` and its final success
+#: (the last ``final_k`` iterations) ended below `COLLAPSE_FINAL` (`summarise_run`).
+COLLAPSE_PEAK, COLLAPSE_FINAL = 0.8, 0.5
+
+
 def summarise_run(rows: Sequence[dict], threshold: float = 0.5, window: int = 3, final_k: int = 5) -> dict[str, Any]:
-    """One run's summary: episodes to threshold, dead iterations, final success, ..."""
+    """One run's summary: episodes to threshold, dead iterations, final success, ...
+
+    ``peak_success`` is the highest trailing-``window`` mean success (full windows only; the
+    best iteration when the run is shorter than ``window``); ``collapsed`` is 1 when it reached
+    `COLLAPSE_PEAK` (0.8) and ``final_success`` (mean of the last ``final_k`` iterations) ended
+    below `COLLAPSE_FINAL` (0.5): a solved policy lost, not one that never learned.
+
+    Raises:
+        ValueError: no rows.
+    """
     if not rows:
         raise ValueError("no metrics rows to summarise")
     last = rows[-final_k:]
+    success = [float(r["rollout/success_rate"]) for r in rows]
+    trailing = trailing_mean(success, window)[window - 1 :] or [max(success)]
+    final = sum(success[-final_k:]) / len(last)
+    peak = max(trailing)
     return {
         "iterations": len(rows),
         "episodes_to_threshold": episodes_to_success(rows, threshold, window),
         "dead_iterations": int(sum(int(r["rollout/dead_iteration"]) for r in rows)),
         "frac_dead_groups": sum(float(r["rollout/frac_dead_groups"]) for r in rows) / len(rows),
-        "final_success": sum(float(r["rollout/success_rate"]) for r in last) / len(last),
+        "final_success": final,
+        "peak_success": peak,
+        "collapsed": int(peak >= COLLAPSE_PEAK and final < COLLAPSE_FINAL),
         "violations_per_episode": sum(float(r["process/violations_per_episode"]) for r in last) / len(last),
         "episodes_generated": int(rows[-1]["rollout/episodes_generated"]),
         "wall_s": sum(float(r.get("perf/iteration_s", 0.0)) for r in rows),
@@ -187,6 +207,46 @@ def mean_std(values: Iterable[float | None]) -> tuple[float | None, float | None
         return None, None, 0
     m = sum(vals) / len(vals)
     return m, math.sqrt(sum((v - m) ** 2 for v in vals) / len(vals)), len(vals)
+
+
+def median(values: Sequence[float]) -> float:
+    """The median of a non-empty sequence (the mean of the two middle values for an even count).
+
+    Raises:
+        ValueError: no values.
+    """
+    if not values:
+        raise ValueError("the median of no values")
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
+def seed_stats(values: Iterable[float | None], none_is_never: bool = False) -> dict[str, Any]:
+    """Mean, population std, median and range of one summary column over seeds.
+
+    Args:
+        values: one value per seed; None for a seed without one (e.g. one that never
+            reached the success threshold).
+        none_is_never: None counts as +infinity in the median and the range (``never``):
+            a median over every seed, not only the ones that got there.  Otherwise Nones
+            are left out of everything.
+
+    Returns:
+        ``{"mean", "std", "n"}`` over the non-None values (`mean_std`; None, None, 0 when none),
+        and ``"median"``, ``"min"``, ``"max"`` (None for +infinity, or when no value), and
+        ``"seeds"``, the number of seeds given.  Median of an even count: the mean of the two
+        middle values (+infinity when either is).
+    """
+    given = list(values)
+    m, s, n = mean_std(given)
+    finite = [float(v) for v in given if v is not None]
+    ranked = finite + ([math.inf] * (len(given) - len(finite)) if none_is_never else [])
+    out: dict[str, Any] = {"mean": m, "std": s, "n": n, "seeds": len(given)}
+    if not ranked:
+        return {**out, "median": None, "min": None, "max": None}
+    med, lo, hi = median(ranked), min(ranked), max(ranked)
+    return {**out, **{k: (None if math.isinf(v) else v) for k, v in (("median", med), ("min", lo), ("max", hi))}}
 
 
 def _duration(seconds: float) -> str:

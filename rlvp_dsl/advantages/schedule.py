@@ -1,7 +1,10 @@
 """The process-weight schedule: annealing of the process weight once compliance saturates.
 
     w(t) = w0                                     before the decay starts
-    w(t) = w0 * max(0, 1 - (t - t0) / D)          from the start iteration t0 on
+    w(t) = w0 * max(f, 1 - (t - t0) / D)          from the start iteration t0 on
+
+``f`` is the floor, a fraction of w0 (0 <= f <= 1): the weight decays to ``f * w0``
+and stays there.
 
 The decay starts at the first iteration t0 at which either
 
@@ -9,7 +12,7 @@ The decay starts at the first iteration t0 at which either
   ``patience`` consecutive iterations (t0 = the iteration completing the streak), or
 * ``t0 = start`` (a fixed iteration), when set,
 
-whichever comes first.  ``D = 0`` drops the weight to 0 at once.  Once started,
+whichever comes first.  ``D = 0`` drops the weight to the floor at once.  Once started,
 the decay never restarts.  The state is a small dict (`state_dict`) saved in
 checkpoints so that a resumed run continues the same schedule.
 """
@@ -29,6 +32,11 @@ class ProcessWeightSchedule:
         patience: consecutive iterations at or under the threshold.
         start: latest iteration at which the decay starts (None: saturation only).
         decay_iterations: D.
+        floor: f, the fraction of w0 the decay stops at (0: decay to 0).
+
+    Raises:
+        ValueError: a negative weight, ``patience < 1``, ``decay_iterations < 0`` or a floor
+            outside [0, 1], naming the config field.
     """
 
     def __init__(
@@ -39,6 +47,7 @@ class ProcessWeightSchedule:
         patience: int = 3,
         start: int | None = None,
         decay_iterations: int = 10,
+        floor: float = 0.0,
     ) -> None:
         if weight < 0:
             raise ValueError(f"'process_weight' must be non-negative (got {weight})")
@@ -46,7 +55,10 @@ class ProcessWeightSchedule:
             raise ValueError(f"'anneal_patience' must be at least 1 (got {patience})")
         if decay_iterations < 0:
             raise ValueError(f"'anneal_iterations' must be non-negative (got {decay_iterations})")
+        if not 0.0 <= floor <= 1.0:  # also refuses NaN
+            raise ValueError(f"'anneal_floor' must be between 0 and 1, a fraction of process_weight (got {floor})")
         self.w0 = float(weight)
+        self.floor = float(floor)
         self.enabled = enabled
         self.threshold = float(threshold)
         self.patience = int(patience)
@@ -77,8 +89,8 @@ class ProcessWeightSchedule:
         if not self.enabled or self.t0 is None or iteration < self.t0:
             return self.w0
         if self.decay_iterations == 0:
-            return 0.0
-        return self.w0 * max(0.0, 1.0 - (iteration - self.t0) / self.decay_iterations)
+            return self.w0 * self.floor
+        return self.w0 * max(self.floor, 1.0 - (iteration - self.t0) / self.decay_iterations)
 
     @property
     def started(self) -> bool:

@@ -62,18 +62,34 @@ def test_resume_equals_uninterrupted(tmp_path):
     """Training 2 + resume 2 gives the same metrics and weights as 4 straight."""
     be_full = fake_backend()
     full = train(
-        _cfg(tmp_path / "a", method="rlvp", anneal_patience=1, anneal_threshold=5.0, anneal_iterations=3),
+        _cfg(
+            tmp_path / "a",
+            method="rlvp",
+            anneal=True,
+            anneal_patience=1,
+            anneal_threshold=5.0,
+            anneal_iterations=3,
+            anneal_floor=0.5,
+        ),
         backend=be_full,
         progress=False,
     )
     be = fake_backend()
-    cfg = _cfg(tmp_path / "b", method="rlvp", anneal_patience=1, anneal_threshold=5.0, anneal_iterations=3)
+    cfg = _cfg(
+        tmp_path / "b",
+        method="rlvp",
+        anneal=True,
+        anneal_patience=1,
+        anneal_threshold=5.0,
+        anneal_iterations=3,
+        anneal_floor=0.5,
+    )
     train(cfg.replace(iterations=2), backend=be, progress=False)
     be2 = fake_backend(seed=123)  # different init: must be overwritten by the checkpoint
     rest = train(cfg, backend=be2, resume=True, progress=False)
     strip = lambda rs: [{k: v for k, v in r.items() if not k.startswith("perf/")} for r in rs]
     assert strip(rest) == strip(full[2:])
-    assert [r["process/weight"] for r in rest] != [1.0, 1.0]  # the annealing state was carried over
+    assert [r["process/weight"] for r in rest] == [0.5, 0.5]  # the annealing state (decay to the floor) carried over
     for (n, p), (_, q) in zip(be_full.model.named_parameters(), be2.model.named_parameters(), strict=True):
         assert torch.equal(p, q), n
     lines = (tmp_path / "b" / "metrics.jsonl").read_text().splitlines()

@@ -6,14 +6,18 @@ The front door is `rlvp-train` (`trainer.cli.train_command`), which calls `compa
     rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1 --out runs/compare
     rlvp-train examples/chain4.toml --paired grpo,rlvp
 
-Summary columns (one row per method, mean +- population std over seeds; the value alone
-when one seed gave it):
+Summary columns (one row per method; the median over seeds and, in brackets, the range
+``[min–max]``; the value alone when one seed gave it or all seeds agree; ``summary.json``
+also holds the mean and population std):
 
 * ``episodes to X %`` -- episodes generated (resampling included) when the trailing
   mean success (``success_window`` iterations) first reaches ``success_threshold``;
-  ``(k/n)`` when only k of n seeds got there (the mean is over those k);
+  ``(k/n)`` when only k of n seeds got there (a seed that never got there counts as
+  ``never`` in the median and the range, so the median is over every seed);
 * ``dead iters`` -- iterations with no policy gradient at all;
 * ``final success`` -- mean success of the last 5 iterations;
+* ``collapsed`` -- seeds whose trailing success reached 0.8 and whose final success ended
+  below 0.5 (`trainer.metrics.summarise_run`);
 * ``violations/ep`` -- over the last 5 iterations;
 * ``episodes generated`` -- in total.
 """
@@ -36,7 +40,7 @@ from trainer.batch import pad_batch
 from trainer.config import TrainConfig
 from trainer.loop import train
 from trainer.methods import get_method
-from trainer.metrics import GridClock, mean_std, read_metrics, summarise_run
+from trainer.metrics import GridClock, read_metrics, seed_stats, summarise_run
 from trainer.experiments.plots import plot_curves
 
 
@@ -196,7 +200,10 @@ def run_grid(
 
 
 def summarise(results: dict[str, list[list[dict]]], threshold: float = 0.5, window: int = 3) -> dict[str, Any]:
-    """Per method: per-seed summaries and their mean/std."""
+    """Per method: per-seed summaries (`trainer.metrics.summarise_run`) and, per column, their
+    mean, std, median and range over seeds (`trainer.metrics.seed_stats`; a seed that never
+    reached the threshold counts as never in the median of ``episodes_to_threshold``), and
+    ``collapsed``, the number of seeds that collapsed."""
     out: dict[str, Any] = {}
     for method, seeds in results.items():
         runs = [summarise_run(rows, threshold, window) for rows in seeds if rows]
@@ -210,37 +217,55 @@ def summarise(results: dict[str, list[list[dict]]], threshold: float = 0.5, wind
             "frac_dead_groups",
             "wall_s",
         ):
-            m, s, n = mean_std(r[key] for r in runs)
-            agg[key] = {"mean": m, "std": s, "n": n}
+            agg[key] = seed_stats((r[key] for r in runs), none_is_never=key == "episodes_to_threshold")
+        agg["collapsed"] = sum(r["collapsed"] for r in runs)
         out[method] = agg
     return out
 
 
 def _fmt(stat: dict, digits: int = 0, total: int | None = None) -> str:
-    if stat["mean"] is None:
+    """``median [min–max]`` over seeds (the value alone for one seed or no spread); ``never`` for a
+    median or bound past the threshold's reach; ``(k/n)`` when only k of n seeds reached it."""
+
+    def num(v: float | None) -> str:
+        return "never" if v is None else f"{v:.{digits}f}"
+
+    if stat["n"] == 0:
         return "never" if total else "-"
-    text = f"{stat['mean']:.{digits}f}"
-    if stat["n"] > 1:  # one seed has no spread to show
-        text += f" ± {stat['std']:.{digits}f}"
+    text = num(stat["median"])
+    if stat["seeds"] > 1 and stat["min"] != stat["max"]:
+        text += f" [{num(stat['min'])}–{num(stat['max'])}]"
     if total is not None and stat["n"] < total:
         text += f" ({stat['n']}/{total})"
     return text
 
 
+#: The line under every comparison table: what holds from one machine to another.
+MACHINE_NOTE = (
+    "Median [min–max] over seeds. Runs repeat exactly on one machine, not across machines "
+    "(float summation order differs with the CPU, the BLAS and the thread count): a single "
+    "seed's numbers will differ on yours; the medians and the comparison between methods should hold."
+)
+
+
 def markdown_table(summary: dict[str, Any], threshold: float = 0.5) -> str:
-    """The summary as a Markdown table."""
+    """The summary as a Markdown table: per method, median [min–max] over seeds of each column
+    (`_fmt`), the collapsed seeds (``k/n``: trailing success reached 0.8, final below 0.5;
+    `trainer.metrics.summarise_run`), then `MACHINE_NOTE`."""
     pct = int(round(threshold * 100))
     lines = [
-        f"| method | episodes to {pct} % | dead iters | final success | violations/ep | episodes generated |",
-        "| --- | --- | --- | --- | --- | --- |",
+        f"| method | seeds | episodes to {pct} % | dead iters | final success | collapsed "
+        "| violations/ep | episodes generated |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for method, agg in summary.items():
         lines.append(
-            f"| {method} | {_fmt(agg['episodes_to_threshold'], 0, agg['n'])} | {_fmt(agg['dead_iterations'], 1)} | "
-            f"{_fmt(agg['final_success'], 2)} | {_fmt(agg['violations_per_episode'], 2)} | "
+            f"| {method} | {agg['n']} | {_fmt(agg['episodes_to_threshold'], 0, agg['n'])} | "
+            f"{_fmt(agg['dead_iterations'], 0)} | {_fmt(agg['final_success'], 2)} | "
+            f"{agg.get('collapsed', 0)}/{agg['n']} | {_fmt(agg['violations_per_episode'], 2)} | "
             f"{_fmt(agg['episodes_generated'], 0)} |"
         )
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n\n" + MACHINE_NOTE
 
 
 def compare(

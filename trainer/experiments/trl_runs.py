@@ -138,6 +138,7 @@ def process_schedule(cfg: Any):
         patience=cfg.anneal_patience,
         start=cfg.anneal_start,
         decay_iterations=cfg.anneal_iterations,
+        floor=cfg.anneal_floor,
     )
 
 
