@@ -52,6 +52,8 @@ def make_env(name: str, **knobs: Any) -> ToolEnv:
     The digits give ``num_stages`` (gated defaults to 4); `knobs` override config
     fields.  Raises ValueError for an unknown name or knob.
     """
+    if re.fullmatch(r"dialog\d*", name.strip().lower()):  # dialog / dialogN: the scripted conversation
+        return _make_dialog(name.strip().lower(), knobs)
     match = _NAME.match(name.strip().lower())
     if not match:
         raise ValueError(f"unknown environment {name!r}: expected 'chainN' (e.g. chain4) or 'gated' / 'gatedN'")
@@ -65,6 +67,18 @@ def make_env(name: str, **knobs: Any) -> ToolEnv:
         fields = ", ".join(f.name for f in config_cls.__attrs_attrs__)
         raise ValueError(f"environment {name!r}: bad knob ({exc}); known knobs: {fields}") from None
     return ChainEnv(config) if kind == "chain" else GatedEnv(config)
+
+
+def _make_dialog(name: str, knobs: dict[str, Any]) -> ToolEnv:
+    from trainer.envs.dialog import DialogConfig, DialogEnv
+
+    if name[len("dialog") :]:
+        knobs.setdefault("num_turns", int(name[len("dialog") :]))
+    try:
+        return DialogEnv(DialogConfig(**knobs))
+    except TypeError as exc:
+        fields = ", ".join(f.name for f in DialogConfig.__attrs_attrs__)
+        raise ValueError(f"environment {name!r}: bad knob ({exc}); known knobs: {fields}") from None
 
 
 def env_factory(name: str, **knobs: Any) -> Callable[[], ToolEnv]:
