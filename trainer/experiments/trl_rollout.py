@@ -50,7 +50,7 @@ from typing import Any, Callable, Sequence
 
 from rlvp_dsl.events import ASSISTANT, MALFORMED, OK, USER, Episode
 from rlvp_dsl.readers import HERMES_MARKERS
-from trainer.envs.base import Task, ToolEnv
+from trainer.envs.base import Task, ToolEnv, is_conversation
 from trainer.sampling.call_grammar import CallTrie
 from trainer.sampling.generation import GenConfig, as_generator
 from trainer.sampling.rollout import MALFORMED_TEXT, collect_group
@@ -236,7 +236,8 @@ class EnvRollout:
         self.prompts: dict[str, Task] = {}
         self.initial_signals: dict[str, dict[str, Any]] = {}
         env = env_factory()
-        initial = getattr(env, "initial_signals", None)
+        # the signals before any call: a conversation's `signals()`, a chain's `initial_signals()`
+        initial = env.signals if is_conversation(env) else getattr(env, "initial_signals", None)
         for task in tasks:
             text = f"{task.task_id} : {env.reset(task)}"
             self.prompts[text] = task

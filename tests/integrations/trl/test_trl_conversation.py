@@ -13,7 +13,13 @@ from rlvp_dsl import episode_from_messages
 from rlvp_dsl.call_spans import find_call_spans
 from trainer import envs
 from trainer.config import load_config
-from trainer.experiments.trl_rollout import CALL_MARKERS, MarkedCallGenerator, episode_messages, task_message
+from trainer.experiments.trl_rollout import (
+    CALL_MARKERS,
+    EnvRollout,
+    MarkedCallGenerator,
+    episode_messages,
+    task_message,
+)
 from trainer.experiments.trl_runs import tiny_policy
 from trainer.sampling.generation import GenConfig
 from trainer.sampling.rollout import collect_group
@@ -43,3 +49,12 @@ def test_marked_conversation_rollouts_match_spans_and_messages():
             answered += sum(e.kind == "assistant" for e in r.episode.events)
             users += sum(e.kind == "user" for e in r.episode.events) - 1
     assert answered and users  # the episodes did answer and reach later user turns
+
+
+def test_env_rollout_prompts_carry_the_conversations_first_signals():
+    """EnvRollout's dataset gives each task's first user message with `signals()` before any call."""
+    factory = envs.env_factory("dialog3")
+    rollout = EnvRollout(factory, envs.make_tasks(2, seed=1, prefix="dialog-"))
+    rows = rollout.dataset()["prompt"]
+    assert [row[0]["signals"] for row in rows] == [{"steps_remaining": 3.0}] * 2
+    assert all(row[0]["content"].endswith("use ?") for row in rows)
