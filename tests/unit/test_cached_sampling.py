@@ -25,7 +25,10 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def tiny():
-    tok = build_tiny_tokenizer(prompt_words(make_env("gated"), ("plain", "json")) | {"hmm", "so"})
+    styles = ("plain", "json")
+    tok = build_tiny_tokenizer(
+        prompt_words(make_env("gated"), styles) | prompt_words(make_env("dialog3"), styles) | {"hmm", "so"}
+    )
     return apply_lora(build_tiny_model(tok, TinyModelConfig(seed=0))), tok
 
 
@@ -56,31 +59,40 @@ def _same(a, b):
             assert x.completion_mask == y.completion_mask
             assert x.call_spans == y.call_spans
             assert x.allowed_ids == y.allowed_ids
-            assert [(e.tool, e.status, e.result) for e in x.episode.events] == [
-                (e.tool, e.status, e.result) for e in y.episode.events
+            assert [(e.kind, e.tool, e.status, e.result, e.text) for e in x.episode.events] == [
+                (e.kind, e.tool, e.status, e.result, e.text) for e in y.episode.events
             ]
 
 
 @pytest.mark.parametrize(
-    "env_name,cfg",
+    "env_name,knobs,cfg",
     [
-        ("chain4", GenConfig()),
-        ("gated", GenConfig(temperature=0.7)),
-        ("chain4", GenConfig(temperature=0)),
-        ("chain4", GenConfig(max_new_tokens=2)),
-        ("gated", GenConfig(think_max_tokens=2, call_style="json")),
+        ("chain4", {}, GenConfig()),
+        ("gated", {}, GenConfig(temperature=0.7)),
+        ("chain4", {}, GenConfig(temperature=0)),
+        ("chain4", {}, GenConfig(max_new_tokens=2)),
+        ("gated", {}, GenConfig(think_max_tokens=2, call_style="json")),
+        # conversations: per-task call masks (one batch per task) ...
+        ("dialog", {}, GenConfig()),
+        ("dialog3", {"max_calls_per_turn": 2}, GenConfig(think_max_tokens=2, call_style="json")),
+        # ... and one mask for every task (all groups in one batch; rows answer and end at different rounds)
+        ("dialog3", {"num_values": 1, "vary_values": False}, GenConfig(temperature=0.7)),
     ],
 )
-def test_cached_batched_rollouts_equal_the_refed_ones(tiny, env_name, cfg):
+def test_cached_batched_rollouts_equal_the_refed_ones(tiny, env_name, knobs, cfg):
     """All groups in one cached batch == each group alone through `generate`, same seeds."""
     model, tok = tiny
-    factory, tasks, seeds = env_factory(env_name), make_tasks(3, seed=4), [11, 12, 13]
+    factory, tasks, seeds = env_factory(env_name, **knobs), make_tasks(3, seed=4), [11, 12, 13]
     refed = [collect_group(HFGenerator(model, tok), tok, factory, t, 4, cfg, seed=s) for t, s in zip(tasks, seeds)]
     cached = collect_groups(model, tok, factory, tasks, 4, cfg, seeds)
     _same(cached, refed)
     alone = [collect_group(model, tok, factory, t, 4, cfg, seed=s) for t, s in zip(tasks, seeds)]
     _same(cached, alone)
     assert cfg.temperature == 0 or len({tuple(r.completion_ids) for g in cached for r in g}) > 1
+    if env_name.startswith("dialog"):  # the conversations did answer, reach later user turns and end apart
+        kinds = [[e.kind for e in r.episode.events] for g in cached for r in g]
+        assert all("assistant" in k for k in kinds) and any(k.count("user") > 1 for k in kinds)
+        assert len({len(k) for k in kinds}) > 1
 
 
 def test_a_qwen2_model_gives_the_same_rollouts_both_ways(tiny):

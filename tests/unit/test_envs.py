@@ -171,7 +171,12 @@ def test_protocol_schema_and_manifest(name, cls):
 
 
 #: The manifests shipped in examples/manifests: environment name -> file.
-SHIPPED_MANIFESTS = {"chain4": "chain4_tools.json", "chain6": "chain6_tools.json", "gated": "gated_tools.json"}
+SHIPPED_MANIFESTS = {
+    "chain4": "chain4_tools.json",
+    "chain6": "chain6_tools.json",
+    "gated": "gated_tools.json",
+    "dialog": "dialog_tools.json",
+}
 
 
 @pytest.mark.parametrize("name,file", SHIPPED_MANIFESTS.items())
@@ -269,3 +274,89 @@ def test_make_env_errors():
 def test_make_tasks_reproducible_and_distinct():
     a, b = make_tasks(50, seed=4), make_tasks(50, seed=4)
     assert a == b and len({t.task_id for t in a}) == 50 and make_tasks(50, seed=5) != a
+
+
+# --- dialog: the scripted conversation (trainer/envs/dialog.py) ------------------------------------
+
+
+def _random_dialog(env, task, rng):
+    """One episode of the random policy of the dialog docstring: a tool or END_TURN uniformly, then a
+    value; END_TURN forced after max_calls_per_turn calls; returns every text the env showed."""
+    from trainer.envs.base import END_TURN
+
+    texts = [env.reset(task)]
+    specs, calls, in_turn = env.schema(), 0, 0
+    while True:
+        k = rng.randrange(len(specs) + 1)
+        if in_turn >= env.max_calls_per_turn or k == len(specs):
+            in_turn, message = 0, env.end_turn()
+            if message is None:
+                return texts
+            texts.append(message)
+            continue
+        texts.append(env.step(rng.choice(all_calls(specs[k]))).text)
+        calls, in_turn = calls + 1, in_turn + 1
+        if calls >= env.max_turns:
+            return texts
+        assert END_TURN not in {s.name for s in specs}
+
+
+@pytest.mark.parametrize("name,low,high", [("dialog", 0.015, 0.05), ("dialog3", 0.0005, 0.01)])
+def test_dialog_random_policy_rate_and_vocabulary(name, low, high):
+    """The random policy succeeds about as the docstring says; every text it sees is in vocabulary()."""
+    env, rng, wins = make_env(name), random.Random(0), 0
+    vocab = env.vocabulary()
+    for task in make_tasks(2000, seed=1):
+        texts = _random_dialog(env, task, rng)
+        assert {w for t in texts for w in t.split()} <= vocab
+        wins += env.outcome() == 1.0
+    assert low < wins / 2000 < high
+
+
+def test_dialog_value_sets_are_per_task_and_fixed_values_optional():
+    """Each task draws its value sets (holding the right value); with vary_values = False the right
+    values are the same in every task."""
+    for vary in (True, False):
+        env = make_env("dialog", vary_values=vary, num_values=3)
+        schemas, rights = set(), set()
+        for task in make_tasks(20, seed=2):
+            env.reset(task)
+            specs = {s.name: s for s in env.schema()}
+            calls = [a for a in env.expected_actions() if isinstance(a, ToolCall)]
+            for call in calls:
+                ((param, value),) = call.arguments.items()
+                assert value in specs[call.tool].values_for(param) and len(specs[call.tool].values_for(param)) == 3
+            schemas.add(tuple(v for s in specs.values() for v in s.values_for(s.params[0])))
+            rights.add(tuple(str(c.arguments) for c in calls))
+        assert len(schemas) > 10 and (len(rights) > 1) == vary
+
+
+@pytest.mark.parametrize(
+    "knobs,field",
+    [
+        ({"num_turns": 1}, "num_turns"),
+        ({"num_turns": 4}, "num_turns"),
+        ({"num_values": 7}, "num_values"),
+        ({"num_distractors": 2}, "num_distractors"),
+        ({"max_calls_per_turn": 0}, "max_calls_per_turn"),
+        ({"max_turns": 0}, "max_turns"),
+    ],
+)
+def test_dialog_bad_knobs_name_the_field(knobs, field):
+    with pytest.raises(ValueError, match=field):
+        make_env("dialog", **knobs)
+    with pytest.raises(ValueError, match="known knobs"):
+        make_env("dialog", colour="red")
+
+
+def test_dialog_step_and_end_turn_outside_an_episode_raise():
+    env = make_env("dialog")
+    for action in (lambda: env.step(ToolCall("find", {"team": "red"})), env.end_turn):
+        with pytest.raises(RuntimeError, match="before reset"):
+            action()
+    env.reset(make_tasks(1)[0])
+    assert env.end_turn() is not None and env.end_turn() is None
+    with pytest.raises(RuntimeError, match="after the conversation ended"):
+        env.end_turn()
+    with pytest.raises(RuntimeError, match="after the conversation ended"):
+        env.step(ToolCall("find", {"team": "red"}))

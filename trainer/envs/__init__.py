@@ -1,9 +1,10 @@
-"""Tool environments for rollouts: chain-N, gated and bfcl (see `base` for the protocol).
+"""Tool environments for rollouts: chain-N, gated, dialog and bfcl (see `base` for the protocol).
 
 `make_env(name, **knobs)` builds one by name: ``chain4``, ``chain6`` (any
-``chainN``), ``gated`` / ``gatedN``, ``bfcl`` (BFCL v4 multi-turn conversations,
+``chainN``), ``gated`` / ``gatedN``, ``dialog`` / ``dialogN`` (a scripted conversation of N
+user turns, `trainer.envs.dialog`), ``bfcl`` (BFCL v4 multi-turn conversations,
 `trainer.envs.bfcl`; needs bfcl-eval); knobs are the fields of `ChainConfig` /
-`GatedConfig` / `BfclConfig`.  `make_tasks(count, seed)` gives a reproducible task list.
+`GatedConfig` / `DialogConfig` / `BfclConfig`, checked by `checked_knobs`.  `make_tasks(count, seed)` gives a reproducible task list.
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ _NAME = re.compile(r"^(chain|gated)(\d*)$")
 
 
 def make_env(name: str, **knobs: Any) -> ToolEnv:
-    """Build an environment by name (``chain4``, ``chain6``, ``gated``, ``gated4``, ``bfcl``).
+    """Build an environment by name (``chain4``, ``chain6``, ``gated``, ``gated4``, ``dialog``, ``bfcl``).
 
     The digits give ``num_stages`` (gated defaults to 4); `knobs` override config
     fields.  Raises ValueError for an unknown name or knob; for ``bfcl`` without
@@ -60,9 +61,13 @@ def make_env(name: str, **knobs: Any) -> ToolEnv:
     """
     if name.strip().lower() == "bfcl":
         return _make_bfcl(knobs)
+    if re.fullmatch(r"dialog\d*", name.strip().lower()):  # dialog / dialogN: the scripted conversation
+        return _make_dialog(name.strip().lower(), knobs)
     match = _NAME.match(name.strip().lower())
     if not match:
-        raise ValueError(f"unknown environment {name!r}: expected 'chainN' (e.g. chain4), 'gated' / 'gatedN' or 'bfcl'")
+        raise ValueError(
+            f"unknown environment {name!r}: expected 'chainN' (e.g. chain4), 'gated' / 'gatedN', 'dialog' / 'dialogN' or 'bfcl'"
+        )
     kind, digits = match.groups()
     if digits:
         knobs.setdefault("num_stages", int(digits))
@@ -121,6 +126,14 @@ def checked_knobs(env: str, config_cls: type, knobs: dict[str, Any]) -> dict[str
         if isinstance(value, list) and "tuple[str, ...]" in options:
             out[knob] = tuple(value)
     return out
+
+
+def _make_dialog(name: str, knobs: dict[str, Any]) -> ToolEnv:
+    from trainer.envs.dialog import DialogConfig, DialogEnv
+
+    if name[len("dialog") :]:
+        knobs.setdefault("num_turns", int(name[len("dialog") :]))
+    return DialogEnv(DialogConfig(**checked_knobs(name, DialogConfig, knobs)))
 
 
 def env_factory(name: str, **knobs: Any) -> Callable[[], ToolEnv]:

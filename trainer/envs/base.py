@@ -13,6 +13,13 @@ constrained decoder enumerates tool names x argument values from it (`all_calls`
 so even an untrained policy emits only well-formed calls.  `env.manifest()` is the
 tool manifest (`rlvp-tools/1` JSON, tags per tool) the rule files are written
 against.
+
+A *conversation* (`ConversationEnv`, e.g. BFCL multi-turn, `trainer.envs.dialog`) has
+scripted user turns: `reset` returns the first user message; per user turn the policy
+calls tools (`step`) until it answers (the action `END_TURN`, never a tool of the
+schema), and `end_turn` returns the next user message, or None when the conversation
+is over.  The rollout forces `END_TURN` after `max_calls_per_turn` calls in one user
+turn, and `max_turns` still caps the calls of the whole episode.
 """
 
 from __future__ import annotations
@@ -90,6 +97,48 @@ class ToolEnv(Protocol):
     def manifest(self) -> dict[str, Any]: ...
 
     def vocabulary(self) -> set[str]: ...
+
+
+#: The action a policy takes to answer the user and end its turn in a `ConversationEnv`; never a tool of
+#: `schema()`.  The call grammar offers it as a call with no arguments (rendered ``answer`` in the plain style).
+END_TURN = "answer"
+
+
+@runtime_checkable
+class ConversationEnv(ToolEnv, Protocol):
+    """Scripted user turns; per user turn the policy calls tools (`step`) until it answers (`end_turn`).
+
+    The rules (shared with the BFCL environment, which implements them by duck typing):
+
+    * `reset(task)` returns the FIRST user message; `schema()` is valid after `reset` and may
+      differ per task (the task's tools, each parameter's closed value set drawn for this task);
+      `vocabulary()` covers every word any episode of any task of the env can contain (task
+      texts, tool outputs, values), for the tiny tokenizer.
+    * The rollout (`trainer.sampling.rollout`) writes the episode's events in order: ``user``
+      (each user message, with `signals()` then), ``call`` (each tool call: status ok / error /
+      malformed, result text, tags from `manifest()`, the signals of its `ToolResult`) and
+      ``assistant`` (each answer; text = the answer, or ``"answer"`` when it is empty).
+    * After `max_calls_per_turn` calls in one user turn the rollout forces `END_TURN`; `max_turns`
+      caps the calls of the episode; a `ToolResult` with ``done`` ends the episode too.
+    * `outcome()` is 1.0 / 0.0, valid once `end_turn` returned None or the rollout stopped the
+      episode (it then calls `outcome()` anyway: an unfinished conversation fails).
+    """
+
+    max_calls_per_turn: int  # the rollout forces END_TURN after this many calls in one user turn
+
+    def end_turn(self, answer: str = "") -> str | None:
+        """The policy answered the current user turn (`answer`: its text, may be empty).
+        Returns the next user message, or None when the conversation is over (`outcome()` is then final)."""
+        ...
+
+    def signals(self) -> Mapping[str, float]:
+        """The environment's numeric signals now (e.g. the progress signal); also on every ToolResult.signals."""
+        ...
+
+
+def is_conversation(env: object) -> bool:
+    """Whether `env` plays scripted user turns (`ConversationEnv`, checked by duck typing)."""
+    return isinstance(env, ConversationEnv)
 
 
 def manifest_from_schema(schema: Sequence[ToolSpec], signals: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:

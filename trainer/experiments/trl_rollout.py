@@ -48,9 +48,9 @@ from __future__ import annotations
 import time
 from typing import Any, Callable, Sequence
 
-from rlvp_dsl.events import CALL, MALFORMED, OK, Episode
+from rlvp_dsl.events import ASSISTANT, MALFORMED, OK, USER, Episode
 from rlvp_dsl.readers import HERMES_MARKERS
-from trainer.envs.base import Task, ToolEnv
+from trainer.envs.base import Task, ToolEnv, is_conversation
 from trainer.sampling.call_grammar import CallTrie
 from trainer.sampling.generation import GenConfig, as_generator
 from trainer.sampling.rollout import MALFORMED_TEXT, collect_group
@@ -103,12 +103,13 @@ class MarkedCallGenerator:
         """`trie` with each call text wrapped in the markers (cached per trie)."""
         if id(trie) not in self._tries:
             open_, close = self.markers
-            texts = [f"{open_} {text} {close}" for text in trie.texts]
+            # a conversation's END_TURN (``answer``) is no call: it is written without the markers
+            texts = [t if i == trie.end_turn else f"{open_} {t} {close}" for i, t in enumerate(trie.texts)]
             ids = [encode(self.tokenizer, t) for t in texts]
             for text, seq in zip(texts, ids, strict=True):
                 if self.tokenizer.decode(seq) != text:
                     raise ValueError(f"marked call {text!r} does not survive tokenisation")
-            self._tries[id(trie)] = (trie, CallTrie(list(trie.calls), texts, ids, trie.eos_id))
+            self._tries[id(trie)] = (trie, CallTrie(list(trie.calls), texts, ids, trie.eos_id, trie.end_turn))
         return self._tries[id(trie)][1]
 
     def sample_turns(self, contexts: Sequence[Sequence[int]], trie: CallTrie, cfg: GenConfig):
@@ -145,10 +146,17 @@ def episode_messages(episode: Episode) -> list[dict[str, Any]]:
     message with ``tool_calls`` (a malformed call: its text, markers and all) and the
     ``tool`` message with the environment's text -- for a failed call its error text and
     ``"error": True`` (our error texts are ``error ...``, which no chat signal reads), and
-    the call's signals under ``signals``."""
+    the call's signals under ``signals``.  A conversation's later turns (`trainer.envs.base.ConversationEnv`)
+    come as they happened: each answer an assistant message with its text, each further user message a
+    user message with the environment's signals then (the first user message is the prompt's)."""
     messages: list[dict[str, Any]] = []
     for event in episode.events:
-        if event.kind != CALL:
+        if event.kind == ASSISTANT:
+            messages.append({"role": "assistant", "content": event.text})
+            continue
+        if event.kind == USER:
+            if event.index > 0:
+                messages.append(task_message(event.text, dict(event.signals)))
             continue
         if event.status == MALFORMED or event.tool is None:
             messages.append({"role": "assistant", "content": event.raw_arguments or ""})
@@ -228,7 +236,8 @@ class EnvRollout:
         self.prompts: dict[str, Task] = {}
         self.initial_signals: dict[str, dict[str, Any]] = {}
         env = env_factory()
-        initial = getattr(env, "initial_signals", None)
+        # the signals before any call: a conversation's `signals()`, a chain's `initial_signals()`
+        initial = env.signals if is_conversation(env) else getattr(env, "initial_signals", None)
         for task in tasks:
             text = f"{task.task_id} : {env.reset(task)}"
             self.prompts[text] = task

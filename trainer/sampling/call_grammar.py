@@ -12,7 +12,7 @@ from typing import Sequence
 import attrs
 
 from rlvp_dsl.tools import ToolSpec
-from trainer.envs.base import ToolCall, all_calls
+from trainer.envs.base import END_TURN, ToolCall, all_calls
 from trainer.sampling.tokenizer import encode
 
 
@@ -49,10 +49,14 @@ class CallTrie:
     Attributes:
         calls: the valid calls; `texts[i]` is `calls[i]` rendered; `ids[i]` its tokens.
         eos_id: the token that ends a call.
+        end_turn: the index in `calls` of the `END_TURN` action (``ToolCall("answer", {})``, the
+            last call) when the trie was built for a conversation, else None.
     """
 
-    def __init__(self, calls: list[ToolCall], texts: list[str], ids: list[list[int]], eos_id: int) -> None:
-        self.calls, self.texts, self.ids, self.eos_id = calls, texts, ids, eos_id
+    def __init__(
+        self, calls: list[ToolCall], texts: list[str], ids: list[list[int]], eos_id: int, end_turn: int | None = None
+    ) -> None:
+        self.calls, self.texts, self.ids, self.eos_id, self.end_turn = calls, texts, ids, eos_id, end_turn
         self.root = _Node()
         for index, seq in enumerate(ids):
             node = self.root
@@ -67,14 +71,22 @@ class CallTrie:
         self.max_len = max((len(s) for s in ids), default=0)
 
     @classmethod
-    def build(cls, schema: Sequence[ToolSpec], tokenizer, call_format: CallFormat | None = None) -> "CallTrie":
-        """Enumerate, render and tokenise every call of `schema`.
+    def build(
+        cls, schema: Sequence[ToolSpec], tokenizer, call_format: CallFormat | None = None, end_turn: bool = False
+    ) -> "CallTrie":
+        """Enumerate, render and tokenise every call of `schema`; with `end_turn` (a conversation)
+        the `END_TURN` action too, as the last call (``answer`` in the plain style).
 
         Raises ValueError when the schema has no calls, a call's ids do not decode
-        back to its text (its span could not be checked), or contain the EOS token.
+        back to its text (its span could not be checked), or contain the EOS token,
+        or (with `end_turn`) a tool of the schema is named like `END_TURN`.
         """
         fmt = call_format or CallFormat()
         calls = [call for spec in schema for call in all_calls(spec)]
+        if end_turn:
+            if any(spec.name == END_TURN for spec in schema):
+                raise ValueError(f"a tool of the schema is named {END_TURN!r}, the action that ends a user turn")
+            calls.append(ToolCall(END_TURN, {}))
         if not calls:
             raise ValueError("environment schema offers no calls (no tools, or a parameter with no values)")
         texts = [fmt.render(c) for c in calls]
@@ -89,7 +101,11 @@ class CallTrie:
                     f"call {text!r} does not survive tokenisation (decodes to {back!r}); "
                     "add its words to the tokenizer vocabulary"
                 )
-        return cls(calls, texts, ids, eos)
+        return cls(calls, texts, ids, eos, len(calls) - 1 if end_turn else None)
+
+    def is_end_turn(self, call: ToolCall | None) -> bool:
+        """Whether `call` is this trie's `END_TURN` action (never for a trie built without it)."""
+        return self.end_turn is not None and call is not None and call.tool == END_TURN
 
     def parse(self, ids: Sequence[int]) -> int | None:
         """Index of the call whose ids are exactly `ids`, or None."""

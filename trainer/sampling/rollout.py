@@ -23,36 +23,65 @@ The next turn's context is the very same ids, so what is trained on is what the
 policy saw.  Each `Rollout.episode` starts with a ``user`` event (the task text),
 then one ``call`` event per call (status ok / error / malformed, result, the tool's
 tags from the environment manifest, the ``stages_remaining`` signal).
+
+Conversations (`trainer.envs.base.ConversationEnv`, docs/trainer.md "Conversations"): the
+call mask also offers `END_TURN` (``answer``).  When the policy answers, the rollout writes an
+``assistant`` event and calls ``env.end_turn()``; the next user message, if any, is appended
+as a user turn of the chat template (the close, the user message, the next generation prompt,
+tokenised on their own, mask 0) with a ``user`` event carrying ``env.signals()``; None ends
+the episode.  After ``max_calls_per_turn`` calls in one user turn the answer is *forced*: the
+rollout itself appends the tool message, the generation prompt and `END_TURN`'s trie ids plus
+the EOS -- all mask 0, the policy did not choose them, so no gradient and no count in the loss
+-- then ends the turn as above.  ``max_turns`` caps the calls of the whole episode.
 """
 
 from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from rlvp_dsl.events import CALL, ERROR, MALFORMED, OK, USER, Episode, Event
-from trainer.envs.base import Task, ToolEnv, all_calls
+from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, OK, USER, Episode, Event
+from trainer.envs.base import END_TURN, Task, ToolCall, ToolEnv, all_calls, is_conversation
 from trainer.sampling.call_grammar import CallFormat, CallTrie
 from trainer.sampling.generation import CachedSampler, GenConfig, TurnSample
 from trainer.sampling.tokenizer import ChatFormat
 from trainer.types import Rollout
 
 MALFORMED_TEXT = "error malformed call"
+#: A conversation whose environment has not ended after this many answers is a broken environment.
+MAX_ANSWERS = 10_000
 # Caches keyed by the tokenizer's id; each entry keeps the tokenizer alive, so an id is never reused.
 _TRIES: dict[tuple, tuple[object, CallTrie]] = {}
 _CHATS: dict[int, tuple[object, ChatFormat]] = {}
 
 
-def system_prompt(env: ToolEnv, call_format: CallFormat) -> str:
-    """The system message: the tools on offer and how to write a call."""
-    tools = " , ".join(spec.name for spec in env.schema())
-    return f"Call one tool per turn . Tools : {tools} . {call_format.describe()}"
+def system_prompt(env: ToolEnv, call_format: CallFormat, tools: Sequence[str] | None = None) -> str:
+    """The system message: the tools on offer (`tools`, default: the schema's) and how to write a
+    call; for a conversation also how to answer the user (`END_TURN`)."""
+    names = [spec.name for spec in env.schema()] if tools is None else list(tools)
+    text = f"Call one tool per turn . Tools : {' , '.join(names)} . {call_format.describe()}"
+    if is_conversation(env):
+        text += f" To answer the user and end your turn , write {call_format.render(ToolCall(END_TURN, {}))} ."
+    return text
 
 
 def prompt_words(env: ToolEnv, call_styles: Sequence[str] = ("plain",)) -> set[str]:
-    """Every word an episode of `env` can contain (for building the tiny tokenizer's vocabulary)."""
+    """Every word an episode of `env` can contain (for building the tiny tokenizer's vocabulary).
+
+    A conversation's schema is per task (valid only after `reset`): its words come from
+    `vocabulary()` (tool names and values included), and a ``json``-style call's words from
+    each vocabulary word in the four places JSON puts one (``{"w":``, ``"w":``, ``"w",``,
+    ``"w"}}``), which covers single-word values."""
     words = set(env.vocabulary()) | set(MALFORMED_TEXT.split())
+    conversation = is_conversation(env)
     for style in call_styles:
         fmt = CallFormat(style)
+        if conversation:
+            words.update(system_prompt(env, fmt, tools=()).split())
+            if style == "json":
+                vocab = set(env.vocabulary()) | {END_TURN, "name", "arguments"}
+                words.update(w2 for w in vocab for w2 in (f'{{"{w}":', f'"{w}":', f'"{w}",', f'"{w}"}}}}'))
+                words.update(fmt.render(ToolCall(END_TURN, {})).split())
+            continue
         words.update(system_prompt(env, fmt).split())
         for spec in env.schema():
             for call in all_calls(spec):
@@ -62,12 +91,18 @@ def prompt_words(env: ToolEnv, call_styles: Sequence[str] = ("plain",)) -> set[s
 
 def _trie(env: ToolEnv, tokenizer, call_format: CallFormat) -> CallTrie:
     schema = tuple(env.schema())
+    end_turn = is_conversation(env)
     # ToolSpec equality ignores `values`: the key spells out what the trie is built from
     calls = tuple((s.name, s.params, tuple(s.values_for(p) for p in s.params or ())) for s in schema)
-    key = (id(tokenizer), call_format.style, calls)
+    key = (id(tokenizer), call_format.style, calls, end_turn)
     if key not in _TRIES:
-        _TRIES[key] = (tokenizer, CallTrie.build(schema, tokenizer, call_format))
+        _TRIES[key] = (tokenizer, CallTrie.build(schema, tokenizer, call_format, end_turn=end_turn))
     return _TRIES[key][1]
+
+
+def _manifest_tags(env: ToolEnv) -> dict[str, frozenset[str]]:
+    """Each tool's tags, as the environment's manifest lists them."""
+    return {tool["name"]: frozenset(tool.get("tags", ())) for tool in env.manifest().get("tools", ())}
 
 
 def _chat(tokenizer) -> ChatFormat:
@@ -88,11 +123,16 @@ class _Episode:
         self.call_texts: list[str] = []
         # the environment's signals before any call (stages_remaining = N) ride on the task's
         # user turn, so a progress rule credits the very first stage too
-        initial = getattr(env, "initial_signals", None)
+        self.conversation = is_conversation(env)
+        initial = env.signals if self.conversation else getattr(env, "initial_signals", None)  # type: ignore[attr-defined]
         self.events: list[Event] = [
-            Event(index=0, kind=USER, text=observation, signals=initial() if initial is not None else {})
+            Event(index=0, kind=USER, text=observation, signals=dict(initial()) if initial is not None else {})
         ]
         self.done = False
+        self.calls = 0  # calls of the episode
+        self.turn_calls = 0  # calls since the current user message (conversations)
+        self.answers = 0  # END_TURN actions (conversations)
+        self.forced = 0  # ... of which the rollout forced
 
     def append(self, ids, mask_value, allowed=None) -> None:
         self.ids.extend(ids)
@@ -114,7 +154,7 @@ class _Group:
         self.task, self.seed, self.tokenizer = task, seed, tokenizer
         self.trie = _trie(envs[0], tokenizer, fmt)
         self.chat = _chat(tokenizer)
-        self.tags = {spec.name: frozenset(spec.tags) for spec in envs[0].schema()}
+        self.tags = _manifest_tags(envs[0])
         messages = [{"role": "user", "content": observations[0]}]
         if cfg.system_prompt:
             messages.insert(0, {"role": "system", "content": system_prompt(envs[0], fmt)})
@@ -126,6 +166,8 @@ class _Group:
         """Record `sample` as `ep`'s turn `turn`, step the environment; returns the ids appended after it."""
         offset = len(ep.ids)
         ep.append(sample.ids, 1, sample.allowed)
+        if ep.conversation and self.trie.is_end_turn(sample.call):
+            return self._answer(ep, sample.ended_with_eos, forced=False)
         ep.spans.append((offset + sample.call_start, offset + sample.call_end))
         ep.call_texts.append(sample.call_text)
         index = len(ep.events)
@@ -159,10 +201,38 @@ class _Group:
                 )
             )
             finished = result.done
-        ep.done = finished or turn + 1 >= self.max_turns
+        ep.calls += 1
+        ep.turn_calls += 1
+        ep.done = finished or ep.calls >= self.max_turns
         after = self.chat.after_turn_ids(self.tokenizer, observation, sample.ended_with_eos, next_turn=not ep.done)
         ep.append(after, 0)
-        return after
+        if ep.done or not ep.conversation or ep.turn_calls < ep.env.max_calls_per_turn:  # type: ignore[attr-defined]
+            return after
+        # the turn's calls are spent: the rollout answers for the policy (mask 0, not a choice of the policy)
+        assert self.trie.end_turn is not None
+        forced = self.trie.ids[self.trie.end_turn] + [self.trie.eos_id]
+        ep.append(forced, 0)
+        return after + forced + self._answer(ep, ended_with_eos=True, forced=True)
+
+    def _answer(self, ep: _Episode, ended_with_eos: bool, forced: bool) -> list[int]:
+        """`ep` answered its user turn: an ``assistant`` event, ``env.end_turn()``, then the next user
+        turn (ids mask 0, a ``user`` event) or the end of the episode; returns the ids appended."""
+        ep.events.append(Event(index=len(ep.events), kind=ASSISTANT, text=END_TURN))
+        ep.answers += 1
+        ep.forced += forced
+        ep.turn_calls = 0
+        message = ep.env.end_turn("")  # type: ignore[attr-defined]
+        if message is None:
+            ep.done = True
+        elif ep.answers >= MAX_ANSWERS:
+            raise RuntimeError(
+                f"environment {ep.env.name!r}: end_turn() gave a user message after {MAX_ANSWERS} answers"
+            )
+        else:
+            ep.events.append(Event(index=len(ep.events), kind=USER, text=message, signals=dict(ep.env.signals())))  # type: ignore[attr-defined]
+        ids = self.chat.user_turn_ids(self.tokenizer, message, ended_with_eos)
+        ep.append(ids, 0)
+        return ids
 
     def rollouts(self) -> list[Rollout]:
         out = []
@@ -191,6 +261,7 @@ class _Group:
                         "call_event_indices": [e.index for e in episode.calls],
                         "num_turns": len(ep.spans),
                         "env": ep.env.name,
+                        **({"answers": ep.answers, "forced_answers": ep.forced} if ep.conversation else {}),
                     },
                 )
             )
@@ -262,13 +333,12 @@ def collect_groups(
 
 
 def _play_refed(generator, group: _Group, cfg: GenConfig) -> None:
-    for turn in range(group.max_turns):
-        active = [ep for ep in group.episodes if not ep.done]
-        if not active:
-            break
+    turn = 0  # one policy turn (a call or an answer) per round; every episode ends (calls capped, answers finite)
+    while active := [ep for ep in group.episodes if not ep.done]:
         samples = generator.sample_turns([group.prompt_ids + ep.ids for ep in active], group.trie, cfg)
         for ep, sample in zip(active, samples, strict=True):
             group.play(ep, sample, turn)
+        turn += 1
 
 
 def _play_cached(model, tokenizer, groups: list[_Group], cfg: GenConfig) -> None:
@@ -281,10 +351,8 @@ def _play_cached(model, tokenizer, groups: list[_Group], cfg: GenConfig) -> None
     dev = device_of(model)
     gens = {id(g): torch.Generator(device=dev).manual_seed(int(g.seed)) for g in groups}
     new: dict[int, list[int]] = {i: list(group.prompt_ids) for i, (group, _) in enumerate(rows)}
-    for turn in range(max(g.max_turns for g in groups)):
-        active = [i for i, (_, ep) in enumerate(rows) if not ep.done]
-        if not active:
-            break
+    turn = 0
+    while active := [i for i, (_, ep) in enumerate(rows) if not ep.done]:
         sampler.keep(active)
         by_group: dict[int, list[int]] = {}
         for pos, i in enumerate(active):
@@ -298,3 +366,4 @@ def _play_cached(model, tokenizer, groups: list[_Group], cfg: GenConfig) -> None
         for i, sample in zip(active, samples, strict=True):
             group, ep = rows[i]
             new[i] = group.play(ep, sample, turn)
+        turn += 1

@@ -90,6 +90,9 @@ class ChatFormat:
             stands for that part of the close and only the rest is appended.
         tool_role: the role tool outputs are sent as (``tool``, or ``user`` for
             templates that reject a tool role).
+        user_open / user_close: text before / after a user message that follows an
+            assistant turn (a conversation's next user turn); None when the template
+            cannot render one after an assistant message the same way (`user_turn_text` raises).
     """
 
     assistant_close: str
@@ -99,6 +102,8 @@ class ChatFormat:
     eos_id: int
     eos_text: str
     tool_role: str = "tool"
+    user_open: str | None = None
+    user_close: str | None = None
 
     @classmethod
     def from_tokenizer(cls, tokenizer) -> "ChatFormat":
@@ -136,6 +141,7 @@ class ChatFormat:
         r3 = _render(tokenizer, head + [{"role": tool_role, "content": t_text}], True)
         if not r3.startswith(r2):
             raise ValueError("chat template: the generation prompt does not extend the rendered conversation")
+        user_open, user_close = _user_pieces(tokenizer, head, r1, r3[len(r2) :])
         return cls(
             assistant_close=assistant_close,
             tool_open=tool_open,
@@ -144,6 +150,8 @@ class ChatFormat:
             eos_id=int(tokenizer.eos_token_id),
             eos_text=str(tokenizer.eos_token),
             tool_role=tool_role,
+            user_open=user_open,
+            user_close=user_close,
         )
 
     def prompt_ids(self, tokenizer, messages: Sequence[Mapping[str, str]]) -> list[int]:
@@ -165,3 +173,39 @@ class ChatFormat:
     def after_turn_ids(self, tokenizer, observation: str, ended_with_eos: bool, next_turn: bool) -> list[int]:
         """`after_turn_text` tokenised on its own (loss mask 0 in the rollout)."""
         return encode(tokenizer, self.after_turn_text(observation, ended_with_eos, next_turn))
+
+    def user_turn_text(self, message: str | None, ended_with_eos: bool) -> str:
+        """Text appended after an answer (an assistant turn that ends a user turn): its close, then
+        the next user message and a new generation prompt; only the close when `message` is None
+        (the conversation is over).  Raises ValueError when the template has no user-turn pieces."""
+        close = self.assistant_close
+        if ended_with_eos and self.eos_text in close:
+            close = close[close.index(self.eos_text) + len(self.eos_text) :]
+        if message is None:
+            return close
+        if self.user_open is None or self.user_close is None:
+            raise ValueError(
+                "chat template: a user message after an assistant turn does not render as a piece of its own; "
+                "a conversation environment cannot be played with this tokenizer"
+            )
+        return close + self.user_open + message + self.user_close + self.generation_prompt
+
+    def user_turn_ids(self, tokenizer, message: str | None, ended_with_eos: bool) -> list[int]:
+        """`user_turn_text` tokenised on its own (loss mask 0 in the rollout)."""
+        return encode(tokenizer, self.user_turn_text(message, ended_with_eos))
+
+
+def _user_pieces(
+    tokenizer, head: list[dict[str, str]], rendered_head: str, generation_prompt: str
+) -> tuple[str | None, str | None]:
+    """The text around a user message that follows `head` (ending with an assistant message), or
+    (None, None) when the template renders it otherwise (not as an extension, or another prompt)."""
+    u_text = "\x01USER2\x01"
+    try:
+        r = _render(tokenizer, head + [{"role": "user", "content": u_text}], False)
+        r_gen = _render(tokenizer, head + [{"role": "user", "content": u_text}], True)
+    except Exception:  # a template may reject two user turns; only conversations need them
+        return None, None
+    if u_text not in r or not r.startswith(rendered_head) or r_gen != r + generation_prompt:
+        return None, None
+    return r[len(rendered_head) : r.index(u_text)], r[r.index(u_text) + len(u_text) :]
