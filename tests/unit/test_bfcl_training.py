@@ -5,6 +5,8 @@ each episode's calls through a fresh environment reproduces."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from trainer.loop import train
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(
+needs_bfcl = pytest.mark.skipif(
     not available(), reason='bfcl-eval is not installed: pip install --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3"'
 )
 
@@ -40,6 +42,7 @@ def _replay(env: BfclEnv, events) -> float:
     return env.outcome()
 
 
+@needs_bfcl
 def test_two_iterations_on_bfcl_write_metrics_with_bfcl_verdicts(tmp_path):
     """Two rlvp iterations on the calibrated subset finish; success = BFCL's checker verdict, replayable."""
     cfg = load_config(ROOT / "examples" / "bfcl.toml", out_dir=str(tmp_path), iterations=2)
@@ -60,3 +63,18 @@ def test_two_iterations_on_bfcl_write_metrics_with_bfcl_verdicts(tmp_path):
             assert r.info["env"] == "bfcl" and r.info["answers"] >= 1
             assert _replay(env, r.episode.events) == r.outcome, r.episode.id
     assert "process/violations_per_episode" in lines[-1]
+
+
+def test_benchmark_without_the_package_exits_2(tmp_path):
+    """benchmarks/bfcl.py with bfcl_eval blocked: the pip line, exit 2, no traceback, nothing run."""
+    code = (
+        "import runpy, sys; sys.modules['bfcl_eval'] = None\n"
+        "sys.argv = ['benchmarks/bfcl.py', '--seeds', '1', '--iterations', '1', '--out', sys.argv[1]]\n"
+        "sys.path.insert(0, 'benchmarks')\n"
+        "runpy.run_path('benchmarks/bfcl.py', run_name='__main__')\n"
+    )
+    out = tmp_path / "bench"
+    done = subprocess.run([sys.executable, "-c", code, str(out)], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert 'pip install --no-deps "bfcl-eval==2026.3.23"' in done.stderr
+    assert "Traceback" not in done.stderr and not out.exists()
