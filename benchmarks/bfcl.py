@@ -22,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from _common import run
+from _common import ROOT, run
 from dialog import _fmt
 
 METHODS = "grpo,scalar_fold,rlvp,rlvp_auto"
@@ -59,6 +59,75 @@ def medians_table(folder: str | Path) -> str:
     return "\n".join(lines)
 
 
+def evaluate(folder: str | Path, episodes: int = 16, temperature: float = 1.0) -> dict[str, dict[int, list[float]]]:
+    """Each run's final policy (``METHOD/seedN/checkpoint.pt``) and the untrained one (``untrained``)
+    on every task of the subset: `episodes` episodes per task, BFCL's checker verdict; returns
+    method -> seed -> per-task pass rates (tasks in subset order).  The same sampling seeds for
+    every method (a paired evaluation); the per-iteration success of training depends on which 4
+    of the subset's tasks an iteration drew, this does not."""
+    import torch
+
+    from trainer import checkpoint, envs
+    from trainer.config import load_config
+    from trainer.envs.base import Task
+    from trainer.model import build_policy
+    from trainer.sampling.generation import GenConfig
+    from trainer.sampling.rollout import collect_group
+
+    torch.set_num_threads(1)
+    base = load_config(ROOT / "examples" / "bfcl.toml")
+    factory = envs.env_factory(base.env, **base.env_args)
+    tasks = factory().tasks
+    gen = GenConfig(temperature=temperature)
+    runs = sorted(p for p in Path(folder).glob("*/seed*/checkpoint.pt"))
+    seeds = sorted({int(p.parent.name.removeprefix("seed")) for p in runs})
+    out: dict[str, dict[int, list[float]]] = {}
+    for method, seed, path in [("untrained", s, None) for s in seeds] + [
+        (p.parent.parent.name, int(p.parent.name.removeprefix("seed")), p) for p in runs
+    ]:
+        policy, tokenizer = build_policy(base.replace(seed=seed), factory)
+        if path is not None:
+            checkpoint.restore_model(policy, checkpoint.load_checkpoint(path)["trainable"])
+        policy.eval()
+        rates = []
+        for k, task in enumerate(tasks):
+            group = collect_group(policy, tokenizer, factory, Task(task.id, 0), episodes, gen, seed=90_000 + k)
+            rates.append(sum(r.outcome for r in group) / episodes)
+        out.setdefault(method, {})[seed] = rates
+    return out
+
+
+def eval_table(result: dict[str, dict[int, list[float]]], task_ids: list[str]) -> str:
+    """The evaluation as Markdown: pass rate over the subset and tasks passed >= 50 %, median [min-max] over seeds."""
+    import statistics
+
+    short = [t.removeprefix("multi_turn_base_") for t in task_ids]
+    lines = [
+        "| policy | seeds | BFCL pass rate, all tasks | tasks passed >= 50 % | per task (median over seeds): "
+        + ", ".join(short)
+        + " |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for method, by_seed in result.items():
+        rates = list(by_seed.values())
+        overall = [statistics.mean(r) for r in rates]
+        solved = [float(sum(x >= 0.5 for x in r)) for r in rates]
+        per_task = ", ".join(f"{statistics.median(col):.2f}" for col in zip(*rates))
+        lines.append(f"| {method} | {len(rates)} | {_fmt(overall)} | {_fmt(solved, 0)} | {per_task} |")
+    return "\n".join(lines)
+
+
+def _evaluate_and_print(folder: str, episodes: int) -> None:
+    from trainer import envs
+    from trainer.config import load_config
+
+    base = load_config(ROOT / "examples" / "bfcl.toml")
+    ids = [t.id for t in envs.make_env(base.env, **base.env_args).tasks]
+    table = eval_table(evaluate(folder, episodes), ids)
+    print(f"\nfinal policies, {episodes} episodes per task at temperature 1.0 (BFCL's checker):\n\n" + table)
+    Path(folder, "eval.md").write_text(table + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--seeds", type=int, default=5)
@@ -67,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=METHODS)
     ap.add_argument("--out", default="runs/bench_bfcl")
     ap.add_argument("--table", metavar="FOLDER", help="print the medians table of a finished run and exit")
+    ap.add_argument("--eval", metavar="FOLDER", help="evaluate the final policies of a finished run and exit")
+    ap.add_argument("--eval-episodes", type=int, default=16, help="episodes per task in the evaluation")
     a = ap.parse_args(argv)
     if a.table:
         print(medians_table(a.table))
@@ -78,10 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     except BfclNotInstalled as exc:
         print(f"benchmarks/bfcl.py: {exc}", file=sys.stderr)
         return 2
+    if a.eval:
+        _evaluate_and_print(a.eval, a.eval_episodes)
+        return 0
     run("examples/bfcl.toml", a.methods.split(","), list(range(a.seeds)), a.out, a.jobs, a.iterations)
     table = medians_table(a.out)
     print("\nsuccess = BFCL's checker pass rate; live groups = effective sample utilisation\n\n" + table)
     Path(a.out, "medians.md").write_text(table + "\n")
+    _evaluate_and_print(a.out, a.eval_episodes)
     return 0
 
 
