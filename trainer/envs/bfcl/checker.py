@@ -17,8 +17,10 @@ and uses BFCL's own sub-checks for the verdict:
    irrelevance check when the policy called a function in it.
 
 The task passes when every user turn was played and no check failed (`verdict`); an unfinished
-conversation fails.  `turns_matched` counts the turns after which check 3 held: the environment's
-progress signal.
+conversation fails.  `turns_matched`, the environment's progress signal, counts the leading user
+turns that passed every check (2-5), so it rises only with BFCL's verdict: a turn answered without
+the call it needed, or matched in state by doing nothing (a read-only turn, a write the scenario
+already holds), earns nothing, and nothing after the first failed turn counts.
 """
 
 from __future__ import annotations
@@ -67,11 +69,13 @@ class TaskChecker:
         self.turns_checked += 1
         truth = [self.truth.execute(name, args, check=False).text for name, args in self.truth_calls[index]]
         self.model_results.extend(results)
-        state = self._bfcl.state_checker(model.instances, self.truth.instances)
-        if state["valid"]:
-            self.turns_matched += 1
         if self.failure is not None:
             return
+        self._check_turn(index, truth, results, self._bfcl.state_checker(model.instances, self.truth.instances))
+        if self.failure is None:
+            self.turns_matched += 1
+
+    def _check_turn(self, index: int, truth: list[str], results: list[str], state: dict[str, Any]) -> None:
         if not truth:
             if results:
                 self.failure = {
