@@ -6,7 +6,8 @@ task's backend classes (`step`), executed on fresh instances loaded from the tas
 turn.  The outcome is BFCL's own checker verdict on the conversation (`checker.TaskChecker`); the
 signal ``turns_matched`` (on every result, declared in the manifest, increasing) counts the leading
 user turns that passed BFCL's checks (state equal to the ground truth's, its results returned, a
-call made when one was needed): it rises only with the verdict.
+call made when one was needed), the current turn counted while its calls so far would pass it
+(so a call that passes a turn reports the rise): it rises only with the verdict.
 
 Knobs (`BfclConfig`, the ``env_args`` of a training config with ``env = "bfcl"``):
 
@@ -54,7 +55,8 @@ END_TURN = "answer"
 #: What ``turns_matched`` counts (the manifest's description; `checker.TaskChecker`).
 SIGNAL_DESCRIPTION = (
     "user turns passed so far by BFCL's checks (state equal to the ground truth's, its results returned, "
-    "a call made when one was needed), counted from the first turn until one fails"
+    "a call made when one was needed), counted from the first turn until one fails; the current turn "
+    "counts while its calls so far would pass it"
 )
 TOOL_SETS = ("classes", "path")
 
@@ -278,7 +280,12 @@ class BfclEnv:
         return set(_vocabulary(self.config))
 
     def signals(self) -> Mapping[str, float]:
-        return {BFCL_SIGNAL: float(self._checker.turns_matched if self._checker else 0)}
+        """``turns_matched``: the leading user turns passed, plus 1 while the current turn's calls so
+        far would pass it if the policy answered now (`TaskChecker.passing_now`)."""
+        if self._checker is None or self._backends is None:
+            return {BFCL_SIGNAL: 0.0}
+        now = not self._over and self._checker.passing_now(self._backends, self._results)
+        return {BFCL_SIGNAL: float(self._checker.turns_matched + now)}
 
     def initial_signals(self) -> dict[str, float]:
         return dict(self.signals())
