@@ -28,6 +28,7 @@ that passed it, not on the next turn's first call.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any
 
@@ -73,7 +74,11 @@ class TaskChecker:
     def _advance_ahead(self, index: int) -> list[str]:
         if index >= len(self.truth_calls):
             return []
-        return [self._ahead.execute(name, args, check=False).text for name, args in self.truth_calls[index]]
+        # fresh argument objects per execution (BFCL evals the call string each time): a backend may keep
+        # or mutate a list argument (TwitterAPI's post_tweet keeps `mentions`, mention extends it)
+        return [
+            self._ahead.execute(name, copy.deepcopy(args), check=False).text for name, args in self.truth_calls[index]
+        ]
 
     def passing_now(self, model: Backends, results: list[str]) -> bool:
         """Would the current user turn pass BFCL's checks if the policy answered now (every earlier
@@ -89,7 +94,9 @@ class TaskChecker:
         """The policy ended user turn `turns_checked` having made calls with these result texts."""
         index = self.turns_checked
         self.turns_checked += 1
-        truth = [self.truth.execute(name, args, check=False).text for name, args in self.truth_calls[index]]
+        truth = [
+            self.truth.execute(name, copy.deepcopy(args), check=False).text for name, args in self.truth_calls[index]
+        ]
         self.model_results.extend(results)
         self._ahead_results = self._advance_ahead(index + 1)
         if self.failure is not None:
