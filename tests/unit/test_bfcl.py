@@ -95,9 +95,8 @@ def test_perturbed_replays_fail_and_get_rule_credit():
     truth = env.ground_truth()
     clean = _credits(program, play(env, task_id, truth))
     assert env.outcome() == 1.0
-    # 4 turns matched; the rule sees the count on the events after each turn (the next user message and
-    # its calls), so the last turn's match is the outcome's to pay: 3 x 0.2
-    assert clean.get("turns_progress") == pytest.approx(0.6)
+    # 4 turns passed; the count rises on the call that passes each turn (the last turn's too): 4 x 0.2
+    assert clean.get("turns_progress") == pytest.approx(0.8)
     assert "errored_call" not in clean
 
     # a wrong argument: cd into a folder that does not exist

@@ -262,6 +262,8 @@ class _Group:
                         "num_turns": len(ep.spans),
                         "env": ep.env.name,
                         **({"answers": ep.answers, "forced_answers": ep.forced} if ep.conversation else {}),
+                        # an env's own verdict on the episode when it has one (bfcl: BFCL's checker result)
+                        **({"verdict": ep.env.verdict()} if callable(getattr(ep.env, "verdict", None)) else {}),
                     },
                 )
             )

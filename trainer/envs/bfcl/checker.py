@@ -17,12 +17,18 @@ and uses BFCL's own sub-checks for the verdict:
    irrelevance check when the policy called a function in it.
 
 The task passes when every user turn was played and no check failed (`verdict`); an unfinished
-conversation fails.  `turns_matched` counts the turns after which check 3 held: the environment's
-progress signal.
+conversation fails.  `turns_matched`, the environment's progress signal, counts the leading user
+turns that passed every check (2-5), so it rises only with BFCL's verdict: a turn answered without
+the call it needed, or matched in state by doing nothing (a read-only turn, a write the scenario
+already holds), earns nothing, and nothing after the first failed turn counts.  `passing_now` says
+whether the current turn would pass if answered now (a ground truth kept one turn ahead): the
+environment adds it to the signal on each call, so the credit for a passed turn lands on the call
+that passed it, not on the next turn's first call.
 """
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any
 
@@ -60,18 +66,46 @@ class TaskChecker:
         self.turns_checked = 0
         self.turns_matched = 0
         self.failure: dict[str, Any] | None = None
+        # the ground truth one turn ahead: its instances after the current turn's calls, and their
+        # results (`passing_now`); `truth` itself advances at `end_turn`, as BFCL's does
+        self._ahead = Backends(task)
+        self._ahead_results = self._advance_ahead(0)
+
+    def _advance_ahead(self, index: int) -> list[str]:
+        if index >= len(self.truth_calls):
+            return []
+        # fresh argument objects per execution (BFCL evals the call string each time): a backend may keep
+        # or mutate a list argument (TwitterAPI's post_tweet keeps `mentions`, mention extends it)
+        return [
+            self._ahead.execute(name, copy.deepcopy(args), check=False).text for name, args in self.truth_calls[index]
+        ]
+
+    def passing_now(self, model: Backends, results: list[str]) -> bool:
+        """Would the current user turn pass BFCL's checks if the policy answered now (every earlier
+        turn passed, and the turn's calls so far have these result texts)?"""
+        index = self.turns_checked
+        if self.failure is not None or index >= len(self.truth_calls) or not self._ahead_results:
+            return False  # a turn whose ground truth is empty passes only by answering: no call earns it
+        if not results or not self._bfcl.state_checker(model.instances, self._ahead.instances)["valid"]:
+            return False
+        return bool(self._bfcl.response_checker(self.model_results + results, self._ahead_results, index)["valid"])
 
     def end_turn(self, model: Backends, results: list[str]) -> None:
         """The policy ended user turn `turns_checked` having made calls with these result texts."""
         index = self.turns_checked
         self.turns_checked += 1
-        truth = [self.truth.execute(name, args, check=False).text for name, args in self.truth_calls[index]]
+        truth = [
+            self.truth.execute(name, copy.deepcopy(args), check=False).text for name, args in self.truth_calls[index]
+        ]
         self.model_results.extend(results)
-        state = self._bfcl.state_checker(model.instances, self.truth.instances)
-        if state["valid"]:
-            self.turns_matched += 1
+        self._ahead_results = self._advance_ahead(index + 1)
         if self.failure is not None:
             return
+        self._check_turn(index, truth, results, self._bfcl.state_checker(model.instances, self.truth.instances))
+        if self.failure is None:
+            self.turns_matched += 1
+
+    def _check_turn(self, index: int, truth: list[str], results: list[str], state: dict[str, Any]) -> None:
         if not truth:
             if results:
                 self.failure = {

@@ -4,8 +4,10 @@ One task = one episode: the user turns in order; per user turn the policy calls 
 task's backend classes (`step`), executed on fresh instances loaded from the task's
 ``initial_config`` (`backends.Backends`), until it answers (`end_turn`), which brings the next user
 turn.  The outcome is BFCL's own checker verdict on the conversation (`checker.TaskChecker`); the
-signal ``turns_matched`` (on every result, declared in the manifest, increasing) counts the user
-turns after which the backends' state equals the ground truth's.
+signal ``turns_matched`` (on every result, declared in the manifest, increasing) counts the leading
+user turns that passed BFCL's checks (state equal to the ground truth's, its results returned, a
+call made when one was needed), the current turn counted while its calls so far would pass it
+(so a call that passes a turn reports the rise): it rises only with the verdict.
 
 Knobs (`BfclConfig`, the ``env_args`` of a training config with ``env = "bfcl"``):
 
@@ -41,7 +43,7 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from rlvp_dsl.manifests.bfcl_tags import BFCL_SIGNAL, BFCL_SIGNAL_DESCRIPTION, bfcl_tags
+from rlvp_dsl.manifests.bfcl_tags import BFCL_SIGNAL, bfcl_tags
 from rlvp_dsl.tools import ToolSpec
 from trainer.envs.base import Task, ToolCall, ToolResult, manifest_from_schema
 from trainer.envs.bfcl.backends import Backends, coerce
@@ -50,6 +52,12 @@ from trainer.envs.bfcl.tasks import BfclTask, load_category, package_root, task_
 from trainer.envs.bfcl.values import OMIT, param_values, task_candidates, trim, value_text
 
 END_TURN = "answer"
+#: What ``turns_matched`` counts (the manifest's description; `checker.TaskChecker`).
+SIGNAL_DESCRIPTION = (
+    "user turns passed so far by BFCL's checks (state equal to the ground truth's, its results returned, "
+    "a call made when one was needed), counted from the first turn until one fails; the current turn "
+    "counts while its calls so far would pass it"
+)
 TOOL_SETS = ("classes", "path")
 
 
@@ -263,7 +271,7 @@ class BfclEnv:
         targets, parameters: the same in every task), with the progress signal ``turns_matched``."""
         schema = _all_tools(self.config)
         return manifest_from_schema(
-            schema, signals=[{"name": BFCL_SIGNAL, "direction": "increasing", "description": BFCL_SIGNAL_DESCRIPTION}]
+            schema, signals=[{"name": BFCL_SIGNAL, "direction": "increasing", "description": SIGNAL_DESCRIPTION}]
         )
 
     def vocabulary(self) -> set[str]:
@@ -272,7 +280,12 @@ class BfclEnv:
         return set(_vocabulary(self.config))
 
     def signals(self) -> Mapping[str, float]:
-        return {BFCL_SIGNAL: float(self._checker.turns_matched if self._checker else 0)}
+        """``turns_matched``: the leading user turns passed, plus 1 while the current turn's calls so
+        far would pass it if the policy answered now (`TaskChecker.passing_now`)."""
+        if self._checker is None or self._backends is None:
+            return {BFCL_SIGNAL: 0.0}
+        now = not self._over and self._checker.passing_now(self._backends, self._results)
+        return {BFCL_SIGNAL: float(self._checker.turns_matched + now)}
 
     def initial_signals(self) -> dict[str, float]:
         return dict(self.signals())

@@ -1,0 +1,164 @@
+"""BFCL v4 multi-turn (trainer/envs/bfcl), embedded tiny model: grpo, scalar_fold, rlvp, rlvp_auto x seeds.
+
+    python benchmarks/bfcl.py --seeds 5 [--iterations 30] [--jobs 2] [--methods grpo,scalar_fold,rlvp,rlvp_auto]
+    python benchmarks/bfcl.py --table runs/bench_bfcl        # only the medians table of a finished run
+
+Runs `examples/bfcl.toml` (the calibrated subset: the untrained policy passes ~5 % of episodes,
+docs/calibration.md) through the project's comparison machinery (`trainer.experiments.compare`,
+as `rlvp-train --compare`): every method and seed generates the same number of episodes
+(iterations x tasks_per_iteration x num_generations).  "success" is BFCL's own checker verdict on
+the episode (`BfclEnv.outcome`).  Prints per method the median [min-max] over seeds of: episodes
+generated until the trailing 3-iteration pass rate first reaches 30 % and 50 % (``k/n``: only k
+seeds did), the final pass rate (mean of the last 5 iterations), the effective sample utilisation
+(the share of groups with a non-zero advantage: live groups, over all iterations), dead
+iterations, violations per episode (last 5 iterations; rules/bfcl.rlvp for every method, so
+grpo's are counted too) and collapses; the table is also written to OUT/medians.md.
+Without bfcl-eval it prints the install line and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from _common import ROOT, run
+from dialog import _fmt
+
+METHODS = "grpo,scalar_fold,rlvp,rlvp_auto"
+
+
+def medians_table(folder: str | Path) -> str:
+    """The medians table of a `--compare` folder (``METHOD/seedN/metrics.jsonl``), as Markdown."""
+    import statistics
+
+    from trainer.metrics import episodes_to_success, read_metrics, trailing_mean
+
+    lines = [
+        "| method | seeds | episodes/run | BFCL pass rate (final) | episodes to 30 % | episodes to 50 % "
+        "| live groups (ESU) | dead iters | violations/ep | collapsed | per seed: episodes to 30 % / final |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for mdir in sorted(p for p in Path(folder).iterdir() if p.is_dir() and list(p.glob("seed*/metrics.jsonl"))):
+        runs = [read_metrics(p) for p in sorted(mdir.glob("seed*/metrics.jsonl"))]
+        success = [[r["rollout/success_rate"] for r in rows] for rows in runs]
+        e30 = [episodes_to_success(rows, 0.3, 3) for rows in runs]
+        e50 = [episodes_to_success(rows, 0.5, 3) for rows in runs]
+        final = [statistics.mean(s[-5:]) for s in success]
+        live = [statistics.mean(1 - r["rollout/frac_dead_groups"] for r in rows) for rows in runs]
+        dead = [float(sum(r["rollout/dead_iteration"] for r in rows)) for rows in runs]
+        viol = [statistics.mean(r["process/violations_per_episode"] for r in rows[-5:]) for rows in runs]
+        best = [max(trailing_mean(s, 3)[2:] or [0.0]) for s in success]
+        collapsed = sum(1 for b, f in zip(best, final) if b >= 0.5 and f < 0.5)
+        episodes = int(runs[0][-1]["rollout/episodes_generated"]) if runs[0] else 0
+        seeds = ", ".join(f"{int(e) if e is not None else 'never'} / {f:.2f}" for e, f in zip(e30, final))
+        lines.append(
+            f"| {mdir.name} | {len(runs)} | {episodes} | {_fmt(final)} | {_fmt(e30, 0)} | {_fmt(e50, 0)} "
+            f"| {_fmt(live)} | {_fmt(dead, 0)} | {_fmt(viol)} | {collapsed}/{len(runs)} | {seeds} |"
+        )
+    return "\n".join(lines)
+
+
+def evaluate(folder: str | Path, episodes: int = 16, temperature: float = 1.0) -> dict[str, dict[int, list[float]]]:
+    """Each run's final policy (``METHOD/seedN/checkpoint.pt``) and the untrained one (``untrained``)
+    on every task of the subset: `episodes` episodes per task, BFCL's checker verdict; returns
+    method -> seed -> per-task pass rates (tasks in subset order).  The same sampling seeds for
+    every method (a paired evaluation); the per-iteration success of training depends on which 4
+    of the subset's tasks an iteration drew, this does not."""
+    import torch
+
+    from trainer import checkpoint, envs
+    from trainer.config import load_config
+    from trainer.envs.base import Task
+    from trainer.model import build_policy
+    from trainer.sampling.generation import GenConfig
+    from trainer.sampling.rollout import collect_group
+
+    torch.set_num_threads(1)
+    base = load_config(ROOT / "examples" / "bfcl.toml")
+    factory = envs.env_factory(base.env, **base.env_args)
+    tasks = factory().tasks
+    gen = GenConfig(temperature=temperature)
+    runs = sorted(p for p in Path(folder).glob("*/seed*/checkpoint.pt"))
+    seeds = sorted({int(p.parent.name.removeprefix("seed")) for p in runs})
+    out: dict[str, dict[int, list[float]]] = {}
+    for method, seed, path in [("untrained", s, None) for s in seeds] + [
+        (p.parent.parent.name, int(p.parent.name.removeprefix("seed")), p) for p in runs
+    ]:
+        policy, tokenizer = build_policy(base.replace(seed=seed), factory)
+        if path is not None:
+            checkpoint.restore_model(policy, checkpoint.load_checkpoint(path)["trainable"])
+        policy.eval()
+        rates = []
+        for k, task in enumerate(tasks):
+            group = collect_group(policy, tokenizer, factory, Task(task.id, 0), episodes, gen, seed=90_000 + k)
+            rates.append(sum(r.outcome for r in group) / episodes)
+        out.setdefault(method, {})[seed] = rates
+    return out
+
+
+def eval_table(result: dict[str, dict[int, list[float]]], task_ids: list[str]) -> str:
+    """The evaluation as Markdown: pass rate over the subset and tasks passed >= 50 %, median [min-max] over seeds."""
+    import statistics
+
+    short = [t.removeprefix("multi_turn_base_") for t in task_ids]
+    lines = [
+        "| policy | seeds | BFCL pass rate, all tasks | tasks passed >= 50 % | per task (median over seeds): "
+        + ", ".join(short)
+        + " |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for method, by_seed in result.items():
+        rates = list(by_seed.values())
+        overall = [statistics.mean(r) for r in rates]
+        solved = [float(sum(x >= 0.5 for x in r)) for r in rates]
+        per_task = ", ".join(f"{statistics.median(col):.2f}" for col in zip(*rates))
+        lines.append(f"| {method} | {len(rates)} | {_fmt(overall)} | {_fmt(solved, 0)} | {per_task} |")
+    return "\n".join(lines)
+
+
+def _evaluate_and_print(folder: str, episodes: int) -> None:
+    from trainer import envs
+    from trainer.config import load_config
+
+    base = load_config(ROOT / "examples" / "bfcl.toml")
+    ids = [t.id for t in envs.make_env(base.env, **base.env_args).tasks]
+    table = eval_table(evaluate(folder, episodes), ids)
+    print(f"\nfinal policies, {episodes} episodes per task at temperature 1.0 (BFCL's checker):\n\n" + table)
+    Path(folder, "eval.md").write_text(table + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--iterations", type=int, help="iterations per run (default: examples/bfcl.toml's)")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--methods", default=METHODS)
+    ap.add_argument("--out", default="runs/bench_bfcl")
+    ap.add_argument("--table", metavar="FOLDER", help="print the medians table of a finished run and exit")
+    ap.add_argument("--eval", metavar="FOLDER", help="evaluate the final policies of a finished run and exit")
+    ap.add_argument("--eval-episodes", type=int, default=16, help="episodes per task in the evaluation")
+    a = ap.parse_args(argv)
+    if a.table:
+        print(medians_table(a.table))
+        return 0
+    from trainer.envs.bfcl.tasks import BfclNotInstalled, package_root
+
+    try:
+        package_root()
+    except BfclNotInstalled as exc:
+        print(f"benchmarks/bfcl.py: {exc}", file=sys.stderr)
+        return 2
+    if a.eval:
+        _evaluate_and_print(a.eval, a.eval_episodes)
+        return 0
+    run("examples/bfcl.toml", a.methods.split(","), list(range(a.seeds)), a.out, a.jobs, a.iterations)
+    table = medians_table(a.out)
+    print("\nsuccess = BFCL's checker pass rate; live groups = effective sample utilisation\n\n" + table)
+    Path(a.out, "medians.md").write_text(table + "\n")
+    _evaluate_and_print(a.out, a.eval_episodes)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
