@@ -210,8 +210,12 @@ def bfcl_tags(name: str) -> tuple[frozenset[str], str | None]:
     return frozenset(tags), target
 
 
-#: The progress signal of the BFCL environment (`trainer.envs.bfcl`): the user turns so far after
-#: which the backends' state equals the ground truth's state after that turn (BFCL's state check).
-#: A `bfcl` manifest declares it, so `--auto-from-tags` derives a progress rule from it.
+#: The progress signal of the BFCL environment (`trainer.envs.bfcl`): the leading user turns that
+#: passed BFCL's checks (`BFCL_SIGNAL_DESCRIPTION`).  A `bfcl` manifest declares it, so `--auto-from-tags` derives a progress rule from it.
 BFCL_SIGNAL = "turns_matched"
-BFCL_SIGNAL_DESCRIPTION = "user turns so far after which the backends' state equals the ground truth's"
+#: What the signal counts (trainer.envs.bfcl.checker.TaskChecker computes it).
+BFCL_SIGNAL_DESCRIPTION = (
+    "user turns passed so far by BFCL's checks (state equal to the ground truth's, its results returned, "
+    "a call made when one was needed), counted from the first turn until one fails; the current turn "
+    "counts while its calls so far would pass it"
+)

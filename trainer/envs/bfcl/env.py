@@ -43,21 +43,14 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from rlvp_dsl.manifests.bfcl_tags import BFCL_SIGNAL, bfcl_tags
+from rlvp_dsl.manifests.bfcl_tags import BFCL_SIGNAL, BFCL_SIGNAL_DESCRIPTION, bfcl_tags
 from rlvp_dsl.tools import ToolSpec
-from trainer.envs.base import Task, ToolCall, ToolResult, manifest_from_schema
+from trainer.envs.base import END_TURN, Task, ToolCall, ToolResult, manifest_from_schema
 from trainer.envs.bfcl.backends import Backends, coerce
 from trainer.envs.bfcl.checker import TaskChecker, ground_truth_calls
 from trainer.envs.bfcl.tasks import BfclTask, load_category, package_root, task_by_id
 from trainer.envs.bfcl.values import OMIT, param_values, task_candidates, trim, value_text
 
-END_TURN = "answer"
-#: What ``turns_matched`` counts (the manifest's description; `checker.TaskChecker`).
-SIGNAL_DESCRIPTION = (
-    "user turns passed so far by BFCL's checks (state equal to the ground truth's, its results returned, "
-    "a call made when one was needed), counted from the first turn until one fails; the current turn "
-    "counts while its calls so far would pass it"
-)
 TOOL_SETS = ("classes", "path")
 
 
@@ -271,7 +264,7 @@ class BfclEnv:
         targets, parameters: the same in every task), with the progress signal ``turns_matched``."""
         schema = _all_tools(self.config)
         return manifest_from_schema(
-            schema, signals=[{"name": BFCL_SIGNAL, "direction": "increasing", "description": SIGNAL_DESCRIPTION}]
+            schema, signals=[{"name": BFCL_SIGNAL, "direction": "increasing", "description": BFCL_SIGNAL_DESCRIPTION}]
         )
 
     def vocabulary(self) -> set[str]:
