@@ -740,6 +740,17 @@ def test_score_says_when_every_episode_of_a_file_was_rejected(tmp_path):
     assert "not a trajectory: JSON null" in done.stderr and "not a trajectory: an empty JSON object" in done.stderr
 
 
+def test_the_check_command_in_the_bfcl_rules_header_passes():
+    """rules/bfcl.rlvp's header names the command that checks it; that command exits 0 with every
+    property ok (it needs no bfcl-eval: the manifest is a file of the repository)."""
+    header = (REPO / "rules" / "bfcl.rlvp").read_text(encoding="utf-8")
+    command = next(line.strip("# \n") for line in header.splitlines() if "rlvp-compile --check" in line)
+    tool, *args = command.split()
+    done = run(tool.removeprefix("rlvp-"), *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "FAIL" not in done.stdout and "all 5 rule outcomes reached" in done.stdout
+
+
 def test_check_of_a_rule_file_without_tools_says_what_it_needs(tmp_path):
     """--check needs tools to generate calls: a file declaring none is a one-line usage error, no traceback."""
     (tmp_path / "empty.rlvp").write_text("")

@@ -145,6 +145,8 @@ def test_bad_knobs_are_named():
         make_env("bfcl", task_ids=["multi_turn_base_999"])
     with pytest.raises(ValueError, match="'category' must be one of .*did you mean 'multi_turn_base'"):
         make_env("bfcl", category="multi_turn_bse")
+    with pytest.raises(ValueError, match="'task_ids' must name at least one task"):
+        make_env("bfcl", task_ids=[])
     with pytest.raises(ValueError, match="unknown knob 'colour'"):
         make_env("bfcl", colour="red")
     with pytest.raises(ValueError, match="knob 'task_ids' must be a list of strings"):

@@ -245,7 +245,7 @@ def test_bad_knobs_name_the_field(knobs, field):
         ({"vary_tokens": "no"}, "knob 'vary_tokens' must be true or false (got 'no')"),
         ({"show_progress": 1}, "knob 'show_progress' must be true or false (got 1)"),
         ({"max_turns": 12.7}, "knob 'max_turns' must be an integer (got 12.7)"),
-        ({"num_values": True}, "knob 'num_values' must be an integer (got True)"),
+        ({"num_values": True}, "knob 'num_values' must be an integer (got true)"),
         ({"vary_tokenz": False}, "unknown knob 'vary_tokenz'; did you mean 'vary_tokens'?"),
     ],
 )

@@ -10,6 +10,7 @@ user turns, `trainer.envs.dialog`), ``bfcl`` (BFCL v4 multi-turn conversations,
 from __future__ import annotations
 
 import difflib
+import json
 import random
 import re
 from typing import Any, Callable
@@ -122,7 +123,8 @@ def checked_knobs(env: str, config_cls: type, knobs: dict[str, Any]) -> dict[str
         kinds = [_KNOB_TYPES[t] for t in options if t in _KNOB_TYPES]
         if kinds and not any(accepts(value) for _, accepts in kinds):
             wanted = " or ".join(what for what, _ in kinds)
-            raise ValueError(f"environment {env!r}: knob {knob!r} must be {wanted} (got {value!r})")
+            shown = json.dumps(value) if isinstance(value, bool) else repr(value)  # TOML's true, not True
+            raise ValueError(f"environment {env!r}: knob {knob!r} must be {wanted} (got {shown})")
         if isinstance(value, list) and "tuple[str, ...]" in options:
             out[knob] = tuple(value)
     return out

@@ -69,6 +69,8 @@ def _task_ids(value: Any) -> tuple[str, ...] | None:
         value = [value]
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
         raise ValueError(f"bfcl: 'task_ids' must be a list of BFCL task ids (got {value!r})")
+    if not value:
+        raise ValueError("bfcl: 'task_ids' must name at least one task (leave it out for every task of the category)")
     return tuple(value)
 
 
