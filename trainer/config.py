@@ -399,12 +399,15 @@ def type_error(key: str, value: Any, want: str) -> str | None:
 
 
 def _line_of(text: str, key: str) -> int | None:
-    """The 1-based line where ``key = ...`` is set in the TOML ``text`` (first match), if found."""
+    """The 1-based line where ``key = ...`` is set in the TOML ``text`` (first match), else the line
+    of a ``[key]`` table header (``env_args`` written as a table), if found."""
     pattern = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
-    for n, line in enumerate(text.splitlines(), 1):
+    header = re.compile(rf"""^\s*\[\s*["']?{re.escape(key)}["']?\s*\]""")
+    lines = text.splitlines()
+    for n, line in enumerate(lines, 1):
         if pattern.match(line):
             return n
-    return None
+    return next((n for n, line in enumerate(lines, 1) if header.match(line)), None)
 
 
 def key_location(path: str | os.PathLike, key: str) -> str:

@@ -324,7 +324,10 @@ def _show(value: Any) -> str:
 def _need(cond: bool, path: str, record: str, field: str, expected: str, value: Any) -> None:
     if not cond:
         raise ManifestError(
-            path, f"expected {expected}, got {_kind(value)} {_show(value)}".rstrip(), record=record, field=field
+            path,
+            f"expected {expected}, got " + ("null" if value is None else f"{_kind(value)} {_show(value)}"),
+            record=record,
+            field=field,
         )
 
 

@@ -71,6 +71,18 @@ def test_a_bad_environment_names_the_config_line_and_value(tmp_path):
         )
 
 
+def test_a_bad_knob_in_an_env_args_table_names_the_table_line(tmp_path):
+    """env_args written as a [env_args] table: a bad knob is blamed on the table's header line."""
+    text = CONFIG.read_text()
+    assert "env_args = { vary_tokens = false }" in text
+    path = tmp_path / "c.toml"
+    path.write_text(text.replace("env_args = { vary_tokens = false }\n", "") + '\n[env_args]\nvary_tokens = "no"\n')
+    line = path.read_text().splitlines().index("[env_args]") + 1
+    done = invoke(path, "--out", tmp_path / "out")
+    assert done.exit_code == 1 and f"rlvp-train: error: {path}:{line}: env_args = " in done.output, done.output
+    assert "knob 'vary_tokens' must be true or false (got 'no')" in done.output
+
+
 def test_output_folder_that_is_a_file_is_an_io_error(tmp_path):
     """--out naming a file: exit 2 with a one-line error."""
     blocker = tmp_path / "afile"

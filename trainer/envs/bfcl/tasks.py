@@ -156,7 +156,7 @@ def task_by_id(category: str, task_id: str) -> BfclTask:
     if task_id not in tasks:
         hint = difflib.get_close_matches(task_id, list(tasks), n=1)
         raise ValueError(
-            f"bfcl: unknown task id {task_id!r} in category {category!r} ({len(tasks)} tasks, "
+            f"bfcl: 'task_ids': unknown task id {task_id!r} in category {category!r} ({len(tasks)} tasks, "
             f"{category}_0 .. {category}_{len(tasks) - 1})" + (f"; did you mean {hint[0]!r}?" if hint else "")
         )
     return tasks[task_id]
