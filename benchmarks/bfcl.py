@@ -22,39 +22,25 @@ import argparse
 import sys
 from pathlib import Path
 
-from _common import ROOT, run
-from dialog import _fmt
+from _common import ROOT, collapsed, median_range, run, seed_stats
 
 METHODS = "grpo,scalar_fold,rlvp,rlvp_auto"
 
 
 def medians_table(folder: str | Path) -> str:
     """The medians table of a `--compare` folder (``METHOD/seedN/metrics.jsonl``), as Markdown."""
-    import statistics
-
-    from trainer.metrics import episodes_to_success, read_metrics, trailing_mean
-
     lines = [
         "| method | seeds | episodes/run | BFCL pass rate (final) | episodes to 30 % | episodes to 50 % "
         "| live groups (ESU) | dead iters | violations/ep | collapsed | per seed: episodes to 30 % / final |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for mdir in sorted(p for p in Path(folder).iterdir() if p.is_dir() and list(p.glob("seed*/metrics.jsonl"))):
-        runs = [read_metrics(p) for p in sorted(mdir.glob("seed*/metrics.jsonl"))]
-        success = [[r["rollout/success_rate"] for r in rows] for rows in runs]
-        e30 = [episodes_to_success(rows, 0.3, 3) for rows in runs]
-        e50 = [episodes_to_success(rows, 0.5, 3) for rows in runs]
-        final = [statistics.mean(s[-5:]) for s in success]
-        live = [statistics.mean(1 - r["rollout/frac_dead_groups"] for r in rows) for rows in runs]
-        dead = [float(sum(r["rollout/dead_iteration"] for r in rows)) for rows in runs]
-        viol = [statistics.mean(r["process/violations_per_episode"] for r in rows[-5:]) for rows in runs]
-        best = [max(trailing_mean(s, 3)[2:] or [0.0]) for s in success]
-        collapsed = sum(1 for b, f in zip(best, final) if b >= 0.5 and f < 0.5)
-        episodes = int(runs[0][-1]["rollout/episodes_generated"]) if runs[0] else 0
-        seeds = ", ".join(f"{int(e) if e is not None else 'never'} / {f:.2f}" for e, f in zip(e30, final))
+    for method, st in seed_stats(folder).items():
+        n = len(st["final"])
+        seeds = ", ".join(f"{int(e) if e is not None else 'never'} / {f:.2f}" for e, f in zip(st["e30"], st["final"]))
         lines.append(
-            f"| {mdir.name} | {len(runs)} | {episodes} | {_fmt(final)} | {_fmt(e30, 0)} | {_fmt(e50, 0)} "
-            f"| {_fmt(live)} | {_fmt(dead, 0)} | {_fmt(viol)} | {collapsed}/{len(runs)} | {seeds} |"
+            f"| {method} | {n} | {st['episodes'][0] if n else 0} | {median_range(st['final'])} "
+            f"| {median_range(st['e30'], 0)} | {median_range(st['e50'], 0)} | {median_range(st['live'])} "
+            f"| {median_range(st['dead'], 0)} | {median_range(st['viol'])} | {collapsed(st)}/{n} | {seeds} |"
         )
     return "\n".join(lines)
 
@@ -113,7 +99,7 @@ def eval_table(result: dict[str, dict[int, list[float]]], task_ids: list[str]) -
         overall = [statistics.mean(r) for r in rates]
         solved = [float(sum(x >= 0.5 for x in r)) for r in rates]
         per_task = ", ".join(f"{statistics.median(col):.2f}" for col in zip(*rates))
-        lines.append(f"| {method} | {len(rates)} | {_fmt(overall)} | {_fmt(solved, 0)} | {per_task} |")
+        lines.append(f"| {method} | {len(rates)} | {median_range(overall)} | {median_range(solved, 0)} | {per_task} |")
     return "\n".join(lines)
 
 

@@ -14,44 +14,25 @@ seeds *collapsed* (reached 50 % and ended below it); then per seed "episodes to 
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
 
-from _common import run
-
-
-def _fmt(values: list[float | None], digits: int = 2) -> str:
-    got = [v for v in values if v is not None]
-    if not got:
-        return f"never (0/{len(values)})"
-    text = f"{statistics.median(got):.{digits}f} [{min(got):.{digits}f}-{max(got):.{digits}f}]"
-    return text + (f" ({len(got)}/{len(values)})" if len(got) < len(values) else "")
+from _common import collapsed, median_range, run, seed_stats
 
 
 def medians_table(folder: str | Path) -> str:
     """The medians table of a `--compare` folder (``METHOD/seedN/metrics.jsonl``), as Markdown."""
-    from trainer.metrics import episodes_to_success, read_metrics, trailing_mean
-
     lines = [
         "| method | episodes to 30 % | episodes to 50 % | final success | live groups | dead iters | violations/ep "
         "| collapsed | per seed: episodes to 50 % / final |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for mdir in sorted(p for p in Path(folder).iterdir() if p.is_dir() and list(p.glob("seed*/metrics.jsonl"))):
-        runs = [read_metrics(p) for p in sorted(mdir.glob("seed*/metrics.jsonl"))]
-        success = [[r["rollout/success_rate"] for r in rows] for rows in runs]
-        e30 = [episodes_to_success(rows, 0.3, 3) for rows in runs]
-        e50 = [episodes_to_success(rows, 0.5, 3) for rows in runs]
-        final = [statistics.mean(s[-5:]) for s in success]
-        live = [statistics.mean(1 - r["rollout/frac_dead_groups"] for r in rows) for rows in runs]
-        dead = [float(sum(r["rollout/dead_iteration"] for r in rows)) for rows in runs]
-        viol = [statistics.mean(r["process/violations_per_episode"] for r in rows[-5:]) for rows in runs]
-        best = [max(trailing_mean(s, 3)[2:]) for s in success]
-        collapsed = sum(1 for b, f in zip(best, final) if b >= 0.5 and f < 0.5)
-        seeds = ", ".join(f"{int(e) if e is not None else 'never'} / {f:.2f}" for e, f in zip(e50, final))
+    for method, st in seed_stats(folder).items():
+        n = len(st["final"])
+        seeds = ", ".join(f"{int(e) if e is not None else 'never'} / {f:.2f}" for e, f in zip(st["e50"], st["final"]))
         lines.append(
-            f"| {mdir.name} | {_fmt(e30, 0)} | {_fmt(e50, 0)} | {_fmt(final)} | {_fmt(live)} | {_fmt(dead, 0)} "
-            f"| {_fmt(viol)} | {collapsed}/{len(runs)} | {seeds} |"
+            f"| {method} | {median_range(st['e30'], 0)} | {median_range(st['e50'], 0)} | {median_range(st['final'])} "
+            f"| {median_range(st['live'])} | {median_range(st['dead'], 0)} | {median_range(st['viol'])} "
+            f"| {collapsed(st)}/{n} | {seeds} |"
         )
     return "\n".join(lines)
 
