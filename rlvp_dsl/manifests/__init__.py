@@ -1,6 +1,8 @@
 """Tool catalogues and the rules derived from them.
 
-* `formats` -- manifest files (ours, tau2, MCP ``tools/list``, OpenAI tool schemas) -> `Manifest`;
+* `formats` -- manifest files (ours, tau2, MCP ``tools/list``, OpenAI tool schemas, BFCL function docs) -> `Manifest`;
+* `records` -- `ManifestError` and the field checks every format shares;
+* `bfcl_tags` -- the BFCL tag table;
 * `targets` -- target inference from the identifiers tools share;
 * `derive` -- a manifest -> derived rules (``rlvp-compile --auto-from-tags``).
 """
@@ -9,13 +11,12 @@ from ..tools import ToolSpec
 from .formats import (
     OURS,
     Manifest,
-    ManifestError,
-    ManifestNotFound,
     SignalSpec,
     detect_manifest_format,
     load_manifest,
     parse_manifest,
 )
+from .records import ManifestError, ManifestNotFound
 from .targets import infer_targets, is_identifier_param
 
 __all__ = [

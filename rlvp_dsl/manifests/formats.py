@@ -76,35 +76,27 @@ from ..input_files import check_regular
 from ..readers.json_text import json_problem, loads as json_loads
 from ..tools import ToolSpec
 from .bfcl_tags import BFCL_SIGNAL, BFCL_SIGNAL_DESCRIPTION, bfcl_tags
+from .records import (
+    JsonObject,
+    ManifestError,
+    ManifestIsADirectory,
+    ManifestNotFound,
+    declared_target,
+    kind_of,
+    need,
+    schema_params,
+    shown,
+    tag_set,
+    tool_name,
+    tool_records,
+)
 from .targets import infer_targets
 
 #: The format tag of our own manifest.
-#: A decoded JSON object of a manifest (its values are whatever the file holds, checked as read).
-JsonObject = dict[str, Any]
 
 OURS = "rlvp-tools/1"
 
 _TAU2_TAGS = {"READ": "read", "WRITE": "write", "THINK": "think", "GENERIC": "generic"}
-
-
-class ManifestError(Exception):
-    """A manifest that cannot be read: names the file, the record and the field."""
-
-    def __init__(self, path: str, message: str, *, record: str = "", field: str = ""):
-        self.path = path
-        self.record = record
-        self.field = field
-        self.message = message
-        where = ".".join(p for p in (record, field) if p)
-        super().__init__(f"{path}: {where}: {message}" if where else f"{path}: {message}")
-
-
-class ManifestNotFound(ManifestError, FileNotFoundError):
-    """The manifest file does not exist (also a FileNotFoundError, for callers that map it to a usage error)."""
-
-
-class ManifestIsADirectory(ManifestError, IsADirectoryError):
-    """The manifest path is a folder (also an IsADirectoryError: a usage error, as for a rule file)."""
 
 
 @attrs.frozen
@@ -203,20 +195,20 @@ def detect_manifest_format(data: Any, path: str = "<manifest>") -> str:
             return "bfcl"
         return "openai"
     if not isinstance(data, dict):
-        raise ManifestError(path, f"expected a JSON object or list at the top, got {_kind(data)}")
+        raise ManifestError(path, f"expected a JSON object or list at the top, got {kind_of(data)}")
     if "format" in data:
         if data["format"] != OURS:
-            raise ManifestError(path, f"expected '{OURS}', got {_show(data['format'])}", field="format")
+            raise ManifestError(path, f"expected '{OURS}', got {shown(data['format'])}", field="format")
         return OURS
     if "toolkits" in data:
         return "tau2"
     if isinstance(data.get("result"), dict) and "tools" in data["result"]:
         return "mcp"
     if "error" in data and "jsonrpc" in data:
-        raise ManifestError(path, f"the JSON-RPC response is an error: {_show(data['error'])}", field="error")
+        raise ManifestError(path, f"the JSON-RPC response is an error: {shown(data['error'])}", field="error")
     tools: Any = data.get("tools")  # (a list, checked below)
     if "tools" in data:
-        _need(isinstance(tools, list), path, "", "tools", "a list of tools", tools)
+        need(isinstance(tools, list), path, "", "tools", "a list of tools", tools)
         first = next((t for t in tools if isinstance(t, dict)), None)
         if first is None or "inputSchema" in first or "annotations" in first:
             return "mcp"
@@ -284,10 +276,10 @@ def _signals(data: JsonObject, path: str) -> tuple[SignalSpec, ...]:
     if "signals" not in data:
         return ()
     out: list[SignalSpec] = []
-    for record, rec in _records(data["signals"], path, "signals"):
-        name = _name(rec, path, record)
+    for record, rec in tool_records(data["signals"], path, "signals"):
+        name = tool_name(rec, path, record)
         direction: Any = rec.get("direction")  # (one of two words, checked below)
-        _need(
+        need(
             direction in ("decreasing", "increasing"),
             path,
             record,
@@ -296,7 +288,7 @@ def _signals(data: JsonObject, path: str) -> tuple[SignalSpec, ...]:
             direction,
         )
         description = rec.get("description", "")
-        _need(isinstance(description, str), path, record, "description", "a string", description)
+        need(isinstance(description, str), path, record, "description", "a string", description)
         out.append(SignalSpec(name, direction, description))
     return tuple(out)
 
@@ -304,99 +296,21 @@ def _signals(data: JsonObject, path: str) -> tuple[SignalSpec, ...]:
 # ---- readers: each returns [(record, ToolSpec)]; target_inferred=True marks "to infer" ----
 
 
-def _kind(value: Any) -> str:
-    return {
-        dict: "an object",
-        list: "a list",
-        str: "a string",
-        bool: "a boolean",
-        type(None): "null",
-        int: "a number",
-        float: "a number",
-    }.get(type(value), type(value).__name__)
-
-
-def _show(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _need(cond: bool, path: str, record: str, field: str, expected: str, value: Any) -> None:
-    if not cond:
-        raise ManifestError(
-            path,
-            f"expected {expected}, got " + ("null" if value is None else f"{_kind(value)} {_show(value)}"),
-            record=record,
-            field=field,
-        )
-
-
-def _records(tools: Any, path: str, where: str) -> list[tuple[str, JsonObject]]:
-    _need(isinstance(tools, list), path, "", where, "a list of tools", tools)
-    out = []
-    for i, rec in enumerate(tools):
-        record = f"{where}[{i}]"
-        _need(isinstance(rec, dict), path, record, "", "an object", rec)
-        out.append((record, rec))
-    return out
-
-
-def _name(rec: JsonObject, path: str, record: str, field: str = "name") -> str:
-    if field not in rec:
-        raise ManifestError(path, "missing (every tool needs a name)", record=record, field=field)
-    name: str = rec[field]  # (checked below)
-    _need(isinstance(name, str) and name.strip() != "", path, record, field, "a non-empty string", name)
-    return name
-
-
-def _tags(value: Any, path: str, record: str, field: str = "tags") -> frozenset[str]:
-    _need(isinstance(value, list), path, record, field, "a list of strings", value)
-    for i, tag in enumerate(value):
-        _need(isinstance(tag, str) and tag.strip() != "", path, record, f"{field}[{i}]", "a non-empty string", tag)
-    return frozenset(value)
-
-
-def _schema_params(schema: Any, path: str, record: str, field: str) -> tuple[str, ...]:
-    if schema is None:
-        return ()
-    _need(isinstance(schema, dict), path, record, field, "a JSON schema object", schema)
-    props = schema.get("properties", {})
-    _need(isinstance(props, dict), path, record, f"{field}.properties", "an object", props)
-    return tuple(props)
-
-
-def _target(
-    rec: JsonObject, params: tuple[str, ...], path: str, record: str, field: str = "target"
-) -> tuple[str | None, bool]:
-    """(target, still_to_infer)."""
-    if field.split(".")[-1] not in rec:
-        return None, True
-    target = rec[field.split(".")[-1]]
-    if target is None:
-        return None, False
-    _need(isinstance(target, str) and target != "", path, record, field, "a parameter name or null", target)
-    if params and target not in params:
-        raise ManifestError(
-            path, f"expected one of the parameters {list(params)}, got {target!r}", record=record, field=field
-        )
-    return target, False
-
-
 def _read_ours(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
     if "tools" not in data:
         raise ManifestError(path, "missing (expected a list of tools)", field="tools")
     out = []
-    for record, rec in _records(data["tools"], path, "tools"):
-        name = _name(rec, path, record)
-        tags = _tags(rec.get("tags", []), path, record)
+    for record, rec in tool_records(data["tools"], path, "tools"):
+        name = tool_name(rec, path, record)
+        tags = tag_set(rec.get("tags", []), path, record)
         raw = rec.get("parameters", [])
-        _need(isinstance(raw, list), path, record, "parameters", "a list of parameters", raw)
+        need(isinstance(raw, list), path, record, "parameters", "a list of parameters", raw)
         params = []
         for i, p in enumerate(raw):
             if isinstance(p, dict):
-                params.append(_name(p, path, f"{record}.parameters[{i}]"))
+                params.append(tool_name(p, path, f"{record}.parameters[{i}]"))
             else:
-                _need(
+                need(
                     isinstance(p, str) and p != "",
                     path,
                     record,
@@ -406,26 +320,26 @@ def _read_ours(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
                 )
                 params.append(p)
         params_t = tuple(params)
-        target, infer = _target(rec, params_t, path, record)
+        target, infer = declared_target(rec, params_t, path, record)
         description = rec.get("description", "")
-        _need(isinstance(description, str), path, record, "description", "a string", description)
+        need(isinstance(description, str), path, record, "description", "a string", description)
         out.append((record, ToolSpec(name, tags, target, params_t, target_inferred=infer, description=description)))
     return out
 
 
 def _read_tau2(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
     kits = data["toolkits"]
-    _need(isinstance(kits, dict), path, "", "toolkits", "an object of toolkits", kits)
+    need(isinstance(kits, dict), path, "", "toolkits", "an object of toolkits", kits)
     if "agent" not in kits:
         raise ManifestError(path, "missing (expected the agent's toolkit)", field="toolkits.agent")
     out = []
     for side in kits:
         kit = kits[side]
-        _need(isinstance(kit, dict), path, "", f"toolkits.{side}", "an object with 'tools'", kit)
-        for record, rec in _records(kit.get("tools"), path, f"toolkits.{side}.tools"):
-            name = _name(rec, path, record)
+        need(isinstance(kit, dict), path, "", f"toolkits.{side}", "an object with 'tools'", kit)
+        for record, rec in tool_records(kit.get("tools"), path, f"toolkits.{side}.tools"):
+            name = tool_name(rec, path, record)
             tag = rec.get("tag", "GENERIC")
-            _need(
+            need(
                 isinstance(tag, str) and tag in _TAU2_TAGS,
                 path,
                 record,
@@ -435,17 +349,17 @@ def _read_tau2(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
             )
             tags = {_TAU2_TAGS[tag]}
             mutates = rec.get("mutates_state", False)
-            _need(isinstance(mutates, bool), path, record, "mutates_state", "true or false", mutates)
+            need(isinstance(mutates, bool), path, record, "mutates_state", "true or false", mutates)
             if mutates:
                 tags.add("write")
             if side != "agent":
                 tags.add(f"{side}_side")
             raw = rec.get("parameters", [])
-            _need(isinstance(raw, list), path, record, "parameters", "a list of parameters", raw)
+            need(isinstance(raw, list), path, record, "parameters", "a list of parameters", raw)
             names = []
             for i, p in enumerate(raw):
-                _need(isinstance(p, dict), path, record, f"parameters[{i}]", "an object with 'name'", p)
-                names.append(_name(p, path, f"{record}.parameters[{i}]"))
+                need(isinstance(p, dict), path, record, f"parameters[{i}]", "an object with 'name'", p)
+                names.append(tool_name(p, path, f"{record}.parameters[{i}]"))
             params = tuple(names)
             description = rec.get("doc_first_sentence") or ""
             out.append(
@@ -470,11 +384,11 @@ def _read_mcp(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
     if isinstance(data.get("result"), dict):
         data, where = data["result"], "result.tools"
     out = []
-    for record, rec in _records(data.get("tools"), path, where):
-        name = _name(rec, path, record)
-        params = _schema_params(rec.get("inputSchema"), path, record, "inputSchema")
+    for record, rec in tool_records(data.get("tools"), path, where):
+        name = tool_name(rec, path, record)
+        params = schema_params(rec.get("inputSchema"), path, record, "inputSchema")
         ann = rec.get("annotations") or {}
-        _need(isinstance(ann, dict), path, record, "annotations", "an object of hints", ann)
+        need(isinstance(ann, dict), path, record, "annotations", "an object of hints", ann)
         hints = {}
         for hint, default in (
             ("readOnlyHint", False),
@@ -483,9 +397,9 @@ def _read_mcp(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
             ("openWorldHint", True),
         ):
             value = ann.get(hint, default)
-            _need(isinstance(value, bool), path, record, f"annotations.{hint}", "true or false", value)
+            need(isinstance(value, bool), path, record, f"annotations.{hint}", "true or false", value)
             hints[hint] = value
-        tags = set(_tags(rec["tags"], path, record)) if "tags" in rec else set()
+        tags = set(tag_set(rec["tags"], path, record)) if "tags" in rec else set()
         if hints["readOnlyHint"]:
             tags.add("read")
         else:
@@ -501,8 +415,8 @@ def _read_mcp(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
         elif "open_world" not in tags:
             tags.add("closed_world")  # the spec: "the tool's domain of interaction is closed"
         description = rec.get("description") or ""
-        _need(isinstance(description, str), path, record, "description", "a string", description)
-        target, infer = _target(rec, params, path, record)
+        need(isinstance(description, str), path, record, "description", "a string", description)
+        target, infer = declared_target(rec, params, path, record)
         out.append(
             (record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description))
         )
@@ -512,24 +426,24 @@ def _read_mcp(data: JsonObject, path: str) -> list[tuple[str, ToolSpec]]:
 def _read_openai(data: Any, path: str) -> list[tuple[str, ToolSpec]]:
     tools, where = (data, "") if isinstance(data, list) else (data.get("tools"), "tools")
     out = []
-    for record, rec in _records(tools, path, where):
+    for record, rec in tool_records(tools, path, where):
         kind = rec.get("type", "function")
-        _need(kind == "function", path, record, "type", "'function'", kind)
+        need(kind == "function", path, record, "type", "'function'", kind)
         fn, prefix = rec, ""
         if "function" in rec:
             fn, prefix = rec["function"], "function."
-            _need(isinstance(fn, dict), path, record, "function", "an object", fn)
-        name = _name(fn, path, record, "name") if not prefix else _name(fn, path, f"{record}.function")
-        params = _schema_params(fn.get("parameters"), path, record, f"{prefix}parameters")
+            need(isinstance(fn, dict), path, record, "function", "an object", fn)
+        name = tool_name(fn, path, record, "name") if not prefix else tool_name(fn, path, f"{record}.function")
+        params = schema_params(fn.get("parameters"), path, record, f"{prefix}parameters")
         tags: set[str] = set()
         if "tags" in rec:
-            tags |= _tags(rec["tags"], path, record, "tags")
+            tags |= tag_set(rec["tags"], path, record, "tags")
         if prefix and "tags" in fn:
-            tags |= _tags(fn["tags"], path, record, "function.tags")
+            tags |= tag_set(fn["tags"], path, record, "function.tags")
         holder, field = (fn, f"{prefix}target") if "target" in fn else (rec, "target")
-        target, infer = _target(holder, params, path, record, field)
+        target, infer = declared_target(holder, params, path, record, field)
         description = fn.get("description") or ""
-        _need(isinstance(description, str), path, record, f"{prefix}description", "a string", description)
+        need(isinstance(description, str), path, record, f"{prefix}description", "a string", description)
         out.append(
             (record, ToolSpec(name, frozenset(tags), target, params, target_inferred=infer, description=description))
         )
@@ -550,13 +464,13 @@ def _is_bfcl_doc(rec: JsonObject) -> bool:
 
 def _read_bfcl(data: Any, path: str) -> list[tuple[str, ToolSpec]]:
     out = []
-    for record, rec in _records(data, path, "line"):
+    for record, rec in tool_records(data, path, "line"):
         record = f"line[{record.partition('[')[2].rstrip(']')}]"
-        name = _name(rec, path, record)
-        _need(_is_bfcl_doc(rec), path, record, "parameters", 'a BFCL parameter object {"type": "dict", ...}', rec)
-        params = _schema_params(rec.get("parameters"), path, record, "parameters")
+        name = tool_name(rec, path, record)
+        need(_is_bfcl_doc(rec), path, record, "parameters", 'a BFCL parameter object {"type": "dict", ...}', rec)
+        params = schema_params(rec.get("parameters"), path, record, "parameters")
         description = rec.get("description") or ""
-        _need(isinstance(description, str), path, record, "description", "a string", description)
+        need(isinstance(description, str), path, record, "description", "a string", description)
         tags, target = bfcl_tags(name)
         if target is not None and target not in params:
             target = None  # (a doc that renamed the parameter: no target rather than a wrong one)

@@ -13,7 +13,7 @@ import pytest
 
 from rlvp_dsl import load_program
 from rlvp_dsl.events import Episode, Event
-from rlvp_dsl.manifests.formats import ManifestError, load_manifest, parse_manifest
+from rlvp_dsl.manifests import ManifestError, load_manifest, parse_manifest
 from trainer.envs import make_env
 from trainer.envs.base import Task, ToolCall
 from trainer.envs.bfcl import BfclEnv, available

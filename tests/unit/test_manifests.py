@@ -343,7 +343,7 @@ def test_load_manifest_refuses_a_device_or_fifo_in_one_error(tmp_path):
     """load_manifest on /dev/zero or a FIFO is a ManifestError naming it, not endless reading or a wait."""
     import os
 
-    from rlvp_dsl.manifests.formats import ManifestError, load_manifest
+    from rlvp_dsl.manifests import ManifestError, load_manifest
 
     fifo = tmp_path / "tools.json"
     os.mkfifo(fifo)
