@@ -75,7 +75,7 @@ done
 
 echo
 echo "== 4. example episodes explained credit by credit"
-rlvp-score rules/tau2_airline.rlvp examples/episodes/airline_chat.jsonl --explain --limit 2 | head -40
+rlvp-score rules/tau2_airline.rlvp examples/episodes/airline_chat.jsonl --explain --limit 2
 echo "(steps 1-4 took $(took "$job_start"))"
 
 echo

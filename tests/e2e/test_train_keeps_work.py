@@ -336,6 +336,11 @@ def test_plot_one_run_several_runs_and_mistakes(tmp_path):
     assert done.exit_code == 2 and f"rlvp-train: error: cannot write {blocked}: it is a file" in done.output
     done = invoke("plot", tmp_path / "nothing")
     assert done.exit_code == 2 and "rlvp-train: error: " in done.output and "no such file" in done.output
+    config = tmp_path / "c.toml"
+    config.write_text('env = "chain4"\n')
+    done = invoke("plot", config)
+    assert done.exit_code == 2 and f"{config}: a .toml file, not a run: give a run folder" in done.output
+    assert "Delete or repair" not in done.output
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"iteration": 0}\n{oops\n')
     done = invoke("plot", bad)

@@ -45,6 +45,10 @@ def load_runs(paths: Sequence[str | os.PathLike]) -> dict[str, list[list[dict]]]
     found: list[tuple[Path, list[dict]]] = []
     for given in paths:
         path = Path(given)
+        if path.is_file() and path.suffix not in (".jsonl", ".json", ""):
+            raise FileNotFoundError(
+                f"{path}: a {path.suffix} file, not a run: give a run folder, its {FILENAME} or a --compare folder"
+            )
         runs = [path] if path.is_file() or (path / FILENAME).is_file() else nested_runs(path)
         if not runs:
             what = "no such file or folder" if not path.exists() else f"no {FILENAME} and no runs of a comparison in it"
