@@ -12,9 +12,13 @@ Pipeline for one episode::
 Choices (documented in docs/trainer.md):
 
 1. A credit lands on the tool call of its ``event_index``.  Credits on message
-   events (assistant turns) have no token span in a `Rollout`; they are summed
-   into ``CallCredits.unattached`` and the trainer adds them, as one scalar, to
-   every action token of the episode (`episode_token_credits`) -- never dropped.
+   events (assistant turns, a conversation's answers) are summed per event into
+   ``CallCredits.turn_values`` (and, all together, ``CallCredits.unattached``).
+   Where the trainer knows the tokens of an answer (the compact trainer's
+   `Rollout.turn_spans`: the policy sampled them), that answer's credit lands on
+   them as a call's does; the rest -- an answer the rollout forced, TRL's and
+   verl's turns, which come without spans -- is added, as one scalar, to every
+   action token of the episode (`episode_token_credits`).  Never dropped.
 2. Every token of a call's span carries the call's *whole* credit ``c``, not
    ``c / len(span)``.  A call is one decision emitted by all of its tokens:
    ``sum_t c * grad log p(token_t) = c * grad log p(call)``, the REINFORCE
@@ -40,7 +44,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Iterable, Mapping, Protocol, Sequence
 
 import attrs
 
@@ -97,6 +101,9 @@ class CallCredits:
         violations: per call, the number of negative credits it received.
         discharges: per call, the number of obligation discharges it received.
         unattached: summed credit on non-call events (assistant turns).
+        turn_values: ``(event index, summed credit)`` per non-call event that got credit, in
+            event order; the values sum to ``unattached`` (`episode_token_credits` puts each
+            on its answer's tokens where they are known).
         credits: the credits kept (every finite credit on a call or an assistant turn).
         flagged: one sentence per value that was dropped (non-finite, missing, or on an
             event that cannot take credit), naming the source, the rule and the event.
@@ -108,6 +115,7 @@ class CallCredits:
     unattached: float = 0.0
     credits: tuple[Credit, ...] = ()
     flagged: tuple[str, ...] = ()
+    turn_values: tuple[tuple[int, float], ...] = ()
 
     @property
     def total(self) -> float:
@@ -151,6 +159,7 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
     violations = [0] * n_calls
     discharges = [0] * n_calls
     unattached = 0.0
+    turns: dict[int, float] = {}
     kept = []
     flagged = []
     for credit in credits:
@@ -194,6 +203,7 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
         kept.append(credit)
         if k is None:
             unattached += value
+            turns[idx] = turns.get(idx, 0.0) + value
             continue
         values[k] += value
         if value < 0:
@@ -207,8 +217,17 @@ def call_credits(episode: Episode, credits: Iterable[Credit], source: str = "rul
                 values[k], violations[k], discharges[k] = 0.0, 0, 0
         if None in dropped:
             unattached = 0.0
+            turns = {}
         kept = [c for c in kept if position.get(c.event_index) not in dropped]
-    return CallCredits(tuple(values), tuple(violations), tuple(discharges), unattached, tuple(kept), tuple(flagged))
+    return CallCredits(
+        tuple(values),
+        tuple(violations),
+        tuple(discharges),
+        unattached,
+        tuple(kept),
+        tuple(flagged),
+        tuple(sorted(turns.items())),
+    )
 
 
 def overflowing_sums(
@@ -399,29 +418,49 @@ def episode_token_credits(
     n_tokens: int,
     mask: Sequence[float],
     weight: float = 1.0,
+    turn_spans: Mapping[int, TokenSpan] | None = None,
 ) -> list[float]:
-    """An episode's per-token process credit: each call's credit on every token of its span,
-    and the unattached credit (assistant turns, choice 1) on every action token::
+    """An episode's per-token process credit: each call's credit on every token of its span, each
+    answer's credit on its tokens where `turn_spans` knows them, and the remaining unattached
+    credit (choice 1) on every action token::
 
-        P[t] = sum_k w * c_k * [t in span_k] * [mask[t] != 0]  +  (w * u) * mask[t]
+        P[t] = sum_k w * c_k * [t in span_k] * [mask[t] != 0]
+             + sum_j w * a_j * [t in turn_span_j] * [mask[t] != 0]  +  (w * u') * mask[t]
+
+    with ``a_j`` the credit of answer j (``credits.turn_values``) and ``u'`` the unattached credit
+    of the answers with no (or an empty) span.
 
     Args:
-        credits: the episode's per-call credit (``c_k``) and unattached credit (``u``).
+        credits: the episode's per-call credit (``c_k``) and unattached credit.
         spans: half-open ``(start, end)`` token span per call, ``[n_calls]``.
         n_tokens: completion length T.
         mask: ``[T]`` completion mask (1 = action token; 0 = tool output, padding).
         weight: multiplies each credit before it lands (the compact trainer's
             ``w / divisor``; 1 for the unweighted credit verl's agent loop writes), so that
             overlapping credits are each weighted before they add.
+        turn_spans: event index of an answer (``assistant`` event) -> the half-open span of
+            the tokens the policy sampled for it (`Rollout.turn_spans`); None: no answer's
+            tokens are known (TRL, verl).
 
     Returns:
         ``[T]`` floats.
 
     Raises:
-        CreditCountError, ValueError: as `token_credits`.
+        CreditCountError, ValueError: as `token_credits` (a turn span outside ``[0, T]`` too).
     """
     out = token_credits([weight * v for v in credits.values], spans, n_tokens, mask)
-    if credits.unattached:
-        u = weight * credits.unattached
+    spread = credits.unattached
+    landed = [(turn_spans[i], v) for i, v in credits.turn_values if turn_spans and _tokens(turn_spans.get(i))]
+    if landed:
+        on_turns = token_credits([weight * v for _, v in landed], [s for s, _ in landed], n_tokens, mask)
+        out = [p + q for p, q in zip(out, on_turns)]
+        spread = math.fsum(v for i, v in credits.turn_values if not (turn_spans and _tokens(turn_spans.get(i))))
+    if spread:
+        u = weight * spread
         out = [p + u * m for p, m in zip(out, mask)]
     return out
+
+
+def _tokens(span: TokenSpan | None) -> bool:
+    """`span` covers at least one token."""
+    return span is not None and span[0] < span[1]

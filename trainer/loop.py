@@ -405,6 +405,7 @@ def _advantage_and_update(
         scale_rewards=cfg.scale_rewards,
         process_norm=cfg.process_norm,
         eps=cfg.adv_eps,
+        turn_spans=[[r.turn_spans for r in g] for g in groups],
     )
     amplified = int(adv.amplified_groups.sum())
     if amplified and not run.warned_amplified:

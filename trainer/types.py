@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rlvp_dsl.events import Episode
+from rlvp_dsl.events import ASSISTANT, Episode
 
 
 @dataclass
@@ -35,6 +35,10 @@ class Rollout:
             output), `[completion_len]`; None when not recorded.  The loss renormalises
             over them (`trainer.logprobs`, ``constrained_logprobs``).
         info: diagnostics that no computation reads (call texts, turn count, env name).
+        turn_spans: a conversation's answers the policy sampled: the ``assistant`` event's
+            index -> the half-open span of its tokens in `completion_ids` (the answer's
+            credit lands there, `rlvp_dsl.attach.episode_token_credits`); an answer the
+            rollout forced has none (its credit is spread over the action tokens).
     """
 
     task_id: str
@@ -46,6 +50,7 @@ class Rollout:
     outcome: float
     allowed_ids: list[tuple[int, ...] | None] | None = None
     info: dict = field(default_factory=dict)
+    turn_spans: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = len(self.completion_ids)
@@ -65,3 +70,11 @@ class Rollout:
         for k, (start, end) in enumerate(self.call_spans):
             if not 0 <= start <= end <= n:
                 raise ValueError(f"rollout {self.task_id!r}: call span {k} = {(start, end)} outside [0, {n}]")
+        for index, (start, end) in self.turn_spans.items():
+            events = self.episode.events
+            if not (0 <= index < len(events) and events[index].kind == ASSISTANT):
+                raise ValueError(f"rollout {self.task_id!r}: turn span of event {index}, which is no assistant event")
+            if not 0 <= start <= end <= n:
+                raise ValueError(
+                    f"rollout {self.task_id!r}: turn span of event {index} = {(start, end)} outside [0, {n}]"
+                )

@@ -6,8 +6,9 @@
 * ``A_out[i]`` -- GRPO's outcome advantage of episode i in its group
   (`rlvp_dsl.advantages.outcome`; exactly 0 for a group whose rewards are all equal).
 * ``C[i, t]`` -- token-attached process credit: the call's credit on every token
-  of the call's span, 0 elsewhere; ``u[i]`` -- credit on non-call events (assistant
-  turns), which have no span: broadcast over the episode's action tokens.  Both are
+  of the call's span (an answer's on its tokens where the rollout knows them), 0
+  elsewhere; ``u[i]`` -- credit on non-call events with no span (forced answers, TRL's
+  and verl's turns): broadcast over the episode's action tokens.  Both are
   `rlvp_dsl.attach.episode_token_credits`.
 * ``w`` -- the (annealed) process weight (`rlvp_dsl.advantages.schedule`), divided by
   the group's `process_scale`.
@@ -25,7 +26,7 @@ no policy gradient.  A dead iteration is one where every group is dead.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import attrs
 import torch
@@ -160,6 +161,7 @@ def compute_advantages(
     scale_rewards: str = "group",
     process_norm: str = "none",
     eps: float = 1e-4,
+    turn_spans: Sequence[Sequence[Mapping[int, TokenSpan]]] | None = None,
 ) -> Advantages:
     """All advantages of one batch.
 
@@ -171,6 +173,9 @@ def compute_advantages(
         credit_mode: ``none`` (outcome only), ``token`` (attached) or ``scalar`` (folded).
         process_weight: w.
         scale_rewards, process_norm, eps: see `outcome_advantages`, `process_scale`.
+        turn_spans: ``[n_groups][G]`` answer event index -> the span of its tokens
+            (`trainer.types.Rollout.turn_spans`); None: no answer's tokens are known, their
+            credit is spread over the episode's action tokens.
 
     Returns:
         `Advantages`.
@@ -246,7 +251,15 @@ def compute_advantages(
                     continue
                 scale = w / float(div[g, 0])
                 row = torch.tensor(
-                    episode_token_credits(cc, spans[g][i], T, masks[b].tolist(), weight=scale), dtype=torch.float64
+                    episode_token_credits(
+                        cc,
+                        spans[g][i],
+                        T,
+                        masks[b].tolist(),
+                        weight=scale,
+                        turn_spans=turn_spans[g][i] if turn_spans else None,
+                    ),
+                    dtype=torch.float64,
                 )  # (T,)
                 total = scale * (sum(cc.values) + cc.unattached)
                 outcome_row = (A_out[b] * mask[b]).double()  # (T,)

@@ -114,6 +114,16 @@ def test_perturbed_replays_fail_and_get_rule_credit():
     assert env.outcome() == 0.0
     assert env.verdict()["error_type"] == "multi_turn:instance_state_mismatch"
     assert credits.get("turns_progress", 0) == pytest.approx(0.2)  # only turn 1 matches
+    assert "idle_answer" not in credits and "idle_answer" not in clean
+
+    # a skipped turn: turn 3 answered without a call (BFCL: empty_turn_model_response)
+    idle = [list(t) for t in truth]
+    idle[2] = []
+    credits = _credits(program, play(env, task_id, idle))
+    assert env.outcome() == 0.0
+    assert env.verdict()["error_type"] == "multi_turn:empty_turn_model_response"
+    assert credits["idle_answer"] == pytest.approx(-0.3)
+    assert credits.get("turns_progress", 0) == pytest.approx(0.4)  # turns 1 and 2
 
     # a repeated failing call
     repeated = [list(t) for t in truth]

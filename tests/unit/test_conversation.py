@@ -190,7 +190,8 @@ def test_cancel_undoes_the_booking_and_progress_is_not_paid_twice(tok):
 
 def test_rules_score_conversations_since_user_resets_and_credit_lands_on_the_call_tokens(tok):
     """A `user` event between turns resets `since user`; each call's credit is on exactly its span's
-    tokens, an answer's (unattached) credit on every action token."""
+    tokens, a sampled answer's credit on exactly its own tokens (`Rollout.turn_spans`); without the
+    answer's span (TRL, verl) the answer's credit is spread over every action token."""
     source = """
 tools from "../manifests/dialog_tools.json"
 violation failed_call (-0.25) { on call error }
@@ -210,12 +211,53 @@ violation second_call_in_turn (-0.125) { on call and seen (call since user) }
     # cancel: failed (-0.25); find: progress (+1) and the turn's second call (-0.125); turn 2's
     # answer had no call since its user message (-0.5, on the assistant event), turn 1's had one
     assert list(credits.values) == [-0.25, 0.875] and credits.unattached == -0.5
-    per_token = episode_token_credits(credits, r.call_spans, len(r.completion_ids), r.completion_mask)
-    for t, (value, m) in enumerate(zip(per_token, r.completion_mask, strict=True)):
+    assert credits.turn_values == ((5, -0.5),)
+    # both answers were sampled: each has its span, the tokens of `answer` (the EOS after it excluded)
+    assert sorted(r.turn_spans) == [3, 5]
+    assert [tok.decode(r.completion_ids[a:b]) for a, b in r.turn_spans.values()] == [END_TURN, END_TURN]
+    n = len(r.completion_ids)
+    per_token = episode_token_credits(credits, r.call_spans, n, r.completion_mask, turn_spans=r.turn_spans)
+    a5, b5 = r.turn_spans[5]
+    for t, value in enumerate(per_token):
+        in_span = [k for k, (a, b) in enumerate(r.call_spans) if a <= t < b]
+        want = (credits.values[in_span[0]] if in_span else 0.0) + (-0.5 if a5 <= t < b5 else 0.0)
+        assert value == want, t
+    spread = episode_token_credits(credits, r.call_spans, n, r.completion_mask)
+    for t, (value, m) in enumerate(zip(spread, r.completion_mask, strict=True)):
         in_span = [k for k, (a, b) in enumerate(r.call_spans) if a <= t < b]
         want = (credits.values[in_span[0]] if in_span else 0.0) + (-0.5 if m else 0.0)
         assert value == want, t
     assert r.outcome == 0.0
+
+
+def test_a_forced_answer_has_no_span_and_its_credit_is_spread(tok):
+    """The rollout forced turn 1's answer (mask 0, no span) after three failed calls; turn 2's answer
+    was sampled with no call.  The forced answer's -2 (no ok call) is spread over every action token,
+    the sampled one's -3 (no call, no ok call) lands on its tokens only."""
+    program = loads(
+        """
+tools from "../manifests/dialog_tools.json"
+violation answered (-1.0) { on assistant unless seen (call since user) }
+violation no_ok_call (-2.0) { on assistant unless seen (call ok since user) }
+""",
+        path=str(ROOT / "examples/rules/inline.rlvp"),
+    )
+
+    def plan(env):
+        room = env.schema()[2].values_for("room")[0]
+        return [ToolCall("cancel", {"room": room})] * 3 + [END_TURN]
+
+    r = _play(tok, plan)
+    assert [e.kind for e in r.episode.events] == [USER, CALL, CALL, CALL, ASSISTANT, USER, ASSISTANT]
+    assert list(r.turn_spans) == [6]  # the forced answer (event 4) has none
+    credits = score_calls(program, r.episode)
+    assert credits.turn_values == ((4, -2.0), (6, -3.0))
+    per_token = episode_token_credits(
+        credits, r.call_spans, len(r.completion_ids), r.completion_mask, turn_spans=r.turn_spans
+    )
+    a, b = r.turn_spans[6]
+    for t, (value, m) in enumerate(zip(per_token, r.completion_mask, strict=True)):
+        assert value == (-2.0 if m else 0.0) + (-3.0 if a <= t < b else 0.0), t
 
 
 def test_the_trie_follows_the_per_task_schema(tok):

@@ -120,6 +120,7 @@ class _Episode:
         self.mask: list[int] = []
         self.allowed: list[tuple[int, ...] | None] = []
         self.spans: list[tuple[int, int]] = []
+        self.turn_spans: dict[int, tuple[int, int]] = {}  # answer event -> its sampled tokens
         self.call_texts: list[str] = []
         # the environment's signals before any call (stages_remaining = N) ride on the task's
         # user turn, so a progress rule credits the very first stage too
@@ -167,6 +168,7 @@ class _Group:
         offset = len(ep.ids)
         ep.append(sample.ids, 1, sample.allowed)
         if ep.conversation and self.trie.is_end_turn(sample.call):
+            ep.turn_spans[len(ep.events)] = (offset + sample.call_start, offset + sample.call_end)
             return self._answer(ep, sample.ended_with_eos, forced=False)
         ep.spans.append((offset + sample.call_start, offset + sample.call_end))
         ep.call_texts.append(sample.call_text)
@@ -256,6 +258,7 @@ class _Group:
                     episode=episode,
                     outcome=outcome,
                     allowed_ids=ep.allowed,
+                    turn_spans=ep.turn_spans,
                     info={
                         "call_texts": ep.call_texts,
                         "call_event_indices": [e.index for e in episode.calls],
