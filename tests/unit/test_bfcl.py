@@ -63,6 +63,7 @@ def test_every_default_task_replays_to_a_pass():
         assert env.verdict() == {"valid": True}, (task.id, env.verdict())
         assert episode.outcome == 1.0
         assert env.signals()["turns_matched"] == len(task.turns)
+        assert [e.signals["off_path"] for e in episode.calls] == [0.0] * len(episode.calls), task.id
 
 
 @needs_bfcl

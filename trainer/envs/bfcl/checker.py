@@ -23,7 +23,8 @@ the call it needed, or matched in state by doing nothing (a read-only turn, a wr
 already holds), earns nothing, and nothing after the first failed turn counts.  `passing_now` says
 whether the current turn would pass if answered now (a ground truth kept one turn ahead): the
 environment adds it to the signal on each call, so the credit for a passed turn lands on the call
-that passed it, not on the next turn's first call.
+that passed it, not on the next turn's first call.  `off_path` says whether a call left the
+ground truth's path in the current turn (the environment's ``off_path`` signal, on every call).
 """
 
 from __future__ import annotations
@@ -69,16 +70,34 @@ class TaskChecker:
         # the ground truth one turn ahead: its instances after the current turn's calls, and their
         # results (`passing_now`); `truth` itself advances at `end_turn`, as BFCL's does
         self._ahead = Backends(task)
+        self._path: list[dict[str, Any]] = []  # the ground truth's states in the current turn (`off_path`)
         self._ahead_results = self._advance_ahead(0)
 
     def _advance_ahead(self, index: int) -> list[str]:
         if index >= len(self.truth_calls):
+            self._path = []
             return []
         # fresh argument objects per execution (BFCL evals the call string each time): a backend may keep
         # or mutate a list argument (TwitterAPI's post_tweet keeps `mentions`, mention extends it)
-        return [
-            self._ahead.execute(name, copy.deepcopy(args), check=False).text for name, args in self.truth_calls[index]
-        ]
+        self._path = [copy.deepcopy(self._ahead.instances)]
+        results = []
+        for name, args in self.truth_calls[index]:
+            results.append(self._ahead.execute(name, copy.deepcopy(args), check=False).text)
+            self._path.append(copy.deepcopy(self._ahead.instances))
+        return results
+
+    def off_path(self, model: Backends, result: str) -> bool:
+        """Did the call that returned `result` leave the ground truth's path in the current turn?
+        True when its result is none of the turn's ground-truth results, or the state after it is
+        none of the ground truth's states in the turn (at its start or after any of its calls): a
+        read the turn does not make, a write it does not make.  Judged only while every earlier turn
+        passed (after a failed turn the states are no longer comparable: False); a turn whose ground
+        truth is empty takes no call (True)."""
+        if self.failure is not None or self.turns_checked >= len(self.truth_calls):
+            return False
+        if result not in self._ahead_results:
+            return True
+        return not any(self._bfcl.state_checker(model.instances, state)["valid"] for state in self._path)
 
     def passing_now(self, model: Backends, results: list[str]) -> bool:
         """Would the current user turn pass BFCL's checks if the policy answered now (every earlier

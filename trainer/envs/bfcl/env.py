@@ -44,6 +44,10 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from rlvp_dsl.manifests.bfcl_tags import BFCL_SIGNAL, BFCL_SIGNAL_DESCRIPTION, bfcl_tags
+
+#: The per-call signal: 1.0 when the call left the ground truth's path in its turn
+#: (`checker.TaskChecker.off_path`), else 0.0.  Not a progress signal, so not in the manifest.
+OFF_PATH = "off_path"
 from rlvp_dsl.tools import ToolSpec
 from trainer.envs.base import END_TURN, Task, ToolCall, ToolResult, manifest_from_schema
 from trainer.envs.bfcl.backends import Backends, coerce
@@ -295,7 +299,8 @@ class BfclEnv:
         arguments = {k: v for k, v in call.arguments.items() if v != OMIT}
         result = self._backends.execute(call.tool, arguments)
         self._results.append(result.text)
-        return ToolResult(ok=result.ok, text=result.text, done=False, signals=self.signals())
+        off = self._checker is not None and self._checker.off_path(self._backends, result.text)
+        return ToolResult(ok=result.ok, text=result.text, done=False, signals={**self.signals(), OFF_PATH: float(off)})
 
     def end_turn(self, answer: str = "") -> str | None:
         """The policy answered the current user turn; returns the next user message, or None at the end."""
