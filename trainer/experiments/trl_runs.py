@@ -21,7 +21,8 @@ What carries over from the config, and what cannot (TRL's own choices):
    refuses one); the final norm is trained instead (`tiny_policy`).
 5. rlvp: the stock `RlvpReward` in token mode with ``process_weight`` and the method ``rlvp``
    annealing schedule (`process_schedule`); it reads the environment's signals and errors
-   from the messages `EnvRollout` writes (`trainer.experiments.trl_rollout`).
+   from the messages `EnvRollout` writes (`trainer.experiments.trl_rollout`), and each call's
+   tags from the environment's manifest (`EnvTagsMixin`: messages carry none).
 6. Unlike the compact trainer, TRL makes an optimiser step on a dead batch too.
 
 Importing this module imports neither torch nor trl (`build_trl_run` imports both).
@@ -39,7 +40,13 @@ import attrs
 from trainer.envs.base import ToolEnv
 from trainer.sampling.generation import GenConfig
 from trainer.sampling.rollout import prompt_words
-from trainer.experiments.trl_rollout import CALL_MARKERS, ConstrainedLogprobsMixin, EnvRollout, outcome_reward
+from trainer.experiments.trl_rollout import (
+    CALL_MARKERS,
+    ConstrainedLogprobsMixin,
+    EnvRollout,
+    EnvTagsMixin,
+    outcome_reward,
+)
 
 #: The compact trainer's ``loss_type`` -> TRL's.
 TRL_LOSS_TYPES = {"token_mean": "dapo", "seq_mean": "grpo", "constant": "dr_grpo"}
@@ -265,7 +272,7 @@ def build_trl_run(
         trainer = grpo_cls(reward_funcs=[outcome_reward], **common)
     else:
 
-        class TimedRlvpReward(RlvpReward):
+        class TimedRlvpReward(EnvTagsMixin, RlvpReward):
             def __call__(self, *args: Any, **kwargs: Any) -> list[float]:
                 t0 = time.perf_counter()
                 try:
@@ -274,7 +281,11 @@ def build_trl_run(
                     rlvp_s.append(time.perf_counter() - t0)
 
         reward = TimedRlvpReward(
-            rules or cfg.rules, mode="token", process_weight=cfg.process_weight, call_markers=CALL_MARKERS
+            rules or cfg.rules,
+            mode="token",
+            process_weight=cfg.process_weight,
+            call_markers=CALL_MARKERS,
+            tool_tags=rollout.tool_tags,
         )
         trainer = rlvp_cls(reward_funcs=[outcome_reward, reward], process_schedule=process_schedule(cfg), **common)
         advantages = trainer.rlvp_advantages
@@ -294,15 +305,18 @@ def build_trl_run(
 
 
 def load_checked(config: str, rules: str | None, root: Path, **overrides: Any) -> tuple[Any, int]:
-    """The run config at `config` (relative paths also tried from `root`) and its rule file
-    compiled once, so a mistake is one ``error:`` line before any training.
+    """The run config at `config` (relative paths also tried from `root`), its environment built
+    once and its rule file compiled once, so a mistake is one ``error:`` line before any training
+    (in the benchmark's worker processes it would be a traceback).
 
     Returns:
-        (the `TrainConfig`, 0), or (None, exit code): 1 for a bad config or rule file,
-        2 for a rule file that does not exist.
+        (the `TrainConfig`, 0), or (None, exit code): 1 for a bad config, environment knob or rule
+        file, 2 for a rule file that does not exist or a package the environment needs that is not
+        installed (``env = "bfcl"`` without bfcl-eval: the line says how to install it).
     """
     from rlvp_dsl.diagnostics import RuleError
     from rlvp_dsl.pipeline import load_program
+    from trainer import envs
     from trainer.config import ConfigError, load_config
 
     path = Path(config)
@@ -311,6 +325,14 @@ def load_checked(config: str, rules: str | None, root: Path, **overrides: Any) -
     try:
         cfg = load_config(path, **overrides)
     except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None, 1
+    try:
+        envs.make_env(cfg.env, **dict(cfg.env_args))  # bfcl: its subset is cached for the run in this process
+    except ModuleNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None, 2
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None, 1
     if rules and not Path(rules).exists():
