@@ -260,12 +260,16 @@ class EnvRollout:
         gen_cfg: sampling settings (`GenConfig`; its temperature should be TRL's).
         seed: seeds the sampling of each group, with the step and the group's position.
         markers: the call markers (`CALL_MARKERS`).
+        program: a compiled rule program (`rlvp_dsl.compile.Program`) counting each batch's violations,
+            whichever trainer trains (the stock `GRPOTrainer` logs none); None: not counted.
 
     Attributes:
         tool_tags: each tool's tags from the environment's manifest (`tool_tags`; for `EnvTagsMixin`).
         history: one dict per call (one TRL generation batch): ``step``,
             ``rollout/success_rate``, ``rollout/episodes_generated`` (cumulative),
-            ``perf/rollout_s``, ``span_mismatches``.
+            ``perf/rollout_s``, ``span_mismatches``, and with a `program`
+            ``process/violations_per_episode`` (negative call credits per episode, as
+            ``rlvp/violations_per_episode`` counts them).
         span_mismatches: rows whose marker spans differ from the rollout's call spans.
     """
 
@@ -277,8 +281,10 @@ class EnvRollout:
         *,
         seed: int = 0,
         markers: tuple[str, str] = CALL_MARKERS,
+        program: Any = None,
     ):
         self.env_factory = env_factory
+        self.program = program
         self.gen_cfg = gen_cfg or GenConfig()
         self.seed = seed
         self.markers = markers
@@ -322,6 +328,7 @@ class EnvRollout:
     def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list]:
         import torch
 
+        from rlvp_dsl.attach import call_credits
         from rlvp_dsl.call_spans import find_call_spans
 
         t0 = time.perf_counter()
@@ -340,6 +347,7 @@ class EnvRollout:
             k: []
             for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "rlvp_messages", "outcome", "task_id")
         }
+        violations = 0
         was_training = model.training
         model.eval()
         try:
@@ -365,19 +373,23 @@ class EnvRollout:
                     out["outcome"].append(float(r.outcome))
                     out["task_id"].append(r.task_id)
                     self.allowed[tuple(r.completion_ids)] = list(r.allowed_ids or [])
+                    if self.program is not None:
+                        credits = call_credits(r.episode, self.program.score(r.episode))
+                        violations += sum(1 for v in credits.values if v < 0)
         finally:
             gen.clear()
             model.train(was_training)
         self.episodes_generated += len(out["outcome"])
-        self.history.append(
-            {
-                "step": step,
-                "rollout/success_rate": sum(out["outcome"]) / max(1, len(out["outcome"])),
-                "rollout/episodes_generated": self.episodes_generated,
-                "perf/rollout_s": time.perf_counter() - t0,
-                "span_mismatches": self.span_mismatches,
-            }
-        )
+        record = {
+            "step": step,
+            "rollout/success_rate": sum(out["outcome"]) / max(1, len(out["outcome"])),
+            "rollout/episodes_generated": self.episodes_generated,
+            "perf/rollout_s": time.perf_counter() - t0,
+            "span_mismatches": self.span_mismatches,
+        }
+        if self.program is not None:
+            record["process/violations_per_episode"] = violations / max(1, len(out["outcome"]))
+        self.history.append(record)
         return out
 
     def allowed_mask(self, completion_ids, completion_attention, vocab_size: int):

@@ -173,7 +173,8 @@ class TrlRun:
         """One row per step, in `trainer.metrics` shape: ``rollout/success_rate``,
         ``rollout/episodes_generated``, ``rollout/frac_dead_groups`` (stock: TRL's
         ``frac_reward_zero_std``; rlvp: ``1 - rlvp/live_groups``), ``rollout/dead_iteration``,
-        ``process/violations_per_episode`` (rlvp; 0 for stock), ``rlvp/unmatched_spans`` and
+        ``process/violations_per_episode`` (the rule file's, counted by the rollout for both
+        methods; rlvp's log when the rollout counts none, else 0), ``rlvp/unmatched_spans`` and
         ``perf/iteration_s``."""
         logs = {int(e["step"]): e for e in self.trainer.state.log_history if "step" in e and "loss" in e}
         rows = []
@@ -188,7 +189,9 @@ class TrlRun:
                     "iteration": h["step"],
                     "rollout/frac_dead_groups": float(dead),
                     "rollout/dead_iteration": int(dead >= 1.0),
-                    "process/violations_per_episode": float(log.get("rlvp/violations_per_episode", 0.0)),
+                    "process/violations_per_episode": float(
+                        h.get("process/violations_per_episode", log.get("rlvp/violations_per_episode", 0.0))
+                    ),
                     "rlvp/unmatched_spans": float(log.get("rlvp/unmatched_spans", 0.0)),
                     "perf/iteration_s": self.step_s[k] if k < len(self.step_s) else 0.0,
                 }
@@ -235,7 +238,7 @@ def build_trl_run(
     (``grpo``: reward = outcome) or `RlvpGRPOTrainer` (``rlvp``: outcome +
     `RlvpReward(rules, mode="token")`, default ``cfg.rules``, the schedule of
     `process_schedule`), with `ConstrainedLogprobsMixin` when ``cfg.constrained_logprobs``.
-    Seconds spent inside rlvp (`RlvpReward.__call__`, `RlvpGRPOTrainer.rlvp_advantages`)
+    The rollout counts the rule file's violations for both methods (`TrlRun.rows`).  Seconds spent inside rlvp (`RlvpReward.__call__`, `RlvpGRPOTrainer.rlvp_advantages`)
     are recorded in `TrlRun.rlvp_s`.
 
     Raises:
@@ -246,6 +249,7 @@ def build_trl_run(
     from transformers.trainer_callback import PrinterCallback
 
     from rlvp_dsl.integrations.trl import RlvpReward
+    from rlvp_dsl.pipeline import load_program
     from trainer import envs
 
     if method not in METHODS:
@@ -257,7 +261,8 @@ def build_trl_run(
     gen_cfg = GenConfig(
         temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, **cfg.gen_args
     )
-    rollout = EnvRollout(factory, tasks, gen_cfg, seed=cfg.seed)
+    program = load_program(rules or cfg.rules)  # RuleError before the model is built
+    rollout = EnvRollout(factory, tasks, gen_cfg, seed=cfg.seed, program=program)
     common = dict(
         model=model,
         args=grpo_config(cfg, steps=steps, out_dir=out_dir),
@@ -281,7 +286,7 @@ def build_trl_run(
                     rlvp_s.append(time.perf_counter() - t0)
 
         reward = TimedRlvpReward(
-            rules or cfg.rules,
+            program,
             mode="token",
             process_weight=cfg.process_weight,
             call_markers=CALL_MARKERS,

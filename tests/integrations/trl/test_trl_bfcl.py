@@ -217,6 +217,21 @@ def test_each_calls_rule_credit_sits_on_exactly_its_tokens(run):
     assert {"acted_unauthenticated", "errored_call", "turns_progress"} <= fired
 
 
+def test_violations_are_the_rule_files_on_the_played_episodes(run):
+    """The rollout's violations per episode (what `TrlRun.rows` reports for both methods) are the negative
+    call credits of rules/bfcl.rlvp on the episodes played, and what RlvpGRPOTrainer logged."""
+    program = load_program(str(RULES))
+    trainer, rollout = run["run"].trainer, run["run"].rollout
+    logged = [e["rlvp/violations_per_episode"] for e in trainer.state.log_history if "loss" in e]
+    counted = [h["process/violations_per_episode"] for h in rollout.history]
+    assert counted == pytest.approx(logged) and sum(counted) > 0
+    assert [r["process/violations_per_episode"] for r in run["run"].rows()] == counted
+    for batch, value in zip(run["batches"], counted, strict=True):
+        episodes = [_rollout_of(run["played"], ids).episode for ids in batch["completion_ids"].tolist()]
+        negative = sum(v < 0 for e in episodes for v in call_credits(e, program.score(e)).values)
+        assert value == pytest.approx(negative / len(episodes))
+
+
 def test_the_reward_reads_the_played_episodes(run):
     """What RlvpReward read from the messages TRL passed equals what BFCL played: each call's tool,
     arguments, status, tags (the manifest's) and signals; its credits equal the compiled program's."""
