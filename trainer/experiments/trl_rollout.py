@@ -1,8 +1,11 @@
 """Our tool environments as a TRL ``rollout_func``: real multi-turn episodes sampled from the
 model `GRPOTrainer` is training, handed to TRL with what rlvp needs to credit each call.
 
+    class EnvRlvpReward(EnvTagsMixin, RlvpReward): ...   # the environment's tool tags on every call read
+
     rollout = EnvRollout(env_factory, tasks, GenConfig())
-    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome_reward, RlvpReward(rules, call_markers=CALL_MARKERS)],
+    reward = EnvRlvpReward(rules, call_markers=CALL_MARKERS, tool_tags=rollout.tool_tags)
+    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome_reward, reward],
                               rollout_func=rollout, train_dataset=rollout.dataset(), ...)
 
 (`trainer.experiments.trl_runs.build_trl_run` builds all of it from a training config.)  How an episode
