@@ -1,8 +1,11 @@
 """Our tool environments as a TRL ``rollout_func``: real multi-turn episodes sampled from the
 model `GRPOTrainer` is training, handed to TRL with what rlvp needs to credit each call.
 
+    class EnvRlvpReward(EnvTagsMixin, RlvpReward): ...   # the environment's tool tags on every call read
+
     rollout = EnvRollout(env_factory, tasks, GenConfig())
-    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome_reward, RlvpReward(rules, call_markers=CALL_MARKERS)],
+    reward = EnvRlvpReward(rules, call_markers=CALL_MARKERS, tool_tags=rollout.tool_tags)
+    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome_reward, reward],
                               rollout_func=rollout, train_dataset=rollout.dataset(), ...)
 
 (`trainer.experiments.trl_runs.build_trl_run` builds all of it from a training config.)  How an episode
@@ -34,6 +37,11 @@ What the stock `RlvpReward` needs from these messages, and where it is:
   signals before any call on the task's user message (the prompt, ``[{"role": "user",
   "content": ..., "signals": {...}}]``), as the compact rollout puts them on the task's
   ``user`` event; `rlvp_dsl.episode_from_messages` reads both, so a ``progress`` rule fires.
+* **Tags.**  Chat messages carry no tool tags: the compact rollout puts each call's tags from the
+  environment's manifest on its event, while a message read back knows only the tags the rule file
+  declares (rules/bfcl.rlvp declares six of BFCL's functions).  `EnvRollout.tool_tags` holds the
+  manifest's tags and `EnvTagsMixin` (in front of `RlvpReward`) puts them on every call it reads,
+  so a ``tag destructive`` rule fires on the same calls in both trainers (`build_trl_run` uses it).
 * **The call mask.**  TRL's loss uses full-softmax log-probs; under them a random tiny policy
   sampled under the mask barely learns (forced tokens such as the markers and the EOS carry
   gradient, and so do ids the sampler could never pick).  `ConstrainedLogprobsMixin`
@@ -46,9 +54,11 @@ Importing this module imports neither torch nor trl.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-from rlvp_dsl.events import ASSISTANT, MALFORMED, OK, USER, Episode
+import attrs
+
+from rlvp_dsl.events import ASSISTANT, CALL, MALFORMED, OK, USER, Episode
 from rlvp_dsl.readers import HERMES_MARKERS
 from trainer.envs.base import Task, ToolEnv, is_conversation
 from trainer.sampling.call_grammar import CallTrie
@@ -194,6 +204,47 @@ def task_message(text: str, signals: dict[str, Any] | None = None) -> dict[str, 
     return message
 
 
+def tool_tags(env: ToolEnv) -> dict[str, frozenset[str]]:
+    """Each tool's tags as `env`'s manifest lists them (``{name: tags}``; what the compact rollout
+    puts on its call events).  An environment whose manifest lists no tools gives ``{}``."""
+    return {t["name"]: frozenset(t.get("tags", ())) for t in env.manifest().get("tools", ())}
+
+
+def with_tool_tags(episode: Episode, tags: Mapping[str, frozenset[str]]) -> Episode:
+    """`episode` with each call of a tool in `tags` carrying that tool's tags too (joined with
+    its own); other events, malformed calls and calls of other tools are unchanged."""
+    if not tags:
+        return episode
+    events = tuple(
+        attrs.evolve(e, tags=e.tags | tags[e.tool]) if e.kind == CALL and e.tool in tags else e for e in episode.events
+    )
+    return attrs.evolve(episode, events=events)
+
+
+class EnvTagsMixin:
+    """In front of `rlvp_dsl.integrations.trl.RlvpReward`: every call it reads from a row's
+    messages carries the environment's tags for its tool (`with_tool_tags`), as the compact
+    rollout's events do -- a rule file that tests tags without declaring every tool (rules/bfcl.rlvp)
+    then credits the same calls in both trainers.
+
+        class EnvRlvpReward(EnvTagsMixin, RlvpReward): ...
+        reward = EnvRlvpReward("rules/bfcl.rlvp", tool_tags=rollout.tool_tags, call_markers=CALL_MARKERS)
+
+    Args:
+        tool_tags: ``{tool name: tags}`` (`EnvRollout.tool_tags`); the other arguments go to the reward.
+    """
+
+    def __init__(self, *args: Any, tool_tags: Mapping[str, Any] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tool_tags = {str(name): frozenset(tags) for name, tags in (tool_tags or {}).items()}
+
+    def read(self, prompt: Any, completion: Any, messages: Any = None) -> Any:
+        row = super().read(prompt, completion, messages)  # type: ignore[misc]
+        if row.problem or not self.tool_tags:
+            return row
+        return attrs.evolve(row, episode=with_tool_tags(row.episode, self.tool_tags))
+
+
 def outcome_reward(completions: Sequence[Any], outcome: Sequence[float], **kwargs: Any) -> list[float]:
     """The environment's outcome (1.0: the chain completed), from the rollout's ``outcome`` key."""
     return [float(o) for o in outcome]
@@ -212,11 +263,16 @@ class EnvRollout:
         gen_cfg: sampling settings (`GenConfig`; its temperature should be TRL's).
         seed: seeds the sampling of each group, with the step and the group's position.
         markers: the call markers (`CALL_MARKERS`).
+        program: a compiled rule program (`rlvp_dsl.compile.Program`) counting each batch's violations,
+            whichever trainer trains (the stock `GRPOTrainer` logs none); None: not counted.
 
     Attributes:
+        tool_tags: each tool's tags from the environment's manifest (`tool_tags`; for `EnvTagsMixin`).
         history: one dict per call (one TRL generation batch): ``step``,
             ``rollout/success_rate``, ``rollout/episodes_generated`` (cumulative),
-            ``perf/rollout_s``, ``span_mismatches``.
+            ``perf/rollout_s``, ``span_mismatches``, and with a `program`
+            ``process/violations_per_episode`` (negative call credits per episode, as
+            ``rlvp/violations_per_episode`` counts them).
         span_mismatches: rows whose marker spans differ from the rollout's call spans.
     """
 
@@ -228,14 +284,17 @@ class EnvRollout:
         *,
         seed: int = 0,
         markers: tuple[str, str] = CALL_MARKERS,
+        program: Any = None,
     ):
         self.env_factory = env_factory
+        self.program = program
         self.gen_cfg = gen_cfg or GenConfig()
         self.seed = seed
         self.markers = markers
         self.prompts: dict[str, Task] = {}
         self.initial_signals: dict[str, dict[str, Any]] = {}
         env = env_factory()
+        self.tool_tags = tool_tags(env)
         # the signals before any call: a conversation's `signals()`, a chain's `initial_signals()`
         initial = env.signals if is_conversation(env) else getattr(env, "initial_signals", None)
         for task in tasks:
@@ -272,6 +331,7 @@ class EnvRollout:
     def __call__(self, prompts: Sequence[Any], trainer: Any) -> dict[str, list]:
         import torch
 
+        from rlvp_dsl.attach import call_credits
         from rlvp_dsl.call_spans import find_call_spans
 
         t0 = time.perf_counter()
@@ -290,6 +350,7 @@ class EnvRollout:
             k: []
             for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "rlvp_messages", "outcome", "task_id")
         }
+        violations = 0
         was_training = model.training
         model.eval()
         try:
@@ -315,19 +376,23 @@ class EnvRollout:
                     out["outcome"].append(float(r.outcome))
                     out["task_id"].append(r.task_id)
                     self.allowed[tuple(r.completion_ids)] = list(r.allowed_ids or [])
+                    if self.program is not None:
+                        credits = call_credits(r.episode, self.program.score(r.episode))
+                        violations += sum(1 for v in credits.values if v < 0)
         finally:
             gen.clear()
             model.train(was_training)
         self.episodes_generated += len(out["outcome"])
-        self.history.append(
-            {
-                "step": step,
-                "rollout/success_rate": sum(out["outcome"]) / max(1, len(out["outcome"])),
-                "rollout/episodes_generated": self.episodes_generated,
-                "perf/rollout_s": time.perf_counter() - t0,
-                "span_mismatches": self.span_mismatches,
-            }
-        )
+        record = {
+            "step": step,
+            "rollout/success_rate": sum(out["outcome"]) / max(1, len(out["outcome"])),
+            "rollout/episodes_generated": self.episodes_generated,
+            "perf/rollout_s": time.perf_counter() - t0,
+            "span_mismatches": self.span_mismatches,
+        }
+        if self.program is not None:
+            record["process/violations_per_episode"] = violations / max(1, len(out["outcome"]))
+        self.history.append(record)
         return out
 
     def allowed_mask(self, completion_ids, completion_attention, vocab_size: int):

@@ -21,7 +21,8 @@ What carries over from the config, and what cannot (TRL's own choices):
    refuses one); the final norm is trained instead (`tiny_policy`).
 5. rlvp: the stock `RlvpReward` in token mode with ``process_weight`` and the method ``rlvp``
    annealing schedule (`process_schedule`); it reads the environment's signals and errors
-   from the messages `EnvRollout` writes (`trainer.experiments.trl_rollout`).
+   from the messages `EnvRollout` writes (`trainer.experiments.trl_rollout`), and each call's
+   tags from the environment's manifest (`EnvTagsMixin`: messages carry none).
 6. Unlike the compact trainer, TRL makes an optimiser step on a dead batch too.
 
 Importing this module imports neither torch nor trl (`build_trl_run` imports both).
@@ -39,7 +40,13 @@ import attrs
 from trainer.envs.base import ToolEnv
 from trainer.sampling.generation import GenConfig
 from trainer.sampling.rollout import prompt_words
-from trainer.experiments.trl_rollout import CALL_MARKERS, ConstrainedLogprobsMixin, EnvRollout, outcome_reward
+from trainer.experiments.trl_rollout import (
+    CALL_MARKERS,
+    ConstrainedLogprobsMixin,
+    EnvRollout,
+    EnvTagsMixin,
+    outcome_reward,
+)
 
 #: The compact trainer's ``loss_type`` -> TRL's.
 TRL_LOSS_TYPES = {"token_mean": "dapo", "seq_mean": "grpo", "constant": "dr_grpo"}
@@ -166,7 +173,8 @@ class TrlRun:
         """One row per step, in `trainer.metrics` shape: ``rollout/success_rate``,
         ``rollout/episodes_generated``, ``rollout/frac_dead_groups`` (stock: TRL's
         ``frac_reward_zero_std``; rlvp: ``1 - rlvp/live_groups``), ``rollout/dead_iteration``,
-        ``process/violations_per_episode`` (rlvp; 0 for stock), ``rlvp/unmatched_spans`` and
+        ``process/violations_per_episode`` (the rule file's, counted by the rollout for both
+        methods; rlvp's log when the rollout counts none, else 0), ``rlvp/unmatched_spans`` and
         ``perf/iteration_s``."""
         logs = {int(e["step"]): e for e in self.trainer.state.log_history if "step" in e and "loss" in e}
         rows = []
@@ -181,7 +189,9 @@ class TrlRun:
                     "iteration": h["step"],
                     "rollout/frac_dead_groups": float(dead),
                     "rollout/dead_iteration": int(dead >= 1.0),
-                    "process/violations_per_episode": float(log.get("rlvp/violations_per_episode", 0.0)),
+                    "process/violations_per_episode": float(
+                        h.get("process/violations_per_episode", log.get("rlvp/violations_per_episode", 0.0))
+                    ),
                     "rlvp/unmatched_spans": float(log.get("rlvp/unmatched_spans", 0.0)),
                     "perf/iteration_s": self.step_s[k] if k < len(self.step_s) else 0.0,
                 }
@@ -228,7 +238,7 @@ def build_trl_run(
     (``grpo``: reward = outcome) or `RlvpGRPOTrainer` (``rlvp``: outcome +
     `RlvpReward(rules, mode="token")`, default ``cfg.rules``, the schedule of
     `process_schedule`), with `ConstrainedLogprobsMixin` when ``cfg.constrained_logprobs``.
-    Seconds spent inside rlvp (`RlvpReward.__call__`, `RlvpGRPOTrainer.rlvp_advantages`)
+    The rollout counts the rule file's violations for both methods (`TrlRun.rows`).  Seconds spent inside rlvp (`RlvpReward.__call__`, `RlvpGRPOTrainer.rlvp_advantages`)
     are recorded in `TrlRun.rlvp_s`.
 
     Raises:
@@ -239,6 +249,7 @@ def build_trl_run(
     from transformers.trainer_callback import PrinterCallback
 
     from rlvp_dsl.integrations.trl import RlvpReward
+    from rlvp_dsl.pipeline import load_program
     from trainer import envs
 
     if method not in METHODS:
@@ -250,7 +261,8 @@ def build_trl_run(
     gen_cfg = GenConfig(
         temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, **cfg.gen_args
     )
-    rollout = EnvRollout(factory, tasks, gen_cfg, seed=cfg.seed)
+    program = load_program(rules or cfg.rules)  # RuleError before the model is built
+    rollout = EnvRollout(factory, tasks, gen_cfg, seed=cfg.seed, program=program)
     common = dict(
         model=model,
         args=grpo_config(cfg, steps=steps, out_dir=out_dir),
@@ -265,7 +277,7 @@ def build_trl_run(
         trainer = grpo_cls(reward_funcs=[outcome_reward], **common)
     else:
 
-        class TimedRlvpReward(RlvpReward):
+        class TimedRlvpReward(EnvTagsMixin, RlvpReward):
             def __call__(self, *args: Any, **kwargs: Any) -> list[float]:
                 t0 = time.perf_counter()
                 try:
@@ -274,7 +286,11 @@ def build_trl_run(
                     rlvp_s.append(time.perf_counter() - t0)
 
         reward = TimedRlvpReward(
-            rules or cfg.rules, mode="token", process_weight=cfg.process_weight, call_markers=CALL_MARKERS
+            program,
+            mode="token",
+            process_weight=cfg.process_weight,
+            call_markers=CALL_MARKERS,
+            tool_tags=rollout.tool_tags,
         )
         trainer = rlvp_cls(reward_funcs=[outcome_reward, reward], process_schedule=process_schedule(cfg), **common)
         advantages = trainer.rlvp_advantages
@@ -294,15 +310,18 @@ def build_trl_run(
 
 
 def load_checked(config: str, rules: str | None, root: Path, **overrides: Any) -> tuple[Any, int]:
-    """The run config at `config` (relative paths also tried from `root`) and its rule file
-    compiled once, so a mistake is one ``error:`` line before any training.
+    """The run config at `config` (relative paths also tried from `root`), its environment built
+    once and its rule file compiled once, so a mistake is one ``error:`` line before any training
+    (in the benchmark's worker processes it would be a traceback).
 
     Returns:
-        (the `TrainConfig`, 0), or (None, exit code): 1 for a bad config or rule file,
-        2 for a rule file that does not exist.
+        (the `TrainConfig`, 0), or (None, exit code): 1 for a bad config, environment knob or rule
+        file, 2 for a rule file that does not exist or a package the environment needs that is not
+        installed (``env = "bfcl"`` without bfcl-eval: the line says how to install it).
     """
     from rlvp_dsl.diagnostics import RuleError
     from rlvp_dsl.pipeline import load_program
+    from trainer import envs
     from trainer.config import ConfigError, load_config
 
     path = Path(config)
@@ -311,6 +330,14 @@ def load_checked(config: str, rules: str | None, root: Path, **overrides: Any) -
     try:
         cfg = load_config(path, **overrides)
     except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None, 1
+    try:
+        envs.make_env(cfg.env, **dict(cfg.env_args))  # bfcl: its subset is cached for the run in this process
+    except ModuleNotFoundError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None, 2
+    except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None, 1
     if rules and not Path(rules).exists():
