@@ -103,9 +103,14 @@ def test_perturbed_replays_fail_and_get_rule_credit():
     # a wrong argument: cd into a folder that does not exist
     wrong = [list(t) for t in truth]
     wrong[1][0] = ToolCall("cd", {"folder": "nowhere"})
-    credits = _credits(program, play(env, task_id, wrong))
+    episode = play(env, task_id, wrong)
+    credits = _credits(program, episode)
     assert env.outcome() == 0.0
     assert credits["errored_call"] < 0
+    # the failed cd and the mv after it (run in the wrong folder) left turn 2's path; once turn 2 failed,
+    # no call is judged
+    assert [e.signals["off_path"] for e in episode.calls] == [0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    assert credits["left_path"] == pytest.approx(-0.2)
     assert credits.get("turns_progress", 0) < clean["turns_progress"]
 
     # a skipped call: the move of turn 2 left out
@@ -125,6 +130,13 @@ def test_perturbed_replays_fail_and_get_rule_credit():
     assert env.verdict()["error_type"] == "multi_turn:empty_turn_model_response"
     assert credits["idle_answer"] == pytest.approx(-0.3)
     assert credits.get("turns_progress", 0) == pytest.approx(0.4)  # turns 1 and 2
+
+    # an ok call the turn does not make (pwd), then the ground truth of turn 1
+    detour = [list(t) for t in truth]
+    detour[0] = [ToolCall("pwd", {})] + detour[0]
+    episode = play(env, task_id, detour)
+    assert [e.status for e in episode.calls][:2] == ["ok", "ok"]
+    assert [e.signals["off_path"] for e in episode.calls][:2] == [1.0, 0.0]
 
     # a repeated failing call
     repeated = [list(t) for t in truth]

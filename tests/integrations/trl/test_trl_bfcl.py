@@ -320,8 +320,9 @@ def test_calls_read_from_messages_carry_the_environments_tags():
     assert [c.status for c in played.calls] == [OK, OK, OK, ERROR]
     program = load_program(str(RULES))
     want = call_credits(played, program.score(played)).values
-    # the order passes turn 1 (+0.2 progress); the same order after logging out: needs_auth and failed (-0.4)
-    assert want == pytest.approx((0.2, 0.0, 0.0, -0.4))
+    # the order passes turn 1 (+0.2 progress); cancelling and logging out leave turn 1's path (-0.1 each);
+    # the same order after logging out: needs_auth, failed and off the path (-0.5)
+    assert want == pytest.approx((0.2, -0.1, -0.1, -0.5))
 
     class EnvRlvpReward(EnvTagsMixin, RlvpReward):
         pass
@@ -330,7 +331,7 @@ def test_calls_read_from_messages_carry_the_environments_tags():
     messages = episode_messages(played)
     stock = RlvpReward(program, call_markers=CALL_MARKERS)
     tagged = EnvRlvpReward(program, call_markers=CALL_MARKERS, tool_tags=tags)
-    assert stock.credits(stock.read(prompt, None, messages)).values == pytest.approx((0.2, 0.0, 0.0, -0.1))
+    assert stock.credits(stock.read(prompt, None, messages)).values == pytest.approx((0.2, -0.1, -0.1, -0.2))
     row = tagged.read(prompt, None, messages)
     assert [c.tags for c in row.episode.calls] == [c.tags for c in played.calls]
     assert tagged.credits(row).values == pytest.approx(want)

@@ -7,7 +7,9 @@ turn.  The outcome is BFCL's own checker verdict on the conversation (`checker.T
 signal ``turns_matched`` (on every result, declared in the manifest, increasing) counts the leading
 user turns that passed BFCL's checks (state equal to the ground truth's, its results returned, a
 call made when one was needed), the current turn counted while its calls so far would pass it
-(so a call that passes a turn reports the rise): it rises only with the verdict.
+(so a call that passes a turn reports the rise): it rises only with the verdict.  Every call's
+result also carries ``off_path`` (1.0 or 0.0, not a progress signal, so not in the manifest):
+whether it left the ground truth's path in its turn (`checker.TaskChecker.off_path`).
 
 Knobs (`BfclConfig`, the ``env_args`` of a training config with ``env = "bfcl"``):
 
