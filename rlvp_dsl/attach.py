@@ -449,6 +449,11 @@ def episode_token_credits(
         CreditCountError, ValueError: as `token_credits` (a turn span outside ``[0, T]`` too).
     """
     out = token_credits([weight * v for v in credits.values], spans, n_tokens, mask)
+    for index, (start, end) in (turn_spans or {}).items():
+        if not 0 <= start <= end <= n_tokens:
+            raise ValueError(
+                f"the answer span of event {index} = {(start, end)} lies outside the completion [0, {n_tokens}]"
+            )
     spread = credits.unattached
     landed = [(turn_spans[i], v) for i, v in credits.turn_values if turn_spans and _tokens(turn_spans.get(i))]
     if landed:

@@ -48,6 +48,7 @@ def test_credits_summed_per_call():
     assert cc.values == (-0.25, 1.0)
     assert cc.violations == (1, 0) and cc.discharges == (1, 1)
     assert cc.unattached == pytest.approx(-0.1)
+    assert cc.turn_values == ((2, -0.1),)
     assert cc.total == pytest.approx(0.65)
 
 
@@ -127,6 +128,48 @@ def test_episode_token_credits_calls_on_spans_and_turns_on_every_action_token():
     assert episode_token_credits(cc, [(0, 2), (2, 4)], 6, mask) == [
         p + cc.unattached * m for p, m in zip(token_credits(cc.values, [(0, 2), (2, 4)], 6, mask), mask)
     ]
+
+
+def test_an_answers_credit_lands_on_its_span_where_the_rollout_knows_it():
+    """`turn_spans`: an answer's credit on exactly its tokens (masked ones excluded); an answer with no
+    span, or an empty one, keeps the old rule: its credit on every action token."""
+    episode = Episode(
+        id="conv",
+        events=[
+            Event(index=0, kind="user", text="hi"),
+            Event(index=1, kind="call", tool="a"),
+            Event(index=2, kind="assistant", text="answer"),
+            Event(index=3, kind="user", text="more"),
+            Event(index=4, kind="assistant", text="answer"),
+        ],
+    )
+    cc = call_credits(episode, [_credit(1, 1.0), _credit(2, -0.25), _credit(4, -0.5), _credit(4, 0.125)])
+    assert cc.turn_values == ((2, -0.25), (4, -0.375)) and cc.unattached == -0.625
+    mask = [1, 1, 1, 0, 1, 1, 0]
+    # call 0 on tokens 0-1, answer 2 on token 2, answer 4 on tokens 4-6 (6 is masked)
+    assert episode_token_credits(cc, [(0, 2)], 7, mask, turn_spans={2: (2, 3), 4: (4, 7)}) == [
+        1.0,
+        1.0,
+        -0.25,
+        0.0,
+        -0.375,
+        -0.375,
+        0.0,
+    ]
+    # answer 4 has no span: its -0.375 goes on every action token; an empty span counts as none
+    for spans in ({2: (2, 3)}, {2: (2, 3), 4: (5, 5)}):
+        assert episode_token_credits(cc, [(0, 2)], 7, mask, turn_spans=spans) == [
+            0.625,
+            0.625,
+            -0.625,
+            0.0,
+            -0.375,
+            -0.375,
+            0.0,
+        ]
+    assert episode_token_credits(cc, [(0, 2)], 7, mask) == episode_token_credits(cc, [(0, 2)], 7, mask, turn_spans={})
+    with pytest.raises(ValueError, match=r"answer span of event 2 = \(6, 9\) lies outside"):
+        episode_token_credits(cc, [(0, 2)], 7, mask, turn_spans={2: (6, 9)})
 
 
 def test_episode_token_credits_weighs_each_credit_before_credits_add():
