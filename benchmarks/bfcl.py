@@ -2,6 +2,7 @@
 
     python benchmarks/bfcl.py --seeds 5 [--iterations 30] [--jobs 2] [--methods grpo,scalar_fold,rlvp,rlvp_auto]
     python benchmarks/bfcl.py --table runs/bench_bfcl        # only the medians table of a finished run
+    python benchmarks/bfcl.py --tasks multi_turn_base_42 --methods grpo,rlvp --iterations 100   # one task of the subset
 
 Runs `examples/bfcl.toml` (the calibrated subset: the untrained policy passes ~5 % of episodes,
 docs/calibration.md) through the project's comparison machinery (`trainer.experiments.compare`,
@@ -45,7 +46,17 @@ def medians_table(folder: str | Path) -> str:
     return "\n".join(lines)
 
 
-def evaluate(folder: str | Path, episodes: int = 16, temperature: float = 1.0) -> dict[str, dict[int, list[float]]]:
+def bfcl_config(task_ids: list[str] | None = None, iterations: int | None = None):
+    """`examples/bfcl.toml`, its subset narrowed to `task_ids` when given (BFCL ids of the subset)."""
+    from trainer.config import load_config
+
+    cfg = load_config(ROOT / "examples" / "bfcl.toml", iterations=iterations)
+    return cfg.replace(env_args={**cfg.env_args, "task_ids": list(task_ids)}) if task_ids else cfg
+
+
+def evaluate(
+    folder: str | Path, episodes: int = 16, temperature: float = 1.0, task_ids: list[str] | None = None
+) -> dict[str, dict[int, list[float]]]:
     """Each run's final policy (``METHOD/seedN/checkpoint.pt``) and the untrained one (``untrained``)
     on every task of the subset: `episodes` episodes per task, BFCL's checker verdict; returns
     method -> seed -> per-task pass rates (tasks in subset order).  The same sampling seeds for
@@ -54,14 +65,13 @@ def evaluate(folder: str | Path, episodes: int = 16, temperature: float = 1.0) -
     import torch
 
     from trainer import checkpoint, envs
-    from trainer.config import load_config
     from trainer.envs.base import Task
     from trainer.model import build_policy
     from trainer.sampling.generation import GenConfig
     from trainer.sampling.rollout import collect_group
 
     torch.set_num_threads(1)
-    base = load_config(ROOT / "examples" / "bfcl.toml")
+    base = bfcl_config(task_ids)
     factory = envs.env_factory(base.env, **base.env_args)
     tasks = factory().tasks
     gen = GenConfig(temperature=temperature)
@@ -103,13 +113,12 @@ def eval_table(result: dict[str, dict[int, list[float]]], task_ids: list[str]) -
     return "\n".join(lines)
 
 
-def _evaluate_and_print(folder: str, episodes: int) -> None:
+def _evaluate_and_print(folder: str, episodes: int, task_ids: list[str] | None = None) -> None:
     from trainer import envs
-    from trainer.config import load_config
 
-    base = load_config(ROOT / "examples" / "bfcl.toml")
+    base = bfcl_config(task_ids)
     ids = [t.id for t in envs.make_env(base.env, **base.env_args).tasks]
-    table = eval_table(evaluate(folder, episodes), ids)
+    table = eval_table(evaluate(folder, episodes, task_ids=task_ids), ids)
     print(f"\nfinal policies, {episodes} episodes per task at temperature 1.0 (BFCL's checker):\n\n" + table)
     Path(folder, "eval.md").write_text(table + "\n")
 
@@ -124,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table", metavar="FOLDER", help="print the medians table of a finished run and exit")
     ap.add_argument("--eval", metavar="FOLDER", help="evaluate the final policies of a finished run and exit")
     ap.add_argument("--eval-episodes", type=int, default=16, help="episodes per task in the evaluation")
+    ap.add_argument("--tasks", help="comma-separated BFCL ids: play only these tasks of the subset (and --eval them)")
     a = ap.parse_args(argv)
+    task_ids = a.tasks.split(",") if a.tasks else None
     if a.table:
         print(medians_table(a.table))
         return 0
@@ -136,13 +147,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchmarks/bfcl.py: {exc}", file=sys.stderr)
         return 2
     if a.eval:
-        _evaluate_and_print(a.eval, a.eval_episodes)
+        _evaluate_and_print(a.eval, a.eval_episodes, task_ids)
         return 0
-    run("examples/bfcl.toml", a.methods.split(","), list(range(a.seeds)), a.out, a.jobs, a.iterations)
+    overrides = {"env_args": bfcl_config(task_ids).env_args} if task_ids else {}
+    if task_ids:
+        from trainer import envs
+
+        try:
+            envs.make_env("bfcl", **overrides["env_args"])
+        except ValueError as exc:
+            print(f"benchmarks/bfcl.py: --tasks: {exc}", file=sys.stderr)
+            return 2
+    run("examples/bfcl.toml", a.methods.split(","), list(range(a.seeds)), a.out, a.jobs, a.iterations, **overrides)
     table = medians_table(a.out)
     print("\nsuccess = BFCL's checker pass rate; live groups = effective sample utilisation\n\n" + table)
     Path(a.out, "medians.md").write_text(table + "\n")
-    _evaluate_and_print(a.out, a.eval_episodes)
+    _evaluate_and_print(a.out, a.eval_episodes, task_ids)
     return 0
 
 
