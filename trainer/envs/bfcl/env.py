@@ -46,10 +46,6 @@ from typing import Any, Mapping, Sequence
 import attrs
 
 from rlvp_dsl.manifests.bfcl_tags import BFCL_SIGNAL, BFCL_SIGNAL_DESCRIPTION, bfcl_tags
-
-#: The per-call signal: 1.0 when the call left the ground truth's path in its turn
-#: (`checker.TaskChecker.off_path`), else 0.0.  Not a progress signal, so not in the manifest.
-OFF_PATH = "off_path"
 from rlvp_dsl.tools import ToolSpec
 from trainer.envs.base import END_TURN, Task, ToolCall, ToolResult, manifest_from_schema
 from trainer.envs.bfcl.backends import Backends, coerce
@@ -58,6 +54,10 @@ from trainer.envs.bfcl.tasks import BfclTask, load_category, package_root, task_
 from trainer.envs.bfcl.values import OMIT, param_values, task_candidates, trim, value_text
 
 TOOL_SETS = ("classes", "path")
+
+#: The per-call signal: 1.0 when the call left the ground truth's path in its turn
+#: (`checker.TaskChecker.off_path`), else 0.0.  Not a progress signal, so not in the manifest.
+OFF_PATH = "off_path"
 
 
 def _optional_positive(name: str):
