@@ -1,0 +1,306 @@
+"""The FastAPI application: routes, error answers, and the reload signal.
+
+    app = create_app(holder, ServeSettings(max_body=DEFAULT_MAX_BODY, token=None))
+
+Routes (docs/integrations.md, "rlvp serve"):
+
+* ``POST /score[?rules=NAME&format=F&error_signal=S&name=FILE]`` -- the body is a trajectory file
+  (`rlvp_dsl.serve.scoring`);
+* ``POST /get_reward[?rules=NAME&template=T&error_signal=S]`` -- OpenRLHF's contract
+  (`rlvp_dsl.serve.openrlhf`);
+* ``GET /healthz`` (no token needed), ``GET /rules``, ``GET /metrics``.
+
+Every answer that used rules carries their hash (``rules_hash`` in the body and the
+``X-RLVP-Rules-Hash`` header).  Errors are JSON ``{"error": KIND, "detail": ...}``: 401 without the
+token, 413 past the body limit, 422 for a body that cannot be read (the reader's message naming the
+record and field) or an unknown rule set; a 500 only for a bug, logged with its traceback, the
+worker alive.  A request reads the rule sets once: a reload (SIGHUP, `rlvp_dsl.serve.rulesets`)
+replaces them whole between requests, never within one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import attrs
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from .auth import BearerAuth
+from .limits import DEFAULT_MAX_BODY, BodyTooLarge, read_limited
+from .metrics import CONTENT_TYPE, Metrics, MetricsMiddleware, multiprocess_dir
+from .models import ErrorAnswer, GetRewardAnswer, GetRewardRequest, ScoreAnswer, validation_message
+from .openrlhf import get_reward
+from .rulesets import RuleHolder, RuleSets, UnknownRules, compile_sets, read_snapshot, snapshot_loader
+from .scoring import BadInput, checked_name, read_body, render, score_answer
+
+log = logging.getLogger("rlvp_dsl.serve")
+
+#: The header naming the hash of the rules that answered.
+HASH_HEADER = "X-RLVP-Rules-Hash"
+#: Environment of a worker process (set by ``rlvp serve --workers N``): the parent's state folder,
+#: and the token.
+STATE_ENV = "RLVP_SERVE_STATE"
+TOKEN_ENV = "RLVP_SERVE_TOKEN"
+#: Files of the state folder.
+SNAPSHOT_FILE = "rules.pickle"
+SETTINGS_FILE = "settings.json"
+
+
+@attrs.frozen
+class ServeSettings:
+    """How the application answers.
+
+    Attributes:
+        max_body: the longest request body, in bytes (longer: 413).
+        token: the bearer token every route but ``/healthz`` needs, or None (not shown by ``repr``).
+        multiprocess_dir: prometheus_client's multiprocess folder (several workers), or None.
+        reload_on_sighup: whether SIGHUP reloads the rules (the process's main thread only).
+    """
+
+    max_body: int = DEFAULT_MAX_BODY
+    token: str | None = attrs.field(default=None, repr=False)
+    multiprocess_dir: str | None = None
+    reload_on_sighup: bool = True
+
+
+class _State:
+    """What the routes share: the rules, the metrics, the private folder request bodies are read in."""
+
+    def __init__(self, holder: RuleHolder, settings: ServeSettings, metrics: Metrics) -> None:
+        self.holder = holder
+        self.settings = settings
+        self.metrics = metrics
+        self._workdir: str | None = None
+        self._lock = threading.Lock()
+
+    def workdir(self) -> str:
+        with self._lock:
+            if self._workdir is None or not os.path.isdir(self._workdir):
+                self._workdir = tempfile.mkdtemp(prefix="rlvp-serve-")
+            return self._workdir
+
+    def cleanup(self) -> None:
+        with self._lock:
+            if self._workdir is not None:
+                shutil.rmtree(self._workdir, ignore_errors=True)
+                self._workdir = None
+
+
+def _json(answer: Any, status: int = 200, rules_hash: str | None = None) -> Response:
+    headers = {HASH_HEADER: rules_hash} if rules_hash else None
+    return Response(render(answer), status_code=status, media_type="application/json", headers=headers)
+
+
+def _error(
+    status: int, kind: str, detail: str, *, record: str = "", field: str = "", rules_hash: str | None = None
+) -> Response:
+    body: dict[str, Any] = {"error": kind, "detail": detail}
+    if record or field:
+        body.update(record=record, field=field)
+    if rules_hash:
+        body["rules_hash"] = rules_hash
+    return _json(body, status, rules_hash)
+
+
+async def _reload(state: _State) -> None:
+    """Reload the rules off the event loop; log the outcome, count it."""
+    outcome = await asyncio.get_running_loop().run_in_executor(None, state.holder.reload)
+    state.metrics.reloads.labels("ok" if outcome.ok else "failed").inc()
+    (log.info if outcome.ok else log.error)(outcome.message)
+
+
+def _install_sighup(state: _State) -> Callable[[], None]:
+    """SIGHUP -> `_reload`, where the process allows it (its main thread, a POSIX loop); the undo."""
+    if not state.settings.reload_on_sighup or not hasattr(signal, "SIGHUP"):
+        return lambda: None
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    loop = asyncio.get_running_loop()
+    try:
+        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(_reload(state)))
+    except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not a POSIX main loop
+        return lambda: None
+
+    def undo() -> None:
+        loop.remove_signal_handler(signal.SIGHUP)
+
+    return undo
+
+
+def create_app(holder: RuleHolder, settings: ServeSettings) -> FastAPI:
+    """The application serving `holder`'s rules (the module docstring lists the routes).
+
+    Args:
+        holder: the rule sets, reloadable.
+        settings: the body limit, the token, the metrics folder.
+    """
+    metrics = Metrics(settings.multiprocess_dir)
+    state = _State(holder, settings, metrics)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        undo = _install_sighup(state)
+        try:
+            yield
+        finally:
+            undo()
+            state.cleanup()
+
+    app = FastAPI(
+        title="rlvp serve",
+        summary="rlvp rule credit as a reward service",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.rlvp = state
+    _add_error_answers(app)
+    _add_routes(app, state)
+    if settings.token:
+        app.add_middleware(BearerAuth, token=settings.token)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # outermost: refused requests are counted too
+    return app
+
+
+def _add_error_answers(app: FastAPI) -> None:
+    @app.exception_handler(RequestValidationError)
+    async def bad_parameter(_: Request, exc: RequestValidationError) -> Response:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return _error(422, "bad_input", f"{where}: {first.get('msg', 'invalid')}", field=where)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> Response:
+        kind = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, f"status_{exc.status_code}")
+        return _error(exc.status_code, kind, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def internal(request: Request, exc: Exception) -> Response:
+        log.exception("internal error answering %s %s", request.method, request.url.path)
+        return _error(500, "internal", f"internal error ({type(exc).__name__}); the server log has the traceback")
+
+
+def _add_routes(app: FastAPI, state: _State) -> None:
+    errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorAnswer} for code in (401, 413, 422)}
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, Any]:
+        """Alive: the rule sets served (name -> hash) and their generation.  Needs no token."""
+        sets = state.holder.current
+        return {"status": "ok", "rules": sets.hashes(), "generation": sets.generation}
+
+    @app.get("/rules")
+    def rules() -> dict[str, Any]:
+        """Each rule set: name, file, hash, counts, and every rule's name, kind and location."""
+        sets = state.holder.current
+        return {
+            "generation": sets.generation,
+            "loaded_at": sets.loaded_at,
+            "rule_sets": [served.summary() for served in sets.by_name.values()],
+        }
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        """Prometheus text exposition (rlvp_dsl.serve.metrics)."""
+        return Response(state.metrics.exposition(), media_type=CONTENT_TYPE)
+
+    @app.post("/score", responses={200: {"model": ScoreAnswer}, **errors})
+    async def score(
+        request: Request,
+        rules: str | None = Query(None, description="the rule set (its file stem), when several are served"),
+        format: str | None = Query(None, description="tau2, tau_bench_v1, openai or swe_agent (default: detected)"),
+        error_signal: str | None = Query(None, description="how a tool error is recognised (trl, mcp, ...)"),
+        name: str | None = Query(None, description="the file name the body is read as (default request.json)"),
+    ) -> Response:
+        """Score the episodes of a trajectory file sent as the body."""
+        served, problem = _choose(state.holder.current, rules)
+        if problem is not None:
+            return problem
+        try:
+            body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
+            file_name = checked_name(name)
+            episodes = await run_in_threadpool(
+                read_body,
+                body,
+                name=file_name,
+                format=format,
+                error_signal=error_signal,
+                workdir=state.workdir(),
+            )
+            answer = await run_in_threadpool(score_answer, served, episodes, file_name)
+        except BodyTooLarge as exc:
+            return _error(413, "too_large", str(exc), rules_hash=served.hash)
+        except BadInput as exc:
+            return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
+        state.metrics.episodes.labels("/score").inc(len(episodes))
+        return _json(answer, rules_hash=served.hash)
+
+    @app.post("/get_reward", responses={200: {"model": GetRewardAnswer}, **errors})
+    async def reward(
+        request: Request,
+        rules: str | None = Query(None, description="the rule set (its file stem), when several are served"),
+        template: str = Query("auto", description="the chat template: auto, chatml, llama3 or none"),
+        error_signal: str | None = Query(None, description="how a tool error is recognised (default openai)"),
+    ) -> Response:
+        """OpenRLHF's remote reward: ``{"query": [...], "prompts": [...], "labels": [...]}``."""
+        served, problem = _choose(state.holder.current, rules)
+        if problem is not None:
+            return problem
+        try:
+            body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
+            try:
+                parsed = GetRewardRequest.model_validate_json(body)
+            except ValidationError as exc:
+                message, field = validation_message(exc)
+                raise BadInput(message, field=field) from None
+            answer = await run_in_threadpool(
+                get_reward, served, parsed.query, parsed.prompts, template=template, error_signal=error_signal
+            )
+        except BodyTooLarge as exc:
+            return _error(413, "too_large", str(exc), rules_hash=served.hash)
+        except BadInput as exc:
+            return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
+        state.metrics.episodes.labels("/get_reward").inc(len(parsed.query))
+        return _json(answer, rules_hash=served.hash)
+
+
+def _choose(sets: RuleSets, name: str | None) -> tuple[Any, Response | None]:
+    """The rule set a request names, or the 422 saying why there is none."""
+    try:
+        return sets.choose(name), None
+    except UnknownRules as exc:
+        return None, _error(422, "unknown_rules", str(exc), field="rules")
+
+
+def worker_app() -> FastAPI:
+    """The application of one worker process of ``rlvp serve --workers N`` (uvicorn's factory): the
+    rules from the parent's snapshot, the settings and token from its environment."""
+    folder = os.environ[STATE_ENV]
+    with open(os.path.join(folder, SETTINGS_FILE), encoding="utf-8") as handle:
+        saved = json.load(handle)
+    snapshot = os.path.join(folder, SNAPSHOT_FILE)
+    checked, generation = read_snapshot(snapshot)
+    holder = RuleHolder(snapshot_loader(snapshot), compile_sets(checked, generation))
+    # a SIGHUP sent while this worker starts finds it reading the newest snapshot already
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    settings = ServeSettings(
+        max_body=int(saved["max_body"]),
+        token=os.environ.get(TOKEN_ENV) or None,
+        multiprocess_dir=multiprocess_dir(),
+    )
+    return create_app(holder, settings)

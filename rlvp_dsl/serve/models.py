@@ -1,0 +1,82 @@
+"""The shapes of requests and answers (pydantic): what is validated, and what the OpenAPI schema shows.
+
+``/get_reward``'s body is validated here (`GetRewardRequest`); a body that does not fit is a 422
+naming the field (``query[3]: Input should be a valid string``).  ``/score``'s body is a trajectory
+file, read by the readers (`rlvp_dsl.serve.scoring`); its answer is rendered directly (the same
+bytes as in-process scoring), the models below describe it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class GetRewardRequest(BaseModel):
+    """OpenRLHF's request: the decoded prompt-and-response texts, and optionally the prompts and
+    labels (one per query).  Other keys are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    query: list[str] = Field(description="prompt and response, decoded with special tokens")
+    prompts: list[str] | None = Field(default=None, description="the prompts, one per query")
+    labels: list[Any] | None = Field(default=None, description="the labels (not used by rules)")
+
+    @model_validator(mode="after")
+    def _same_lengths(self) -> GetRewardRequest:
+        for name, values in (("prompts", self.prompts), ("labels", self.labels)):
+            if values is not None and len(values) != len(self.query):
+                raise ValueError(f"'{name}' has {len(values)} entries but 'query' has {len(self.query)}: one per query")
+        return self
+
+
+class GetRewardAnswer(BaseModel):
+    """OpenRLHF's answer: ``rewards`` and ``scores`` one per query, ``extra_logs`` lists one per query."""
+
+    rewards: list[float]
+    scores: list[float]
+    extra_logs: dict[str, list[float]]
+    rules: str
+    rules_hash: str
+
+
+class ScoreAnswer(BaseModel):
+    """``/score``'s answer (rlvp_dsl.serve.scoring): per episode the ``rlvp-score --json`` fields
+    and ``call_credits``; over the batch ``rule_totals`` and ``total``."""
+
+    rules: str
+    rules_hash: str
+    count: int
+    total: float
+    rule_totals: dict[str, float]
+    episodes: list[dict[str, Any]]
+
+
+class ErrorAnswer(BaseModel):
+    """Every error answer: ``error`` (``bad_input``, ``too_large``, ``unauthorized``, ``unknown_rules``,
+    ``not_found``, ``internal``) and ``detail``, one sentence; for bad input the ``record`` and
+    ``field`` when the reader names them."""
+
+    error: str
+    detail: str
+    record: str = ""
+    field: str = ""
+    rules_hash: str | None = None
+
+
+def validation_message(exc: ValidationError) -> tuple[str, str]:
+    """``(message, field)`` for a body that does not fit its model: the first problem, where it is
+    (``query[3]``), and how many more there are."""
+    errors = exc.errors(include_url=False)
+    if not errors:  # pragma: no cover - pydantic always lists at least one
+        return str(exc), ""
+    first = errors[0]
+    where = ""
+    for part in first.get("loc", ()):
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    message = str(first.get("msg", "invalid")).removeprefix("Value error, ")
+    if first.get("type") == "json_invalid":
+        return f"the body is not valid JSON: {first.get('ctx', {}).get('error', message)}", ""
+    return (f"{where}: {message}" if where else message) + more, where
