@@ -39,13 +39,14 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from .auth import BearerAuth
 from .limits import DEFAULT_MAX_BODY, BodyTooLarge, read_limited
 from .metrics import CONTENT_TYPE, Metrics, MetricsMiddleware, multiprocess_dir
 from .models import ErrorAnswer, GetRewardAnswer, GetRewardRequest, ScoreAnswer, validation_message
 from .openrlhf import get_reward
-from .rulesets import RuleHolder, RuleSets, UnknownRules, compile_sets, read_snapshot, snapshot_loader
+from .rulesets import RuleHolder, RuleSets, UnknownRules, compile_sets, describe, read_snapshot, snapshot_loader
 from .scoring import BadInput, checked_name, read_body, render, score_answer
 
 log = logging.getLogger("rlvp_dsl.serve")
@@ -121,7 +122,7 @@ async def _reload(state: _State) -> None:
     """Reload the rules off the event loop; log the outcome, count it."""
     outcome = await asyncio.get_running_loop().run_in_executor(None, state.holder.reload)
     state.metrics.reloads.labels("ok" if outcome.ok else "failed").inc()
-    (log.info if outcome.ok else log.error)(outcome.message)
+    (log.info if outcome.ok else log.error)("process %d %s", os.getpid(), outcome.message)
 
 
 def _install_sighup(state: _State) -> Callable[[], None]:
@@ -155,6 +156,7 @@ def create_app(holder: RuleHolder, settings: ServeSettings) -> FastAPI:
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         undo = _install_sighup(state)
+        log.info("process %d serving %s", os.getpid(), describe(holder.current))
         try:
             yield
         finally:
@@ -190,8 +192,8 @@ def _add_error_answers(app: FastAPI) -> None:
         return _error(exc.status_code, kind, str(exc.detail))
 
     @app.exception_handler(Exception)
-    async def internal(request: Request, exc: Exception) -> Response:
-        log.exception("internal error answering %s %s", request.method, request.url.path)
+    async def internal(_: Request, exc: Exception) -> Response:
+        # Starlette sends this answer, then re-raises: uvicorn logs the traceback; the worker goes on
         return _error(500, "internal", f"internal error ({type(exc).__name__}); the server log has the traceback")
 
 
@@ -245,6 +247,8 @@ def _add_routes(app: FastAPI, state: _State) -> None:
             answer = await run_in_threadpool(score_answer, served, episodes, file_name)
         except BodyTooLarge as exc:
             return _error(413, "too_large", str(exc), rules_hash=served.hash)
+        except ClientDisconnect:  # the client left mid-body: nobody reads an answer
+            return Response(status_code=499)
         except BadInput as exc:
             return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
         state.metrics.episodes.labels("/score").inc(len(episodes))
@@ -273,6 +277,8 @@ def _add_routes(app: FastAPI, state: _State) -> None:
             )
         except BodyTooLarge as exc:
             return _error(413, "too_large", str(exc), rules_hash=served.hash)
+        except ClientDisconnect:  # the client left mid-body: nobody reads an answer
+            return Response(status_code=499)
         except BadInput as exc:
             return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
         state.metrics.episodes.labels("/get_reward").inc(len(parsed.query))

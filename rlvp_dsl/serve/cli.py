@@ -148,8 +148,6 @@ def log_config(level: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run ``rlvp`` on `argv` (default: the process's); the exit status (module docstring)."""
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the server reloads on it
     args = _parser().parse_args(argv)
     try:
         token = _token(args.token)
@@ -178,6 +176,8 @@ def _serve(
     args: argparse.Namespace, token: str | None, named: dict[str, str], checked: Any, sock: socket.socket
 ) -> int:
     """Serve until stopped: one process, or the supervisor of ``--workers`` processes."""
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # until the server (or the supervisor) reloads on it
     import uvicorn
 
     from .rulesets import RuleHolder, compile_sets, file_loader

@@ -50,6 +50,7 @@ ERROR_KINDS = {
     405: "method_not_allowed",
     413: "too_large",
     422: "bad_input",
+    499: "client_closed",
     500: "internal",
 }
 

@@ -244,12 +244,13 @@ class RuleHolder:
             try:
                 new = self._loader(old)
             except RulesFailed as exc:
-                return ReloadOutcome(False, f"reload failed; still serving {_describe(old)}:\n{exc}")
+                return ReloadOutcome(False, f"reload failed; still serving {describe(old)}:\n{exc}")
             self._current = new
-            return ReloadOutcome(True, f"reloaded: now serving {_describe(new)}")
+            return ReloadOutcome(True, f"reloaded: now serving {describe(new)}")
 
 
-def _describe(sets: RuleSets) -> str:
+def describe(sets: RuleSets) -> str:
+    """``tau2_airline sha256:... (15 rules) (generation 1)``: what is served, for the log."""
     served = ", ".join(f"{s.name} {s.hash} ({len(s.program.rules)} rules)" for s in sets.by_name.values())
     return f"{served} (generation {sets.generation})"
 

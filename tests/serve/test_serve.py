@@ -33,7 +33,10 @@ MAX_BODY = 64 * 1024 * 1024
 CASES = [
     ("tau2_airline", "examples/episodes/airline_chat.jsonl"),  # OpenAI chat JSONL
     ("tau2_airline", "examples/episodes/airline_tau2_results.json"),  # tau2 Results
-    ("tau2_airline", "examples/data/tau2_simulations/sierra_tau2-bench_prs/pr103_azure-airline-full_gpt-4o.sample.json"),
+    (
+        "tau2_airline",
+        "examples/data/tau2_simulations/sierra_tau2-bench_prs/pr103_azure-airline-full_gpt-4o.sample.json",
+    ),
     ("tau2_airline", "examples/data/tau_bench_v1/gpt-4o-airline.sample.json"),  # tau-bench v1
     ("swe", "examples/data/swe_agent/demonstrations__function_calling_simple.traj"),  # SWE-agent
 ]
@@ -78,7 +81,10 @@ def test_healthz_needs_no_token_and_names_the_hashes(server, in_process):
     assert answer.json() == {"status": "ok", "rules": {n: s.hash for n, s in in_process.items()}, "generation": 1}
 
 
-@pytest.mark.parametrize("route,method", [("/score", "POST"), ("/get_reward", "POST"), ("/rules", "GET"), ("/metrics", "GET"), ("/nowhere", "GET")])
+@pytest.mark.parametrize(
+    "route,method",
+    [("/score", "POST"), ("/get_reward", "POST"), ("/rules", "GET"), ("/metrics", "GET"), ("/nowhere", "GET")],
+)
 @pytest.mark.parametrize("header", [None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x", "Bearer"])
 def test_every_other_route_needs_the_token(server, route, method, header):
     headers = {"Authorization": header} if header else {}
@@ -131,7 +137,10 @@ def test_score_agrees_with_rlvp_score_json(client, rules, path, monkeypatch, cap
 
 @pytest.mark.skipif(not (DATA / "tau2_simulations").is_dir(), reason=f"shared data not found at {DATA}")
 def test_score_a_real_tau2_run_from_the_corpus(client, in_process):
-    path = DATA / "tau2_simulations/blakeelias_fork/2025-10-05T22-50-14.083933_airline_llm_agent_grok-3_user_simulator_grok-3.json"
+    path = (
+        DATA
+        / "tau2_simulations/blakeelias_fork/2025-10-05T22-50-14.083933_airline_llm_agent_grok-3_user_simulator_grok-3.json"
+    )
     answer = client.post("/score", params={"rules": "tau2_airline", "name": path.name}, content=path.read_bytes())
     assert answer.status_code == 200, answer.text
     served = in_process["tau2_airline"]
@@ -172,12 +181,17 @@ def test_a_malformed_record_names_record_and_field(client, in_process):
     body = b'{"messages": [{"role": "user", "content": "hi"}, {"role": "robot", "content": "x"}]}'
     document = _bad(client.post("/score", params={"rules": "tau2_airline", "name": "run.json"}, content=body))
     assert document["record"] == "messages[1]" and document["field"] == "role"
-    assert document["detail"] == "run.json: messages[1]: field 'role': expected one of assistant/user/tool/system, got 'robot'"
+    assert (
+        document["detail"]
+        == "run.json: messages[1]: field 'role': expected one of assistant/user/tool/system, got 'robot'"
+    )
     assert document["rules_hash"] == in_process["tau2_airline"].hash
 
 
 def test_invalid_json_names_line_and_column(client):
-    document = _bad(client.post("/score", params={"rules": "tau2_airline"}, content=b'{"messages": [\n  {"role": "user",, }]}'))
+    document = _bad(
+        client.post("/score", params={"rules": "tau2_airline"}, content=b'{"messages": [\n  {"role": "user",, }]}')
+    )
     assert document["detail"].startswith("request.json:2:19: invalid JSON:")
 
 
@@ -255,7 +269,9 @@ def test_get_reward_reads_a_templated_transcript(client, in_process):
         episode = episode_from_messages(messages)
         expected.append(completion_credits(served.program, episode, first_event=1, source="x"))
     answer = client.post(
-        "/get_reward", params={"rules": "tau2_airline"}, json={"query": queries, "prompts": prompts, "labels": [None] * 4}
+        "/get_reward",
+        params={"rules": "tau2_airline"},
+        json={"query": queries, "prompts": prompts, "labels": [None] * 4},
     )
     assert answer.status_code == 200, answer.text
     document = answer.json()
@@ -282,7 +298,9 @@ def test_get_reward_cuts_the_credit_of_the_prompt(client):
         "<|im_start|>assistant\n"
     )
     query = prompt + "I could not cancel it.<|im_end|>"
-    with_prompt = client.post("/get_reward", params={"rules": "tau2_airline"}, json={"query": [query], "prompts": [prompt]})
+    with_prompt = client.post(
+        "/get_reward", params={"rules": "tau2_airline"}, json={"query": [query], "prompts": [prompt]}
+    )
     without = client.post("/get_reward", params={"rules": "tau2_airline"}, json={"query": [query]})
     assert with_prompt.json()["extra_logs"]["rlvp/calls"] == [0.0]
     assert without.json()["extra_logs"]["rlvp/calls"] == [1.0]
@@ -323,7 +341,9 @@ def test_rules_summarises_each_rule_set(client, in_process):
 
 def test_metrics_count_requests_latency_episodes_and_errors(client):
     before = client.get("/metrics").text
-    client.post("/score", params={"rules": "tau2_airline"}, content=(REPO / "examples/episodes/airline_chat.jsonl").read_bytes())
+    client.post(
+        "/score", params={"rules": "tau2_airline"}, content=(REPO / "examples/episodes/airline_chat.jsonl").read_bytes()
+    )
     client.post("/score", params={"rules": "tau2_airline"}, content=b"null")
     text = client.get("/metrics").text
 
