@@ -30,7 +30,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 from fastapi import FastAPI, Query, Request
@@ -47,7 +47,7 @@ from .metrics import CONTENT_TYPE, Metrics, MetricsMiddleware, multiprocess_dir
 from .models import ErrorAnswer, GetRewardAnswer, GetRewardRequest, ScoreAnswer, validation_message
 from .openrlhf import get_reward
 from .rulesets import RuleHolder, RuleSets, UnknownRules, compile_sets, describe, read_snapshot, snapshot_loader
-from .scoring import BadInput, checked_name, read_body, render, score_answer
+from .scoring import BadInput, checked_name, render, score_body
 
 log = logging.getLogger("rlvp_dsl.serve")
 
@@ -80,31 +80,58 @@ class ServeSettings:
 
 
 class _State:
-    """What the routes share: the rules, the metrics, the private folder request bodies are read in."""
+    """What the routes share: the rules, the metrics, and the private folders request bodies are read
+    in (one per thread, made once: a folder made and removed per request costs milliseconds on some
+    file systems)."""
 
     def __init__(self, holder: RuleHolder, settings: ServeSettings, metrics: Metrics) -> None:
         self.holder = holder
         self.settings = settings
         self.metrics = metrics
-        self._workdir: str | None = None
+        self._root: str | None = None
         self._lock = threading.Lock()
+        self._local = threading.local()
 
     def workdir(self) -> str:
-        with self._lock:
-            if self._workdir is None or not os.path.isdir(self._workdir):
-                self._workdir = tempfile.mkdtemp(prefix="rlvp-serve-")
-            return self._workdir
+        """This thread's private folder (under the server's own, mode 0700)."""
+        folder = getattr(self._local, "folder", None)
+        if folder is None or not os.path.isdir(folder):
+            with self._lock:
+                if self._root is None or not os.path.isdir(self._root):
+                    self._root = tempfile.mkdtemp(prefix="rlvp-serve-")
+                folder = tempfile.mkdtemp(dir=self._root, prefix="thread-")
+            self._local.folder = folder
+        return str(folder)
 
     def cleanup(self) -> None:
         with self._lock:
-            if self._workdir is not None:
-                shutil.rmtree(self._workdir, ignore_errors=True)
-                self._workdir = None
+            if self._root is not None:
+                shutil.rmtree(self._root, ignore_errors=True)
+                self._root = None
+
+
+#: Bodies up to this many bytes are scored on the event loop (a few milliseconds); longer ones in a
+#: worker thread, so that the server answers other requests (``/healthz``) meanwhile.
+INLINE_BYTES = 64 * 1024
+
+_T = TypeVar("_T")
+
+
+async def _off_loop(size: int, function: Callable[[], _T]) -> _T:
+    """``function()``: here for a body of at most `INLINE_BYTES`, else in a worker thread (one hop for
+    the whole request, not one per step: each costs a thread wake-up)."""
+    if size <= INLINE_BYTES:
+        return function()
+    return await run_in_threadpool(function)
+
+
+def _rendered(body: bytes, rules_hash: str | None = None, status: int = 200) -> Response:
+    headers = {HASH_HEADER: rules_hash} if rules_hash else None
+    return Response(body, status_code=status, media_type="application/json", headers=headers)
 
 
 def _json(answer: Any, status: int = 200, rules_hash: str | None = None) -> Response:
-    headers = {HASH_HEADER: rules_hash} if rules_hash else None
-    return Response(render(answer), status_code=status, media_type="application/json", headers=headers)
+    return _rendered(render(answer), rules_hash, status)
 
 
 def _error(
@@ -236,23 +263,20 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         try:
             body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
             file_name = checked_name(name)
-            episodes = await run_in_threadpool(
-                read_body,
-                body,
-                name=file_name,
-                format=format,
-                error_signal=error_signal,
-                workdir=state.workdir(),
+            rendered, count = await _off_loop(
+                len(body),
+                lambda: score_body(
+                    served, body, name=file_name, format=format, error_signal=error_signal, workdir=state.workdir()
+                ),
             )
-            answer = await run_in_threadpool(score_answer, served, episodes, file_name)
         except BodyTooLarge as exc:
             return _error(413, "too_large", str(exc), rules_hash=served.hash)
         except ClientDisconnect:  # the client left mid-body: nobody reads an answer
             return Response(status_code=499)
         except BadInput as exc:
             return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
-        state.metrics.episodes.labels("/score").inc(len(episodes))
-        return _json(answer, rules_hash=served.hash)
+        state.metrics.episodes.labels("/score").inc(count)
+        return _rendered(rendered, served.hash)
 
     @app.post("/get_reward", responses={200: {"model": GetRewardAnswer}, **errors})
     async def reward(
@@ -272,8 +296,11 @@ def _add_routes(app: FastAPI, state: _State) -> None:
             except ValidationError as exc:
                 message, field = validation_message(exc)
                 raise BadInput(message, field=field) from None
-            answer = await run_in_threadpool(
-                get_reward, served, parsed.query, parsed.prompts, template=template, error_signal=error_signal
+            rendered = await _off_loop(
+                len(body),
+                lambda: render(
+                    get_reward(served, parsed.query, parsed.prompts, template=template, error_signal=error_signal)
+                ),
             )
         except BodyTooLarge as exc:
             return _error(413, "too_large", str(exc), rules_hash=served.hash)
@@ -282,7 +309,7 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         except BadInput as exc:
             return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
         state.metrics.episodes.labels("/get_reward").inc(len(parsed.query))
-        return _json(answer, rules_hash=served.hash)
+        return _rendered(rendered, served.hash)
 
 
 def _choose(sets: RuleSets, name: str | None) -> tuple[Any, Response | None]:

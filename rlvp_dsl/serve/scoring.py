@@ -5,7 +5,7 @@ list, OpenAI chat JSON or JSONL (MCP results understood, TRL's messages included
 ``.traj``.  It is read by the readers' own `read_episodes`, under the file name the request gives
 (``?name=run.jsonl``, default ``request.json``), so a body and the file it came from give the same
 episodes, the same ids and the same error messages.  (The readers read files: the body is written
-to a file in the server's private folder and removed once read.)  Nothing in a body is executed:
+to a file in a private folder of the server's and removed once read.)  Nothing in a body is executed:
 calls and their arguments are data.
 
 An answer (`score_answer`) holds, per episode, the fields of ``rlvp-score --json``'s episodes
@@ -17,8 +17,8 @@ in file order), ``credits`` (rule, value, reason, location and source span) -- t
 
 from __future__ import annotations
 
+import contextlib
 import os
-import tempfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -82,7 +82,8 @@ def read_body(body: bytes, *, name: str, format: str | None, error_signal: str |
             (``.traj``), as for files; episode ids are made from it.
         format: one of `rlvp_dsl.readers.FORMATS`, or None to detect it.
         error_signal: a name of `rlvp_dsl.readers.ERROR_SIGNALS`, or None for the format's default.
-        workdir: the server's private folder.
+        workdir: a private folder no other request uses meanwhile (the server gives each thread
+            its own): the body is written there as `name`, read, and removed.
 
     Raises:
         BadInput: the body is not a trajectory, or has a malformed record (the reader's message,
@@ -90,16 +91,18 @@ def read_body(body: bytes, *, name: str, format: str | None, error_signal: str |
     """
     if format is not None and format not in FORMATS:
         raise BadInput(f"?format= must be one of {', '.join(FORMATS)} (got {format!r})", field="format")
-    with tempfile.TemporaryDirectory(dir=workdir, prefix="body-") as folder:
-        path = os.path.join(folder, name)
+    path = os.path.join(workdir, name)
+    try:
         with open(path, "wb") as handle:
             handle.write(body)
-        try:
-            return read_episodes(path, format=format, error_signal=error_signal)
-        except ReaderError as exc:
-            raise BadInput(str(exc).replace(path, name), record=exc.record, field=exc.field) from None
-        except ValueError as exc:  # an unknown error-signal name (the message lists the known ones)
-            raise BadInput(str(exc).replace(path, name), field="error_signal") from None
+        return read_episodes(path, format=format, error_signal=error_signal)
+    except ReaderError as exc:
+        raise BadInput(str(exc).replace(path, name), record=exc.record, field=exc.field) from None
+    except ValueError as exc:  # an unknown error-signal name (the message lists the known ones)
+        raise BadInput(str(exc).replace(path, name), field="error_signal") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
 
 def rule_totals(served: ServedRules, credits: Sequence[Credit]) -> dict[str, float]:
@@ -153,6 +156,19 @@ def score_answer(served: ServedRules, episodes: Sequence[Episode], source: str) 
         "rule_totals": totals,
         "episodes": entries,
     }
+
+
+def score_body(
+    served: ServedRules, body: bytes, *, name: str, format: str | None, error_signal: str | None, workdir: str
+) -> tuple[bytes, int]:
+    """A request body read (`read_body`), scored (`score_answer`) and rendered (`render`): the answer's
+    bytes and the number of episodes.
+
+    Raises:
+        BadInput: as `read_body`.
+    """
+    episodes = read_body(body, name=name, format=format, error_signal=error_signal, workdir=workdir)
+    return render(score_answer(served, episodes, name)), len(episodes)
 
 
 def render(answer: Any) -> bytes:
