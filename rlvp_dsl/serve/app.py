@@ -36,7 +36,6 @@ import attrs
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
-from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
@@ -44,9 +43,18 @@ from starlette.requests import ClientDisconnect
 from .auth import BearerAuth
 from .limits import DEFAULT_MAX_BODY, BodyTooLarge, read_limited
 from .metrics import CONTENT_TYPE, Metrics, MetricsMiddleware, multiprocess_dir
-from .models import ErrorAnswer, GetRewardAnswer, GetRewardRequest, ScoreAnswer, validation_message
-from .openrlhf import get_reward
-from .rulesets import RuleHolder, RuleSets, UnknownRules, compile_sets, describe, read_snapshot, snapshot_loader
+from .models import ErrorAnswer, GetRewardAnswer, ScoreAnswer
+from .openrlhf import reward_body
+from .rulesets import (
+    RuleHolder,
+    RuleSets,
+    ServedRules,
+    UnknownRules,
+    compile_sets,
+    describe,
+    read_snapshot,
+    snapshot_loader,
+)
 from .scoring import BadInput, checked_name, render, score_body
 
 log = logging.getLogger("rlvp_dsl.serve")
@@ -159,8 +167,15 @@ def _install_sighup(state: _State) -> Callable[[], None]:
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
     loop = asyncio.get_running_loop()
+    running: set[asyncio.Task[None]] = set()  # held until done (the loop keeps only weak references)
+
+    def reload() -> None:
+        task = loop.create_task(_reload(state))
+        running.add(task)
+        task.add_done_callback(running.discard)
+
     try:
-        loop.add_signal_handler(signal.SIGHUP, lambda: loop.create_task(_reload(state)))
+        loop.add_signal_handler(signal.SIGHUP, reload)
     except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - not a POSIX main loop
         return lambda: None
 
@@ -257,9 +272,9 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         name: str | None = Query(None, description="the file name the body is read as (default request.json)"),
     ) -> Response:
         """Score the episodes of a trajectory file sent as the body."""
-        served, problem = _choose(state.holder.current, rules)
-        if problem is not None:
-            return problem
+        served = _choose(state.holder.current, rules)  # read once: a reload never changes it under this request
+        if isinstance(served, Response):
+            return served
         try:
             body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
             file_name = checked_name(name)
@@ -286,21 +301,13 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         error_signal: str | None = Query(None, description="how a tool error is recognised (default openai)"),
     ) -> Response:
         """OpenRLHF's remote reward: ``{"query": [...], "prompts": [...], "labels": [...]}``."""
-        served, problem = _choose(state.holder.current, rules)
-        if problem is not None:
-            return problem
+        served = _choose(state.holder.current, rules)  # read once: a reload never changes it under this request
+        if isinstance(served, Response):
+            return served
         try:
             body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
-            try:
-                parsed = GetRewardRequest.model_validate_json(body)
-            except ValidationError as exc:
-                message, field = validation_message(exc)
-                raise BadInput(message, field=field) from None
-            rendered = await _off_loop(
-                len(body),
-                lambda: render(
-                    get_reward(served, parsed.query, parsed.prompts, template=template, error_signal=error_signal)
-                ),
+            rendered, count = await _off_loop(
+                len(body), lambda: reward_body(served, body, template=template, error_signal=error_signal)
             )
         except BodyTooLarge as exc:
             return _error(413, "too_large", str(exc), rules_hash=served.hash)
@@ -308,16 +315,16 @@ def _add_routes(app: FastAPI, state: _State) -> None:
             return Response(status_code=499)
         except BadInput as exc:
             return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
-        state.metrics.episodes.labels("/get_reward").inc(len(parsed.query))
+        state.metrics.episodes.labels("/get_reward").inc(count)
         return _rendered(rendered, served.hash)
 
 
-def _choose(sets: RuleSets, name: str | None) -> tuple[Any, Response | None]:
+def _choose(sets: RuleSets, name: str | None) -> ServedRules | Response:
     """The rule set a request names, or the 422 saying why there is none."""
     try:
-        return sets.choose(name), None
+        return sets.choose(name)
     except UnknownRules as exc:
-        return None, _error(422, "unknown_rules", str(exc), field="rules")
+        return _error(422, "unknown_rules", str(exc), field="rules")
 
 
 def worker_app() -> FastAPI:

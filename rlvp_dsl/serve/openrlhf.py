@@ -20,10 +20,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from pydantic import ValidationError
+
 from rlvp_dsl.attach import completion_calls, completion_credits
 
+from .models import GetRewardRequest, validation_message
 from .rulesets import ServedRules
-from .scoring import BadInput
+from .scoring import BadInput, render
 from .transcript import read_transcript
 
 
@@ -85,3 +88,22 @@ def get_reward(
         "rules": served.name,
         "rules_hash": served.hash,
     }
+
+
+def reward_body(
+    served: ServedRules, body: bytes, *, template: str = "auto", error_signal: str | None = None
+) -> tuple[bytes, int]:
+    """A ``/get_reward`` body validated (`GetRewardRequest`), answered (`get_reward`) and rendered: the
+    answer's bytes and the number of queries.
+
+    Raises:
+        BadInput: the body is not JSON, or does not fit the request (the first problem, naming its
+            field: ``query[3]: Input should be a valid string``); an unknown template or error signal.
+    """
+    try:
+        parsed = GetRewardRequest.model_validate_json(body)
+    except ValidationError as exc:
+        message, field = validation_message(exc)
+        raise BadInput(message, field=field) from None
+    answer = get_reward(served, parsed.query, parsed.prompts, template=template, error_signal=error_signal)
+    return render(answer), len(parsed.query)
