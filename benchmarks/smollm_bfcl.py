@@ -87,15 +87,21 @@ def zero_shot(episodes: int, seed: int = 0) -> list[dict]:
                         "pass_t1": statistics.mean(r.outcome for r in group),
                         "calls": statistics.mean(len(r.call_spans) for r in group),
                         "forced": statistics.mean(r.info["forced_answers"] for r in group),
-                        "errors": collections.Counter(
-                            r.info["verdict"].get("error_type", "passed") for r in group
-                        ),
+                        "errors": collections.Counter(r.info["verdict"].get("error_type", "passed") for r in group),
                     }
                 )
             else:
                 rows[k]["pass_greedy"] = group[0].outcome
                 rows[k]["greedy_calls"] = group[0].info["call_texts"]
     return rows
+
+
+def short_call(text: str) -> str:
+    """A JSON call (``{"name": "cd", "arguments": {"folder": "x"}}``) written ``cd(folder=x)``."""
+    import json
+
+    call = json.loads(text)
+    return f"{call['name']}({', '.join(f'{k}={v}' for k, v in call['arguments'].items())})"
 
 
 def zero_shot_table(rows: list[dict], episodes: int) -> str:
@@ -110,7 +116,7 @@ def zero_shot_table(rows: list[dict], episodes: int) -> str:
         lines.append(
             f"| {r['task'].removeprefix('multi_turn_base_')} | {r['prompt_tokens']} | {r['pass_t1']:.2f} "
             f"| {r['pass_greedy']:.0f} | {r['calls']:.1f} | {r['forced']:.1f} | {errors} "
-            f"| {' ; '.join(r['greedy_calls'])} |"
+            f"| {' ; '.join(short_call(c) for c in r['greedy_calls'])} |"
         )
     n = len(rows)
     lines.append(

@@ -65,7 +65,9 @@ def test_the_first_message_is_bfcls_own():
         entry = entries[task.id]
         functions = [f for f in entry["function"] if f["name"] in offered]
         assert [f["name"] for f in functions] == [s.name for s in env.schema()]
-        messages = bfcl["system_prompt_pre_processing_chat_model"](copy.deepcopy(entry["question"][0]), functions, task.id)
+        messages = bfcl["system_prompt_pre_processing_chat_model"](
+            copy.deepcopy(entry["question"][0]), functions, task.id
+        )
         messages = bfcl["combine_consecutive_user_prompts"](bfcl["convert_system_prompt_into_user_prompt"](messages))
         assert messages == [{"role": "user", "content": first}]
         assert first.endswith("\n\n" + task.turns[0]) and first.startswith("You are an expert in composing functions.")
