@@ -4,6 +4,7 @@
     pip install --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3"
     python benchmarks/smollm_bfcl.py [--episodes 4] [--iterations 3] [--methods grpo,rlvp] [--out runs/bench_smollm_bfcl]
     python benchmarks/smollm_bfcl.py --skip-training      # (a) only
+    python benchmarks/smollm_bfcl.py --skip-training --prompt rlvp   # (a) with the rollout's own prompt
     python benchmarks/smollm_bfcl.py --skip-zero-shot     # (b) only
 
 `examples/smollm_bfcl.toml`: the calibrated subset of examples/bfcl.toml (multi_turn_base tasks
@@ -53,9 +54,11 @@ def missing() -> str | None:
     return None
 
 
-def zero_shot(episodes: int, seed: int = 0) -> list[dict]:
+def zero_shot(episodes: int, prompt: str = "bfcl", seed: int = 0) -> list[dict]:
     """The untrained SmolLM2 on every task of the config's subset: `episodes` episodes at
-    temperature 1.0 and one greedy episode per task.  Returns one row per task: ``task``,
+    temperature 1.0 and one greedy episode per task; `prompt` ``bfcl`` (the config's: BFCL's system
+    prompt in the first user message) or ``rlvp`` (the rollout's own short system message, which
+    lists the tools by name).  Returns one row per task: ``task``,
     ``pass_t1`` (pass rate), ``pass_greedy`` (0 or 1), ``calls`` and ``forced`` (per episode, at
     temperature 1.0), ``errors`` (BFCL ``error_type`` -> count), ``greedy_calls`` (the call texts)."""
     import torch
@@ -69,12 +72,13 @@ def zero_shot(episodes: int, seed: int = 0) -> list[dict]:
 
     torch.set_num_threads(1)
     cfg = load_config(ROOT / CONFIG)
-    factory = envs.env_factory(cfg.env, **cfg.env_args)
+    env_args, gen_args = {**cfg.env_args, "system_prompt": prompt}, {**cfg.gen_args, "system_prompt": prompt == "rlvp"}
+    factory = envs.env_factory(cfg.env, **env_args)
     tasks = [Task(t.id, 0) for t in factory().tasks]
     policy, tokenizer = load_policy(cfg.model)
     rows: list[dict] = []
     for temperature, n in ((1.0, episodes), (0.0, 1)):
-        gen = GenConfig(temperature=temperature, max_turns=cfg.max_turns, **cfg.gen_args)
+        gen = GenConfig(temperature=temperature, max_turns=cfg.max_turns, **gen_args)
         seeds = [seed * 1000 + k for k in range(len(tasks))]
         with torch.no_grad():  # the cached sampler keeps its KV cache: no autograd graph across the turns
             groups = collect_groups(policy, tokenizer, factory, tasks, n, gen, seeds)
@@ -166,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--methods", default="grpo,rlvp")
     ap.add_argument("--out", default="runs/bench_smollm_bfcl")
+    ap.add_argument(
+        "--prompt",
+        choices=("bfcl", "rlvp"),
+        default="bfcl",
+        help="zero-shot prompt: BFCL's system prompt (the config's) or the rollout's own short one",
+    )
     ap.add_argument("--skip-zero-shot", action="store_true", help="only the training runs (b)")
     ap.add_argument("--skip-training", action="store_true", help="only the zero-shot evaluation (a)")
     a = ap.parse_args(argv)
@@ -180,13 +190,14 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     if not a.skip_zero_shot:
         t0 = time.perf_counter()
-        table = zero_shot_table(zero_shot(a.episodes), a.episodes)
+        table = zero_shot_table(zero_shot(a.episodes, a.prompt), a.episodes)
+        words = {"bfcl": "BFCL's system prompt", "rlvp": "the rollout's own system prompt"}[a.prompt]
         text = (
-            f"zero-shot SmolLM2-135M-Instruct, {CONFIG} (BFCL's system prompt, BFCL's checker), "
+            f"zero-shot SmolLM2-135M-Instruct, {CONFIG} with {words}, BFCL's checker, "
             f"{time.perf_counter() - t0:.0f} s\n\n{table}"
         )
         print(text + "\n", flush=True)
-        (out / "zero_shot.md").write_text(text + "\n")
+        (out / f"zero_shot_{a.prompt}.md").write_text(text + "\n")
     if not a.skip_training:
         t0 = time.perf_counter()
         run(CONFIG, a.methods.split(","), list(range(a.seeds)), str(out / "train"), 1, a.iterations)
