@@ -178,7 +178,7 @@ def bfcl_system_prompt(task: BfclTask, schema: Sequence[ToolSpec]) -> str:
         tool_call_format=call_format,
         multiturn_behavior=style["multiturn_behavior"],
         available_tools=style["available_tools"].format(
-            format="json", functions=json.dumps(entry["function"], indent=4)
+            format=fmt["func_doc_fmt"], functions=json.dumps(entry["function"], indent=4)
         ),
     )
 
