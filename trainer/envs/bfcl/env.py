@@ -32,6 +32,13 @@ playable_only            true                 leave out tasks whose ground truth
                                               cannot write (`expressible`)
 returned_values          true                 value sets also hold what the ground truth's calls
                                               return (`values`)
+system_prompt            rlvp                 ``rlvp``: the rollout's own system message only;
+                                              ``bfcl``: the first user message also carries
+                                              BFCL's default system prompt for prompting models
+                                              (`bfcl_system_prompt`, the offered functions' docs),
+                                              ahead of the user's text as BFCL sends it to a
+                                              model without a system role; set the rollout's
+                                              ``gen_args = { system_prompt = false }`` with it
 =======================  ===================  ==================================================
 
 A `Task`'s id picks the BFCL task when it is one of the subset's ids; any other id (the trainer's
@@ -54,6 +61,7 @@ from trainer.envs.bfcl.tasks import BfclTask, load_category, package_root, task_
 from trainer.envs.bfcl.values import OMIT, param_values, task_candidates, trim, value_text
 
 TOOL_SETS = ("classes", "path")
+SYSTEM_PROMPTS = ("rlvp", "bfcl")
 
 #: The per-call signal: 1.0 when the call left the ground truth's path in its turn
 #: (`checker.TaskChecker.off_path`), else 0.0.  Not a progress signal, so not in the manifest.
@@ -96,10 +104,15 @@ class BfclConfig:
     max_tool_calls: int = attrs.field(default=1000, validator=_optional_positive("max_tool_calls"))
     playable_only: bool = True
     returned_values: bool = True
+    system_prompt: str = "rlvp"
 
     def __attrs_post_init__(self) -> None:
         if self.tools not in TOOL_SETS:
             raise ValueError(f"bfcl: 'tools' must be one of {', '.join(TOOL_SETS)} (got {self.tools!r})")
+        if self.system_prompt not in SYSTEM_PROMPTS:
+            raise ValueError(
+                f"bfcl: 'system_prompt' must be one of {', '.join(SYSTEM_PROMPTS)} (got {self.system_prompt!r})"
+            )
         for name in ("playable_only", "returned_values"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"bfcl: {name!r} must be true or false (got {getattr(self, name)!r})")
@@ -135,6 +148,45 @@ def task_schema(task: BfclTask, cfg: BfclConfig) -> list[ToolSpec]:
             )
         )
     return specs
+
+
+def bfcl_system_prompt(task: BfclTask, schema: Sequence[ToolSpec]) -> str:
+    """BFCL's default system prompt for prompting (non function-calling) models, built by the
+    installed ``bfcl_eval`` from the docs of the functions `schema` offers (docs order; with
+    ``tools = "classes"`` every doc BFCL gives the task).
+
+    The steps of BFCL's inference for a prompting model: the docs get BFCL's language hint
+    (``bfcl_eval.utils.add_language_specific_hint_to_function_doc``), the prompt format is the
+    task id's (``extract_prompt_format_from_id``: BFCL's default format), and the text is composed
+    from ``bfcl_eval.constants.default_prompts`` exactly as ``formulate_system_prompt``
+    (``bfcl_eval.model_handler.utils``, which itself cannot be imported without ``tree_sitter``)
+    composes it.  Raises ValueError for a prompt format whose function docs are not JSON (only
+    format-sensitivity ids name one; no multi-turn task does)."""
+    import copy
+    import json
+
+    from bfcl_eval.constants import default_prompts as bfcl
+    from bfcl_eval.utils import add_language_specific_hint_to_function_doc, extract_prompt_format_from_id
+
+    offered = {spec.name for spec in schema}
+    docs = copy.deepcopy([doc for doc in task.docs if doc["name"] in offered])
+    (entry,) = add_language_specific_hint_to_function_doc([{"id": task.id, "function": docs}])
+    fmt = dict(part.partition("=")[::2] for part in extract_prompt_format_from_id(task.id).split("&"))
+    if fmt.get("func_doc_fmt") != "json":
+        raise ValueError(f"bfcl: prompt format {fmt} of {task.id!r}: only JSON function docs are supported")
+    style = bfcl.PROMPT_STYLE_TEMPLATES[fmt["style"]]
+    call_format = style["tool_call_with_tag" if fmt["tool_call_tag"] == "True" else "tool_call_no_tag"].format(
+        output_format=bfcl.OUTPUT_FORMAT_MAPPING[fmt["ret_fmt"]], param_types=bfcl.PARAM_TYPE_MAPPING[fmt["ret_fmt"]]
+    )
+    return bfcl.PROMPT_TEMPLATE_MAPPING[fmt["prompt_fmt"]].format(
+        persona=style["persona"],
+        task=style["task"],
+        tool_call_format=call_format,
+        multiturn_behavior=style["multiturn_behavior"],
+        available_tools=style["available_tools"].format(
+            format=fmt["func_doc_fmt"], functions=json.dumps(entry["function"], indent=4)
+        ),
+    )
 
 
 def expressible(task: BfclTask, schema: Sequence[ToolSpec], backends: Backends) -> str | None:
@@ -209,6 +261,8 @@ def _vocabulary(cfg: BfclConfig) -> frozenset[str]:
     words: set[str] = set()
     for task in subset(cfg)[0]:
         texts = list(task.turns)
+        if cfg.system_prompt == "bfcl":
+            texts.append(bfcl_system_prompt(task, task_schema(task, cfg)))
         for spec in task_schema(task, cfg):
             texts += [spec.name, *(spec.params or ())]
             texts += [str(v) for p in spec.params or () for v in spec.values_for(p)]
@@ -253,7 +307,8 @@ class BfclEnv:
 
     # --- the protocol -----------------------------------------------------
     def reset(self, task: Task) -> str:
-        """Start the conversation of `task`; returns the first user message."""
+        """Start the conversation of `task`; returns the first user message (with
+        ``system_prompt = "bfcl"``: BFCL's system prompt, a blank line, the user's text)."""
         self.task = self.pick(task)
         self._schema = task_schema(self.task, self.config)
         self._backends = Backends(self.task)
@@ -261,7 +316,16 @@ class BfclEnv:
         self._turn = 0
         self._results = []
         self._over = False
+        if self.config.system_prompt == "bfcl":
+            # BFCL's convert_system_prompt_into_user_prompt + combine_consecutive_user_prompts
+            return self.system_prompt() + "\n\n" + self.task.turns[0]
         return self.task.turns[0]
+
+    def system_prompt(self) -> str:
+        """BFCL's system prompt for the current task (`bfcl_system_prompt`; valid after `reset`),
+        whatever the ``system_prompt`` knob says."""
+        assert self.task is not None, "reset() first"
+        return bfcl_system_prompt(self.task, self._schema)
 
     def schema(self) -> Sequence[ToolSpec]:
         """The functions of the current task with their value sets (valid after `reset`)."""
