@@ -20,6 +20,8 @@ WHEELS=(
   multiprocess==0.70.19
   lark==1.3.1            # rlvp_dsl's parser ...
   interegular==0.3.3     # ... and lark's strict-mode collision check
+  bfcl-eval==2026.3.23   # BFCL v4 data, backends and checker (gpu_check.py --only bfcl; pure Python, 1.9 MiB)
+  mpmath==1.3.0          # the BFCL backends' one dependency (the machine may have it; it is small)
 )
 if [ "${WITH_TRANSFORMERS:-0}" = 1 ]; then
   WHEELS+=(transformers==5.24.0)  # the version the tests run with here (the machine has 5.17)

@@ -347,14 +347,16 @@ class CachedSampler:
         self.length = self.length + new.sum(1)
         if self.cache is None:
             self.cache = _growing_cache()
-        out = self.model(
-            input_ids=ids,
-            attention_mask=self.attn,
-            position_ids=positions,
-            use_cache=True,
-            logits_to_keep=1,
-            **{self._cache_kw: self.cache},
-        )
+        with torch.no_grad():  # sampling never back-propagates (the loss recomputes log-probs); without it
+            # a caller outside the training loop's no_grad (an evaluation) keeps every turn's graph
+            out = self.model(
+                input_ids=ids,
+                attention_mask=self.attn,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+                **{self._cache_kw: self.cache},
+            )
         cache = getattr(out, "cache", None)
         self.cache = cache if cache is not None else out.past_key_values
         return out.logits[:, -1].to(dtype=torch.float32, copy=True)
