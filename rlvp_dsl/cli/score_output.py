@@ -174,12 +174,13 @@ def json_document(
             if by
             else []
         ),
-        "episodes": [_episode_json(program, episode, credits) for episode, credits in scored],
+        "episodes": [episode_json(program, episode, credits) for episode, credits in scored],
     }
 
 
-def _episode_json(program: Program, episode: Episode, credits: Sequence[Credit]) -> dict[str, object]:
-    """One episode in the `--json` document: `_episode_row`'s columns, ``rule_totals`` and ``credits``."""
+def episode_json(program: Program, episode: Episode, credits: Sequence[Credit]) -> dict[str, object]:
+    """One episode in the `--json` document (and in `rlvp serve`'s ``/score`` answer):
+    `_episode_row`'s columns, ``rule_totals`` and ``credits``."""
     return {
         **_episode_row(program, episode, credits),
         "rule_totals": _rule_totals(program, credits),

@@ -24,7 +24,7 @@ from typing import Any
 
 from rlvp_dsl.attach import call_credits
 from rlvp_dsl.cli import json_text
-from rlvp_dsl.cli.score_notes import domain_of
+from rlvp_dsl.cli.score_output import episode_json
 from rlvp_dsl.events import Credit, Episode
 from rlvp_dsl.readers import FORMATS, ReaderError, read_episodes
 
@@ -105,30 +105,13 @@ def read_body(body: bytes, *, name: str, format: str | None, error_signal: str |
             os.unlink(path)
 
 
-def rule_totals(served: ServedRules, credits: Sequence[Credit]) -> dict[str, float]:
-    """Each rule's total credit (0.0 for a rule that gave none), rules in file order."""
-    totals = {rule.name: 0.0 for rule in served.program.rules}
-    for credit in credits:
-        totals[credit.rule] = totals.get(credit.rule, 0.0) + credit.value
-    return totals
-
-
 def episode_answer(served: ServedRules, episode: Episode, credits: Sequence[Credit], source: str) -> dict[str, Any]:
-    """One episode's entry (the module docstring lists its fields); `source` is the request's file name."""
+    """One episode's entry (the module docstring lists its fields): rlvp-score --json's entry
+    (`score_output.episode_json`), the request's file name as ``source``, and each call's summed credit."""
     per_call = call_credits(episode, credits, source=served.name)
     return {
-        "id": episode.id,
+        **episode_json(served.program, episode, credits),
         "source": source,
-        "domain": domain_of(episode),
-        "outcome": episode.outcome,
-        "events": len(episode.events),
-        "calls": len(episode.calls),
-        "malformed_calls": sum(e.status == "malformed" for e in episode.calls),
-        "orphan_results": int(episode.meta.get("orphan_results", 0)),
-        "ambiguous_results": int(episode.meta.get("ambiguous_results", 0)),
-        "total": sum(c.value for c in credits),
-        "rule_totals": rule_totals(served, credits),
-        "credits": [c.to_json() for c in credits],
         "call_credits": [
             {"event_index": call.index, "tool": call.tool, "status": call.status, "value": value}
             for call, value in zip(episode.calls, per_call.values)
