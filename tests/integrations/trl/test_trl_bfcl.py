@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rlvp_dsl.attach import call_credits, token_credits
+from rlvp_dsl.attach import call_credits
 from rlvp_dsl.call_spans import find_call_spans
 from rlvp_dsl.events import ASSISTANT, CALL, ERROR, OK, USER, Episode, Event
 from rlvp_dsl.integrations.trl import RlvpReward
@@ -32,6 +32,7 @@ from trainer.experiments.trl_rollout import (
     tool_tags,
 )
 from trainer.sampling.tokenizer import encode
+from .credit_checks import assert_credit_on_call_tokens
 
 INSTALL = 'bfcl-eval is not installed: pip install --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3"'
 needs_bfcl = pytest.mark.skipif(not available(), reason=INSTALL)
@@ -192,26 +193,14 @@ def test_each_calls_rule_credit_sits_on_exactly_its_tokens(run):
     for batch in run["batches"]:
         adv = batch["advantages"].double()
         assert adv.shape == batch["completion_ids"].shape  # [B, T]
-        T = adv.shape[1]
         for i, ids in enumerate(batch["completion_ids"].tolist()):
             r = _rollout_of(run["played"], ids)
             credits = program.score(r.episode)
             fired.update(c.rule for c in credits)
             cc = call_credits(r.episode, credits)
-            assert len(cc.values) == len(r.call_spans) == len(r.episode.calls)
-            mask = list(r.completion_mask) + [0] * (T - len(r.completion_mask))
-            C = torch.tensor(token_credits(cc.values, r.call_spans, T, mask), dtype=torch.float64)
-            rest = adv[i] - W * C
-            on = torch.tensor(mask, dtype=torch.bool)
-            assert torch.all(rest[~on] == 0.0), "advantage on a tool-output or padding token"
-            base = rest[on]
-            assert torch.allclose(base, base[0].expand_as(base), atol=1e-6), "credit off its call's tokens"
-            for (start, end), value in zip(r.call_spans, cc.values, strict=True):
-                assert adv[i, start:end].tolist() == pytest.approx(
-                    [base[0].item() + W * value] * (end - start), abs=1e-6
-                )
-                checked += 1
-                nonzero += value != 0.0
+            assert_credit_on_call_tokens(adv[i], r, cc, W)
+            checked += len(cc.values)
+            nonzero += sum(value != 0.0 for value in cc.values)
     assert checked > 0 and nonzero > 0
     # a tag-only rule (place_order is needs_auth in BFCL's tag table; rules/bfcl.rlvp does not declare it)
     assert {"acted_unauthenticated", "errored_call", "turns_progress"} <= fired

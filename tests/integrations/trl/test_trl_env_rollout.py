@@ -27,6 +27,7 @@ from trainer.experiments.trl_rollout import (
     outcome_reward,
 )
 from trainer.experiments.trl_runs import grpo_config, tiny_policy
+from .credit_checks import assert_credit_on_call_tokens
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "examples" / "rules" / "chain4_dense.rlvp"
@@ -134,19 +135,8 @@ def test_each_calls_credit_sits_on_exactly_its_tokens(run):
             outcomes.append(r.outcome)
             episode = r.episode
             cc = call_credits(episode, program.score(episode))
-            assert len(cc.values) == len(r.call_spans) == len(episode.calls)
-            mask = list(r.completion_mask) + [0] * (T - len(r.completion_mask))
-            C = torch.tensor(token_credits(cc.values, r.call_spans, T, mask), dtype=torch.float64)
-            rest = adv[i] - W * C
-            on = torch.tensor(mask, dtype=torch.bool)
-            assert torch.all(rest[~on] == 0.0), "advantage on a tool-output or padding token"
-            base = rest[on]
-            assert torch.allclose(base, base[0].expand_as(base), atol=1e-6), "credit off its call's tokens"
-            for (start, end), value in zip(r.call_spans, cc.values, strict=True):
-                assert adv[i, start:end].tolist() == pytest.approx(
-                    [base[0].item() + W * value] * (end - start), abs=1e-6
-                )
-                checked_calls += 1
+            assert_credit_on_call_tokens(adv[i], r, cc, W)
+            checked_calls += len(cc.values)
         for g in range(B // G):
             group = outcomes[g * G : (g + 1) * G]
             if len(set(group)) == 1:  # equal outcomes: no outcome advantage, only the credit
