@@ -93,7 +93,7 @@ class TrainConfig:
     """Environment knobs (`ChainConfig` / `GatedConfig` fields, e.g. ``{num_distractors = 2}``; for bfcl the
     `BfclConfig` fields, whose table is in trainer/envs/bfcl/env.py: ``category`` (multi_turn_base),
     ``task_ids``, ``max_gt_calls_per_turn``, ``max_user_turns``, ``max_calls_per_turn`` (8), ``max_turns`` (40),
-    ``tools`` (classes | path), ``max_values``, ``max_tool_calls``, ``playable_only``)."""
+    ``tools`` (classes | path), ``max_values``, ``max_tool_calls``, ``playable_only``, ``returned_values``, ``system_prompt`` (rlvp | bfcl))."""
     rules: str = "rules/chain.rlvp"
     """Hand-written rule file for the process credit (a relative path: the current folder, the config file's folder, then
     the repository root)."""
