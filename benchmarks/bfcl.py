@@ -134,8 +134,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eval", metavar="FOLDER", help="evaluate the final policies of a finished run and exit")
     ap.add_argument("--eval-episodes", type=int, default=16, help="episodes per task in the evaluation")
     ap.add_argument("--tasks", help="comma-separated BFCL ids: play only these tasks of the subset (and --eval them)")
+    ap.add_argument("--overwrite", action="store_true", help="replace the runs an earlier benchmark left in --out")
     a = ap.parse_args(argv)
     task_ids = a.tasks.split(",") if a.tasks else None
+    for name in ("seeds", "jobs", "eval_episodes"):
+        if getattr(a, name) < 1:
+            return _usage(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(a, name)})")
+    for name in ("table", "eval"):
+        folder = getattr(a, name)
+        if folder and not any(Path(folder).glob("*/seed*/metrics.jsonl")):
+            return _usage(
+                f"--{name} {folder}: no finished run there (METHOD/seedN/metrics.jsonl); run the benchmark first"
+            )
     if a.table:
         print(medians_table(a.table))
         return 0
@@ -149,6 +159,20 @@ def main(argv: list[str] | None = None) -> int:
     if a.eval:
         _evaluate_and_print(a.eval, a.eval_episodes, task_ids)
         return 0
+    from trainer.config import ConfigError
+    from trainer.run_folder import clear_outputs, existing_outputs
+
+    if (found := existing_outputs(a.out)) and not a.overwrite:
+        names = ", ".join(str(p.relative_to(a.out)) for p in found[:3]) + (" ..." if len(found) > 3 else "")
+        return _usage(f"{a.out} already holds a run ({names}): give --overwrite to replace it, or another --out")
+    try:
+        cfg = bfcl_config(task_ids, a.iterations)
+        for method in a.methods.split(","):
+            cfg.replace(method=method)
+    except ConfigError as exc:
+        return _usage(str(exc))
+    if found:
+        clear_outputs(a.out)
     overrides = {"env_args": bfcl_config(task_ids).env_args} if task_ids else {}
     if task_ids:
         from trainer import envs
@@ -156,14 +180,18 @@ def main(argv: list[str] | None = None) -> int:
         try:
             envs.make_env("bfcl", **overrides["env_args"])
         except ValueError as exc:
-            print(f"benchmarks/bfcl.py: --tasks: {exc}", file=sys.stderr)
-            return 2
+            return _usage(f"--tasks: {exc}")
     run("examples/bfcl.toml", a.methods.split(","), list(range(a.seeds)), a.out, a.jobs, a.iterations, **overrides)
     table = medians_table(a.out)
     print("\nsuccess = BFCL's checker pass rate; live groups = effective sample utilisation\n\n" + table)
     Path(a.out, "medians.md").write_text(table + "\n")
     _evaluate_and_print(a.out, a.eval_episodes, task_ids)
     return 0
+
+
+def _usage(message: str) -> int:
+    print(f"benchmarks/bfcl.py: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
