@@ -137,7 +137,8 @@ ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
 
 #: The error signal each trajectory format uses unless the caller passes its own (entries of `ERROR_SIGNALS`).
 DEFAULT_ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
-    fmt: ERROR_SIGNALS[fmt] for fmt in ("tau2", "tau_bench_v1", "openai", "swe_agent")
+    **{fmt: ERROR_SIGNALS[fmt] for fmt in ("tau2", "tau_bench_v1", "openai", "swe_agent")},
+    "atif": ERROR_SIGNALS["openai"],  # a result's extra.error / is_error, or an Error prefix
 }
 
 
