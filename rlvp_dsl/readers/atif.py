@@ -50,7 +50,7 @@ from .errors import ReaderError, expected_got
 SCHEMA_VERSION = "ATIF-v1.7"
 _SOURCES = ("system", "user", "agent")
 #: Meta keys the writer puts in fields of their own (not in ``extra.rlvp_meta``).
-_OWN_META = ("policy", "completion_token_ids", "atif_agent", "atif_unpaired_results", "orphan_results")
+_OWN_META = ("policy", "completion_token_ids", "atif_agent")
 
 
 def is_atif(data: Any) -> bool:

@@ -137,8 +137,7 @@ ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
 
 #: The error signal each trajectory format uses unless the caller passes its own (entries of `ERROR_SIGNALS`).
 DEFAULT_ERROR_SIGNALS: Mapping[str, ErrorSignal] = {
-    **{fmt: ERROR_SIGNALS[fmt] for fmt in ("tau2", "tau_bench_v1", "openai", "swe_agent")},
-    "atif": ERROR_SIGNALS["openai"],  # a result's extra.error / is_error, or an Error prefix
+    fmt: ERROR_SIGNALS[fmt] for fmt in ("tau2", "tau_bench_v1", "openai", "swe_agent")
 }
 
 

@@ -61,6 +61,10 @@ _READERS: dict[str, Callable[[Any, str, str, ErrorSignal], list[Episode]]] = {
     "atif": read_atif,
 }
 
+#: Formats read with another format's default error signal: ATIF results with the chat default
+#: (``error``/``is_error`` true in a result's ``extra``, or text starting ``Error``).
+_SIGNAL_OF = {"atif": "openai"}
+
 
 @attrs.frozen
 class SkippedFile:
@@ -219,7 +223,7 @@ def _read_loaded(
     line_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
 ) -> list[Episode]:
-    signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[fmt]
+    signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[_SIGNAL_OF.get(fmt, fmt)]
     shown, name = _shown(file), (STDIN_NAME if file == STDIN else path.name)
     if jsonl:
         if fmt != "openai":
