@@ -96,7 +96,7 @@ def _trajectory(data: Any, file: str, record: str, default_id: str, signal: Erro
     builder = EpisodeBuilder(signal)
     meta: dict[str, Any] = {}
     tokens: list[dict[str, Any]] = []
-    restore: dict[int, dict[str, Any]] = {}  # position among calls -> the call's rlvp_event
+    restore: list[tuple[str, dict[str, Any]]] = []  # per call: where it is, its rlvp_event
     unpaired = 0
     message = -1  # the index of the last step that gave events
     prefix = f"{record}.steps" if record else "steps"
@@ -131,10 +131,7 @@ def _trajectory(data: Any, file: str, record: str, default_id: str, signal: Erro
                 raise ReaderError(file, f"{where}.tool_calls[{k}]", detail=expected_got("a tool call object", entry))
             call_extra = _object(entry.get("extra"), file, f"{where}.tool_calls[{k}]", "extra")
             saved = call_extra.get("rlvp_event")
-            if isinstance(saved, dict):
-                restore[len(restore)] = saved
-            else:
-                restore[len(restore)] = {}
+            restore.append((f"{where}.tool_calls[{k}]", saved if isinstance(saved, dict) else {}))
             raw = saved.get("raw_arguments") if isinstance(saved, dict) and "raw_arguments" in saved else None
             builder.call(
                 entry.get("function_name"),
@@ -158,7 +155,7 @@ def _trajectory(data: Any, file: str, record: str, default_id: str, signal: Erro
         meta["atif_unpaired_results"] = unpaired
     given = data.get("trajectory_id") or data.get("session_id")
     episode = builder.episode(str(given) if given else default_id, outcome=reward, source=file, meta=meta)
-    return _restored(episode, restore)
+    return _restored(episode, restore, file)
 
 
 def _object(value: Any, file: str, record: str, field: str) -> dict[str, Any]:
@@ -205,26 +202,40 @@ def _token_ids(step: dict[str, Any], file: str, where: str) -> list[int] | None:
     return list(ids)
 
 
-def _restored(episode: Episode, restore: Mapping[int, Mapping[str, Any]]) -> Episode:
+def _restored(episode: Episode, restore: Sequence[tuple[str, Mapping[str, Any]]], file: str) -> Episode:
     """`episode` with each call's fields that rlvp wrote under ``extra.rlvp_event`` put back."""
-    if not any(restore.values()):
+    if not any(saved for _, saved in restore):
         return episode
-    events, position = [], 0
+    events, calls = [], iter(restore)
     for event in episode.events:
         if event.kind == CALL:
-            saved = restore.get(position) or {}
-            position += 1
+            where, saved = next(calls)
             if saved:
-                event = _apply(event, saved)
+                event = _apply(event, saved, file, where)
         events.append(event)
     return attrs.evolve(episode, events=events)
 
 
-def _apply(event: Event, saved: Mapping[str, Any]) -> Event:
-    changes: dict[str, Any] = {}
-    for field in ("status", "error_text", "raw_arguments", "requestor", "ambiguous"):
-        if field in saved:
-            changes[field] = saved[field]
+#: The fields of ``extra.rlvp_event`` and the JSON types each takes.
+_SAVED_TYPES: dict[str, tuple[type, ...]] = {
+    "status": (str,),
+    "error_text": (str,),
+    "raw_arguments": (str, type(None)),
+    "requestor": (str,),
+    "ambiguous": (bool,),
+    "tags": (list,),
+    "signals": (dict,),
+    "call_id_generated": (bool,),
+}
+
+
+def _apply(event: Event, saved: Mapping[str, Any], file: str, where: str) -> Event:
+    for field, types in _SAVED_TYPES.items():
+        if field in saved and not isinstance(saved[field], types):
+            raise ReaderError(file, where, f"extra.rlvp_event.{field}", expected_got(types[0].__name__, saved[field]))
+    changes: dict[str, Any] = {
+        f: saved[f] for f in ("status", "error_text", "raw_arguments", "requestor", "ambiguous") if f in saved
+    }
     if "tags" in saved:
         changes["tags"] = frozenset(saved["tags"])
     if "signals" in saved:
@@ -236,7 +247,7 @@ def _apply(event: Event, saved: Mapping[str, Any]) -> Event:
     try:
         return attrs.evolve(event, **changes)
     except (TypeError, ValueError) as exc:
-        raise ReaderError(event.call_id or "", detail=f"extra.rlvp_event of call {event.index}: {exc}") from None
+        raise ReaderError(file, where, "extra.rlvp_event", str(exc)) from None
 
 
 # -- writing -------------------------------------------------------------------------------------
@@ -340,7 +351,11 @@ def _step(events: Sequence[Event], step_id: int) -> dict[str, Any]:
     if calls:
         step["tool_calls"] = [_tool_call(e) for e in calls]
         results = [
-            {"source_call_id": _call_id(e), "content": e.result, **({"extra": {"is_error": True}} if e.status == ERROR else {})}
+            {
+                "source_call_id": _call_id(e),
+                "content": e.result,
+                **({"extra": {"is_error": True}} if e.status == ERROR else {}),
+            }
             for e in calls
             if e.status not in (MALFORMED, NO_RESULT) or e.result
         ]

@@ -317,7 +317,7 @@ def read_episodes(
 
     Args:
         path: a ``.json``, ``.jsonl`` or ``.traj`` file.
-        format: ``tau2``, ``tau_bench_v1``, ``openai``, ``swe_agent``, or ``None`` to detect it.
+        format: ``tau2``, ``tau_bench_v1``, ``openai``, ``swe_agent``, ``atif``, or ``None`` to detect it.
         error_signal: how tool errors are recognised: an `ErrorSignal` or a name of
             :data:`~rlvp_dsl.readers.ERROR_SIGNALS` (``trl``, ``mcp`` ...); ``None`` uses the
             format's entry of :data:`DEFAULT_ERROR_SIGNALS` (a given signal replaces it).

@@ -41,7 +41,11 @@ def _trajectory() -> dict[str, Any]:
                 "source": "agent",
                 "message": "Looking it up.",
                 "tool_calls": [
-                    {"tool_call_id": "a", "function_name": "get_reservation_details", "arguments": {"reservation_id": "X"}},
+                    {
+                        "tool_call_id": "a",
+                        "function_name": "get_reservation_details",
+                        "arguments": {"reservation_id": "X"},
+                    },
                     {"tool_call_id": "b", "function_name": "get_user_details", "arguments": {"user_id": "u1"}},
                 ],
                 "observation": {
@@ -58,10 +62,16 @@ def _trajectory() -> dict[str, Any]:
                 "source": "agent",
                 "message": "",
                 "tool_calls": [
-                    {"tool_call_id": "c", "function_name": "get_reservation_details", "arguments": {"reservation_id": "Y"}},
+                    {
+                        "tool_call_id": "c",
+                        "function_name": "get_reservation_details",
+                        "arguments": {"reservation_id": "Y"},
+                    },
                     {"tool_call_id": "d", "function_name": "cancel_reservation", "arguments": {"reservation_id": "Y"}},
                 ],
-                "observation": {"results": [{"source_call_id": "c", "content": [{"type": "text", "text": "Error: gone"}]}]},
+                "observation": {
+                    "results": [{"source_call_id": "c", "content": [{"type": "text", "text": "Error: gone"}]}]
+                },
             },
         ],
         "extra": {"reward": 0.5},
@@ -84,7 +94,9 @@ def test_reader_by_value(tmp_path: Path) -> None:
     assert detect_trajectory_format(json.loads(path.read_text()), str(path)) == ("atif", "")
     [episode] = read_episodes(path)
     assert (episode.id, episode.outcome) == ("traj-1", 0.5)
-    got = [(e.index, e.kind, e.tool, dict(e.arguments), e.status, e.result, e.call_id, e.message) for e in episode.events]
+    got = [
+        (e.index, e.kind, e.tool, dict(e.arguments), e.status, e.result, e.call_id, e.message) for e in episode.events
+    ]
     assert got == [
         (0, USER, None, {}, OK, "", None, 0),
         (1, ASSISTANT, None, {}, OK, "", None, 1),
@@ -99,6 +111,10 @@ def test_reader_by_value(tmp_path: Path) -> None:
     assert episode.meta["completion_token_ids"] == [{"message": 1, "token_ids": [11, 12, 13]}]
     assert episode.meta["atif_unpaired_results"] == 1
     assert episode.meta["atif_agent"]["name"] == "terminus"
+
+
+def test_the_hand_made_trajectory_is_valid_atif_v1_7() -> None:
+    _validate(_trajectory())
 
 
 def test_a_list_of_trajectories_and_the_session_id(tmp_path: Path) -> None:
@@ -136,6 +152,18 @@ BAD = [
     (_set("steps/2/metrics/completion_token_ids", ["a"]), "steps[2]", "metrics.completion_token_ids", ""),
     (_set("extra/reward", "high"), "", "extra.reward", "a finite number"),
     (_set("steps/0", []), "steps[0]", "", "a step object"),
+    (
+        _set("steps/2/tool_calls/1/extra", {"rlvp_event": {"status": 3}}),
+        "steps[2].tool_calls[1]",
+        "extra.rlvp_event.status",
+        "expected str",
+    ),
+    (
+        _set("steps/2/tool_calls/1/extra", {"rlvp_event": {"status": "fine"}}),
+        "steps[2].tool_calls[1]",
+        "extra.rlvp_event",
+        "status",
+    ),
 ]
 
 
@@ -146,6 +174,9 @@ def test_bad_input_names_record_and_field(tmp_path: Path, mutate: Any, record: s
         read_episodes(path, format="atif")
     assert (info.value.record, info.value.field) == (record, field)
     assert words in str(info.value)
+    assert str(info.value).startswith(
+        f"{path}: {record + ': ' if record else ''}{'field ' + repr(field) if field else ''}"
+    )
 
 
 def test_bad_record_in_a_list_is_named_with_its_position(tmp_path: Path) -> None:
@@ -223,7 +254,9 @@ def test_statuses_survive_the_round_trip() -> None:
 
         [back] = read_atif(copy.deepcopy(document), "x.json", "x", DEFAULT_ERROR_SIGNALS["openai"])
         calls = [(v.status, v.error_text, v.raw_arguments, dict(v.arguments)) for v in back.events if v.kind == CALL]
-        assert calls == [(v.status, v.error_text, v.raw_arguments, dict(v.arguments)) for v in episode.events if v.kind == CALL]
+        assert calls == [
+            (v.status, v.error_text, v.raw_arguments, dict(v.arguments)) for v in episode.events if v.kind == CALL
+        ]
 
 
 def test_rlvp_score_atif_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
