@@ -384,9 +384,11 @@ def _write_atif(folder: str, results: Results) -> bool:
     from ..readers.atif import write_atif
 
     try:
-        written = write_atif(folder, results.scored, rule_names=[r.name for r in results.program.rules])
+        rules = [r.name for r in results.program.rules]
+        written = write_atif(folder, results.scored, rule_names=rules, keep=results.report.files)
     except OSError as exc:
-        print(f"rlvp-score: error: cannot write --atif-out {folder}: {exc.strerror or exc}", file=sys.stderr)
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"rlvp-score: error: cannot write --atif-out {folder}{where}: {exc.strerror or exc}", file=sys.stderr)
         return False
     print(f"rlvp-score: wrote {counted(len(written), 'ATIF trajectory')} to {folder}", file=sys.stderr)
     return True

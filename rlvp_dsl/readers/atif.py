@@ -420,26 +420,36 @@ def write_atif(
     scored: Iterable[tuple[Episode, Sequence[Credit]]],
     *,
     rule_names: Iterable[str] = (),
+    keep: Iterable[str | os.PathLike[str]] = (),
 ) -> list[Path]:
     """Write each episode with its credits as one ATIF file, ``FOLDER/<episode id>.json`` (the folder is created).
+
+    Args:
+        folder: where the files go.
+        scored: each episode with its credits.
+        rule_names: the program's rules (a total of 0.0 for a rule that gave nothing).
+        keep: files that must not be written over (the inputs); checked before anything is written.
 
     Returns:
         The files written, in episode order.
 
     Raises:
+        FileExistsError: a file would be written over one of `keep` (nothing was written).
         OSError: the folder or a file cannot be written.
     """
     out = Path(folder)
-    out.mkdir(parents=True, exist_ok=True)
     names = list(rule_names)
     taken: set[str] = set()
-    written = []
-    for episode, credits in scored:
-        path = out / atif_file_name(episode.id, taken)
+    pairs = [(out / atif_file_name(episode.id, taken), episode, credits) for episode, credits in scored]
+    kept = {os.path.realpath(p) for p in keep}
+    clash = next((path for path, _, _ in pairs if os.path.realpath(path) in kept), None)
+    if clash is not None:
+        raise FileExistsError(17, "it would write over the input file", str(clash))
+    out.mkdir(parents=True, exist_ok=True)
+    for path, episode, credits in pairs:
         document = trajectory_from_episode(episode, credits, rule_names=names)
         path.write_text(json.dumps(document, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        written.append(path)
-    return written
+    return [path for path, _, _ in pairs]
 
 
 __all__ = ["SCHEMA_VERSION", "atif_file_name", "is_atif", "read_atif", "trajectory_from_episode", "write_atif"]

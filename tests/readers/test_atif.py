@@ -275,3 +275,12 @@ def test_rlvp_score_atif_out_unwritable(tmp_path: Path, capsys: pytest.CaptureFi
     blocker.write_text("x")
     assert score_main([str(RULES), str(CHAT), "--atif-out", str(blocker / "sub")]) == 2
     assert "cannot write --atif-out" in capsys.readouterr().err
+
+
+def test_rlvp_score_atif_out_never_writes_over_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    runs = tmp_path / "runs"
+    [path] = write_atif(runs, [(read_paths(CHAT)[0], [])])
+    before = path.read_text()
+    assert score_main([str(RULES), str(runs), "--atif-out", str(runs)]) == 2
+    assert f"({path}): it would write over the input file" in capsys.readouterr().err
+    assert path.read_text() == before
