@@ -68,6 +68,7 @@ class ScoreArgs:
     html: str | None
     error_prefix: list[str]
     error_flag: list[str]
+    atif_out: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +145,13 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FIELD",
         type=nonempty("a field name"),
         help="a tool message with FIELD true is an error (adds to the default of --format, which it needs)",
+    )
+    p.add_argument(
+        "--atif-out",
+        metavar="DIR",
+        type=nonempty(),
+        help="write each episode as an ATIF v1.7 trajectory, DIR/<episode id>.json, credits in steps[].extra.rlvp "
+        "and totals in final_metrics.extra.rlvp (docs/readers.md)",
     )
     return p
 
@@ -350,6 +358,8 @@ def _write_and_print(args: ScoreArgs, results: Results) -> int:
     status = EXIT_INPUT_ERRORS if report.errors else EXIT_OK
     if args.html is not None and not write_html(args.html, program, scored, results.sources, args.rules):
         return EXIT_USAGE
+    if args.atif_out is not None and not _write_atif(args.atif_out, results):
+        return EXIT_USAGE
     if args.csv is not None:
         if not write_csv(args.csv, csv_text(program, scored)):
             return EXIT_USAGE
@@ -367,6 +377,21 @@ def _write_and_print(args: ScoreArgs, results: Results) -> int:
         print()
     print(summary_text(program, scored, report, rules=args.rules, domains=args.domain, by=args.by))
     return status
+
+
+def _write_atif(folder: str, results: Results) -> bool:
+    """The scored episodes as ATIF files in `folder` (rlvp_dsl.readers.atif.write_atif); False (said) when it cannot be written."""
+    from ..readers.atif import write_atif
+
+    try:
+        rules = [r.name for r in results.program.rules]
+        written = write_atif(folder, results.scored, rule_names=rules, keep=results.report.files)
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"rlvp-score: error: cannot write --atif-out {folder}{where}: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    print(f"rlvp-score: wrote {counted(len(written), 'ATIF trajectory')} to {folder}", file=sys.stderr)
+    return True
 
 
 def run() -> None:

@@ -2,7 +2,8 @@
 
 Formats (``format=``): ``tau2`` (tau2-bench ``Results`` JSON), ``tau_bench_v1`` (tau-bench v1
 results list), ``openai`` (chat transcripts, JSON or JSONL; MCP ``tools/call`` results
-understood), ``swe_agent`` (``.traj``).  ``None`` detects the format from the extension and
+understood), ``swe_agent`` (``.traj``), ``atif`` (Harbor's ATIF v1.7 trajectories; `atif.write_atif` writes
+them back with credits).  ``None`` detects the format from the extension and
 content (see :mod:`rlvp_dsl.readers.loading`).
 
     from rlvp_dsl.readers import read_episodes, read_report, ErrorSignal

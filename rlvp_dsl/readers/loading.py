@@ -9,7 +9,9 @@ Detection (``format=None``), first match wins:
 3. an object with ``trajectory`` or ``history`` (a list) -> ``swe_agent``;
 4. a list whose first entry has ``traj`` -> ``tau_bench_v1``;
 5. an object with ``messages``, a list of such objects, or a list of ``{role, ...}``
-   messages -> ``openai``.
+   messages -> ``openai``;
+6. (checked first) an object with ``schema_version`` ``ATIF-...`` and ``steps``, or a list whose
+   first entry is one -> ``atif``.
 
 Anything else is not a trajectory: :func:`read_episodes` raises :class:`ReaderError`,
 :func:`read_report` (and so :func:`read_paths`) skips the file and says why.
@@ -36,12 +38,13 @@ from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
 from .errors import ReaderError, load_json_text
 from .error_signals import DEFAULT_ERROR_SIGNALS, ErrorSignal, error_signal as resolve_signal
 from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
+from .atif import is_atif, read_atif
 from .openai_chat import read_openai_json, read_openai_jsonl
 from .swe_agent import read_swe_agent
 from .tau2 import read_tau2
 from .tau_bench_v1 import read_tau_bench_v1
 
-FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent")
+FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
 #: File name endings read when walking a folder.
 FOLDER_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 #: Endings that always mean one JSON document per line.
@@ -55,7 +58,12 @@ _READERS: dict[str, Callable[[Any, str, str, ErrorSignal], list[Episode]]] = {
     "tau_bench_v1": read_tau_bench_v1,
     "openai": read_openai_json,
     "swe_agent": read_swe_agent,
+    "atif": read_atif,
 }
+
+#: Formats read with another format's default error signal: ATIF results with the chat default
+#: (``error``/``is_error`` true in a result's ``extra``, or text starting ``Error``).
+_SIGNAL_OF = {"atif": "openai"}
 
 
 @attrs.frozen
@@ -116,6 +124,8 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
         return "swe_agent", ""
     if suffix in JSONL_SUFFIXES:
         return "openai", ""
+    if is_atif(data) or (isinstance(data, list) and bool(data) and is_atif(data[0])):
+        return "atif", ""
     if isinstance(data, dict):
         if isinstance(data.get("simulations"), list):
             return "tau2", ""
@@ -213,7 +223,7 @@ def _read_loaded(
     line_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
 ) -> list[Episode]:
-    signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[fmt]
+    signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[_SIGNAL_OF.get(fmt, fmt)]
     shown, name = _shown(file), (STDIN_NAME if file == STDIN else path.name)
     if jsonl:
         if fmt != "openai":
@@ -307,7 +317,7 @@ def read_episodes(
 
     Args:
         path: a ``.json``, ``.jsonl`` or ``.traj`` file.
-        format: ``tau2``, ``tau_bench_v1``, ``openai``, ``swe_agent``, or ``None`` to detect it.
+        format: ``tau2``, ``tau_bench_v1``, ``openai``, ``swe_agent``, ``atif``, or ``None`` to detect it.
         error_signal: how tool errors are recognised: an `ErrorSignal` or a name of
             :data:`~rlvp_dsl.readers.ERROR_SIGNALS` (``trl``, ``mcp`` ...); ``None`` uses the
             format's entry of :data:`DEFAULT_ERROR_SIGNALS` (a given signal replaces it).
