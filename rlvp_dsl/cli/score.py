@@ -40,6 +40,7 @@ from .score_output import Scored, csv_text, explain_text, json_document, summary
 from ..compile import compile_ruleset
 from ..diagnostics import counted, diagnostics_fields, render_text, sort_and_cap
 from ..input_files import NotARegularFile, check_regular
+from ..readers.loading import FORMATS
 from ..pipeline import check_file
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=version_text("rlvp-score"))
     p.add_argument(
         "--format",
-        choices=["tau2", "tau_bench_v1", "openai", "swe_agent"],
+        choices=list(FORMATS),
         help="the trajectory format (default: detected per file)",
     )
     p.add_argument("--explain", action="store_true", help="print every credit with its explanation")
