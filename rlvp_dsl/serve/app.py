@@ -321,7 +321,6 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         state.metrics.episodes.labels("/get_reward").inc(count)
         return _rendered(rendered, served.hash)
 
-
     @app.get("/reverify_mode")
     def reverify_mode() -> str:
         """NeMo Gym's reverify mode: ``"stateless"`` (a stored rollout re-verified gets the same reward)."""
@@ -348,6 +347,7 @@ def _add_routes(app: FastAPI, state: _State) -> None:
             return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
         state.metrics.episodes.labels("/verify").inc(count)
         return _rendered(rendered, served.hash)
+
 
 def _choose(sets: RuleSets, name: str | None) -> ServedRules | Response:
     """The rule set a request names, or the 422 saying why there is none."""

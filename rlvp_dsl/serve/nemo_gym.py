@@ -105,7 +105,9 @@ def read_rollout(request: VerifyRequest, *, error_signal: str | None = None, id:
     return builder.episode(id, outcome=None, source="", meta=meta), first
 
 
-def verify(served: ServedRules, request: VerifyRequest, raw: dict[str, Any], error_signal: str | None = None) -> dict[str, Any]:
+def verify(
+    served: ServedRules, request: VerifyRequest, raw: dict[str, Any], error_signal: str | None = None
+) -> dict[str, Any]:
     """The answer to one ``/verify`` request (see the module docstring).
 
     Args:
