@@ -18,6 +18,9 @@ its answer names it.  Measured and checked:
   ``--retries`` times (scoring is pure: sending a request again is safe);
 * when half of the requests are answered, one worker is sent SIGKILL; uvicorn's supervisor starts
   another;
+* the server's own count of ``/score`` 200 answers (``/metrics``, summed over the workers, the
+  killed one included) is shown beside the clients' count: a request the killed worker scored but
+  could not deliver is scored again on the retry (harmless: scoring is pure), the client keeps one;
 * every answer must be a 200 whose bytes equal in-process scoring's; every request answered once
   (the first answer accepted; none missing); the server still answers ``/healthz`` after the run, and
   its log shows the replacement worker.
@@ -285,11 +288,14 @@ def main(argv: list[str] | None = None) -> int:
             client_cpu = time.process_time() - client_start
             replaced = server.wait_replaced(args.workers) if run.killed else False
             healthy = httpx.get(server.url + "/healthz", timeout=30).status_code == 200
+            metrics = httpx.get(server.url + "/metrics", timeout=30).text
             log = server.text()
         finally:
             server.stop()
     load_after = os.getloadavg()
 
+    counted = re.search(r'rlvp_serve_requests_total\{route="/score",status="200"\} (\S+)', metrics)
+    server_answers = int(float(counted.group(1))) if counted else -1
     missing = [i for i in range(args.requests) if i not in run.answers]
     not_ok = [i for i, (status, _) in run.answers.items() if status != 200]
     differ = [i for i, (status, digest) in run.answers.items() if status == 200 and digest != expected.digests[i]]
@@ -304,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         ("replacement worker started", "yes" if replaced else "no"),
         ("transport errors retried", f"{run.retries}"),
         ("lost (never answered)", f"{len(missing) + len(run.failed)}"),
+        ("/score 200s the server counted (/metrics)", f"{server_answers}"),
         ("answered twice", f"{run.twice}"),
         ("not 200", f"{len(not_ok)}"),
         ("answers != in-process bytes", f"{len(differ)}"),

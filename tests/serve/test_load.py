@@ -33,5 +33,11 @@ def test_serve_load_small_run_with_a_killed_worker():
     assert _row(out, "replacement worker started") == "yes"
     for key in ("lost (never answered)", "answered twice", "not 200", "answers != in-process bytes"):
         assert _row(out, key) == "0", out
+    # the server counted every answer the clients accepted (retries may add one the killed worker scored)
+    assert (
+        42
+        <= int(_row(out, "/score 200s the server counted (/metrics)"))
+        <= 42 + int(_row(out, "transport errors retried"))
+    )
     # the 7 bodies in turn: 4 chat episodes of one, tau2 Results of 2, tau2 and tau-bench samples of 3
     assert _row(out, "episodes") == str(sum([1, 1, 1, 1, 2, 3, 3][i % 7] for i in range(42)))
