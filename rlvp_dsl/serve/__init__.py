@@ -5,7 +5,7 @@
     curl -s localhost:8000/get_reward -d '{"query": ["<|im_start|>user..."]}'   # OpenRLHF's contract
 
 Routes (docs/integrations.md, "rlvp serve"): ``POST /score``, ``POST /get_reward``, ``GET /healthz``,
-``GET /rules``, ``GET /metrics``.  Every answer that used rules names their hash.
+``POST /verify``, ``GET /reverify_mode``, ``GET /rules``, ``GET /metrics``.  Every answer that used rules names their hash.
 
 Module map, one job each:
 
@@ -17,6 +17,7 @@ Module map, one job each:
 * ``scoring`` -- ``/score``: a request body read as the trajectory file it is, scored;
 * ``transcript`` -- a chat-templated text (ChatML, Llama 3) read back into an episode;
 * ``openrlhf`` -- ``/get_reward``: OpenRLHF's remote reward contract;
+* ``nemo_gym`` -- ``/verify`` and ``/reverify_mode``: NeMo Gym's verifier contract;
 * ``models`` -- the request and answer shapes (pydantic);
 * ``auth`` -- the bearer token (constant-time compare) and the loopback test;
 * ``limits`` -- the request body size limit;

@@ -8,6 +8,8 @@ Routes (docs/integrations.md, "rlvp serve"):
   (`rlvp_dsl.serve.scoring`);
 * ``POST /get_reward[?rules=NAME&template=T&error_signal=S]`` -- OpenRLHF's contract
   (`rlvp_dsl.serve.openrlhf`);
+* ``POST /verify[?rules=NAME&error_signal=S]``, ``GET /reverify_mode`` -- NeMo Gym's verifier
+  contract (`rlvp_dsl.serve.nemo_gym`);
 * ``GET /healthz`` (no token needed), ``GET /rules``, ``GET /metrics``.
 
 Every answer that used rules carries their hash (``rules_hash`` in the body and the
@@ -44,6 +46,7 @@ from .auth import BearerAuth
 from .limits import DEFAULT_MAX_BODY, BodyTooLarge, read_limited
 from .metrics import CONTENT_TYPE, Metrics, MetricsMiddleware, multiprocess_dir
 from .models import ErrorAnswer, GetRewardAnswer, ScoreAnswer
+from .nemo_gym import REVERIFY_MODE, verify_body
 from .openrlhf import reward_body
 from .rulesets import (
     RuleHolder,
@@ -316,6 +319,33 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         except BadInput as exc:
             return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
         state.metrics.episodes.labels("/get_reward").inc(count)
+        return _rendered(rendered, served.hash)
+
+    @app.get("/reverify_mode")
+    def reverify_mode() -> str:
+        """NeMo Gym's reverify mode: ``"stateless"`` (a stored rollout re-verified gets the same reward)."""
+        return REVERIFY_MODE
+
+    @app.post("/verify", responses=errors)
+    async def verify(
+        request: Request,
+        rules: str | None = Query(None, description="the rule set (its file stem), when several are served"),
+        error_signal: str | None = Query(None, description="how a tool error is recognised (default openai)"),
+    ) -> Response:
+        """NeMo Gym's verify: a Responses-API rollout -> ``reward`` and per-rule ``reward_components``."""
+        served = _choose(state.holder.current, rules)  # read once: a reload never changes it under this request
+        if isinstance(served, Response):
+            return served
+        try:
+            body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
+            rendered, count = await _off_loop(len(body), lambda: verify_body(served, body, error_signal=error_signal))
+        except BodyTooLarge as exc:
+            return _error(413, "too_large", str(exc), rules_hash=served.hash)
+        except ClientDisconnect:  # the client left mid-body: nobody reads an answer
+            return Response(status_code=499)
+        except BadInput as exc:
+            return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
+        state.metrics.episodes.labels("/verify").inc(count)
         return _rendered(rendered, served.hash)
 
 
