@@ -133,7 +133,7 @@ class TokenCredit:
 
     def __init__(
         self,
-        rules: Program | str | os.PathLike,
+        rules: Program | str | os.PathLike[str],
         marker_ids: tuple[Sequence[int], Sequence[int]],
         *,
         reasoning_ids: tuple[Sequence[int], Sequence[int]] | None = None,
@@ -183,7 +183,9 @@ class TokenCredit:
         whole = episode_from_messages(messages, id="completion", **read)  # type: ignore[arg-type]
         return whole, len(head.events), len(head.calls)
 
-    def _row(self, rollout: TokenRollout, where: str) -> tuple[list[int], list[int], CallCredits, tuple[TokenSpan, ...]]:
+    def _row(
+        self, rollout: TokenRollout, where: str
+    ) -> tuple[list[int], list[int], CallCredits, tuple[TokenSpan, ...]]:
         if not isinstance(rollout, TokenRollout):
             raise TypeError(f"{where} must be a TokenRollout (got {type(rollout).__name__})")
         tokens = _ints(rollout.tokens, f"{where}.tokens")
@@ -237,7 +239,10 @@ class TokenCredit:
             for g, group in enumerate(rows)
         ]
         return TokenAdvantages(
-            per_token, [[row[2] for row in group] for group in rows], [[row[3] for row in group] for group in rows], result
+            per_token,
+            [[row[2] for row in group] for group in rows],
+            [[row[3] for row in group] for group in rows],
+            result,
         )
 
 

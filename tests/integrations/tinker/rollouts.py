@@ -50,7 +50,13 @@ def _result(k: int, content: str) -> dict:
 
 
 #: get ok, cancel ok: no rule credit.
-CLEAN = [_call(0, "get"), _result(0, "ok"), _call(1, "cancel"), _result(1, "ok"), {"role": "assistant", "content": "done"}]
+CLEAN = [
+    _call(0, "get"),
+    _result(0, "ok"),
+    _call(1, "cancel"),
+    _result(1, "ok"),
+    {"role": "assistant", "content": "done"},
+]
 #: cancel fails twice, unchanged: call 0 gets -0.1, call 1 -0.1 - 0.3.
 REPEAT = [
     _call(0, "cancel"),

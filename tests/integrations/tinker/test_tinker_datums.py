@@ -52,7 +52,8 @@ def test_datum_fields_by_value():
     groups = [[rollout(CLEAN, 1.0), rollout(REPEAT, 0.0)], [rollout(REPEAT, 0.0), rollout(REPEAT, 0.0)]]
     datums = credit(process_weight=w).datums(groups)
     assert len(datums) == 4
-    a = outcome_advantages(torch.tensor([[1.0, 0.0]], dtype=torch.float64))[0].tolist()  # (r - mean) / (population std + eps)
+    # (r - mean) / (population std + eps)
+    a = outcome_advantages(torch.tensor([[1.0, 0.0]], dtype=torch.float64))[0].tolist()
     assert a[0] == pytest.approx(0.5 / (0.5 + 1e-4), abs=1e-6) and a[1] == pytest.approx(-a[0])
     rows = [
         expected_row(a[0], w),
@@ -123,7 +124,10 @@ def test_ragged_rollouts_pad_and_answer_credit_spreads():
 @pytest.mark.parametrize(
     "make, match",
     [
-        (lambda: TokenRollout(TOKENS, SAMPLED[:-1], PROMPT_MESSAGES + CLEAN, 2, 1.0), r"groups\[0\]\[1\]\.sampled has 16"),
+        (
+            lambda: TokenRollout(TOKENS, SAMPLED[:-1], PROMPT_MESSAGES + CLEAN, 2, 1.0),
+            r"groups\[0\]\[1\]\.sampled has 16",
+        ),
         (lambda: TokenRollout(TOKENS, SAMPLED, PROMPT_MESSAGES + CLEAN, 2, 1.0, [0.0]), r"logprobs has 1 entries"),
         (lambda: TokenRollout(TOKENS, SAMPLED, [{"role": "wizard"}], 0, 1.0), r"groups\[0\]\[1\]\.messages"),
         (lambda: TokenRollout(TOKENS, [1] + SAMPLED[1:], PROMPT_MESSAGES + CLEAN, 2, 1.0), "first token is sampled"),

@@ -68,7 +68,10 @@ def trace(completion: list[dict], reward: float) -> Trace:
 
 def test_node_advantages_equal_compute_advantages():
     w = 0.5
-    groups = [[trace(CLEAN, 1.0), trace(REPEAT, 0.0), trace(REPEAT, 0.5)], [trace(REPEAT, 0.0)] * 1 + [trace(CLEAN, 0.0)] * 2]
+    groups = [
+        [trace(CLEAN, 1.0), trace(REPEAT, 0.0), trace(REPEAT, 0.5)],
+        [trace(REPEAT, 0.0), trace(CLEAN, 0.0), trace(CLEAN, 0.0)],
+    ]
     RlvpVerifiers(program(), marker_ids=([OPEN], [CLOSE]), process_weight=w).assign(groups)
 
     # the reference: the same batch, credits and spans built here, through compute_advantages
@@ -76,7 +79,10 @@ def test_node_advantages_equal_compute_advantages():
     credits = [
         [
             completion_credits(
-                prog, episode_from_messages(PROMPT_MESSAGES + m, id="completion"), first_event=len(head.events), source="x"
+                prog,
+                episode_from_messages(PROMPT_MESSAGES + m, id="completion"),
+                first_event=len(head.events),
+                source="x",
             )
             for m in ms
         ]
@@ -99,7 +105,8 @@ def test_node_advantages_equal_compute_advantages():
                 assert len(node.advantages) == len(node.logprobs) == sum(node.mask)
             else:
                 assert node.advantages is None
-        assert [branch.advantages[k] for k in (0, 1, 2, 3, 8, 9, 10, 15, 16, 17)] == [0.0] * 10  # prompt, scaffold, tools
+        off = (0, 1, 2, 3, 8, 9, 10, 15, 16, 17)  # prompt, scaffold, tool outputs
+        assert [branch.advantages[k] for k in off] == [0.0] * 10
         assert t.info["rlvp"]["provides_advantages"] is True
     # by hand: the second group's outcomes are equal, so only the failed calls' credit is left
     repeat = groups[1][0]
