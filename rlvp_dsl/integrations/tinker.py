@@ -275,7 +275,7 @@ class RlvpTinker(TokenCredit):
             for i, r in enumerate(group):
                 if isinstance(r, TokenRollout) and len(r.tokens) < 2:
                     raise ValueError(f"groups[{g}][{i}] has {len(r.tokens)} tokens; a datum needs at least 2")
-                if isinstance(r, TokenRollout) and r.sampled and r.sampled[0]:
+                if isinstance(r, TokenRollout) and len(r.sampled) and r.sampled[0]:
                     raise ValueError(f"groups[{g}][{i}]'s first token is sampled: no position predicts it")
         adv = self.advantages(groups)
         out = []

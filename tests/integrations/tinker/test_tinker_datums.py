@@ -148,3 +148,16 @@ def test_bad_arguments():
         credit().advantages([[rollout(CLEAN, 0.0), rollout(CLEAN, 1.0)], [rollout(CLEAN, 0.0)]])
     with pytest.raises(TypeError, match="marker_ids"):
         RlvpTinker(program(), marker_ids=[10])
+
+
+def test_a_marked_span_the_messages_lack_is_a_failed_call_and_numpy_inputs_work():
+    """The second marked span has no call in the messages (the harness could not parse it): it becomes a
+    malformed call, scored as failed (errored_call, -0.1) on its own tokens."""
+    np = pytest.importorskip("numpy")
+    messages = PROMPT_MESSAGES + CLEAN[:2] + [{"role": "assistant", "content": "done"}]
+    r = TokenRollout(np.array(TOKENS), np.array(SAMPLED), messages, len(PROMPT_MESSAGES), 0.0, np.array(LOGPROBS))
+    got = credit(process_weight=0.5).advantages([[r, rollout(CLEAN, 0.0)]])
+    assert got.credits[0][0].values == pytest.approx((0.0, -0.1))
+    assert got.per_token[0][0] == pytest.approx(expected_row(0.0, 0.5, (0.0, -0.1)))
+    (d, _) = credit(process_weight=0.5).datums([[r, rollout(CLEAN, 0.0)]])
+    assert d.loss_fn_inputs["advantages"].tolist()[8:12] == pytest.approx([-0.05] * 4)
