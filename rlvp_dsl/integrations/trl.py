@@ -73,7 +73,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import attrs
 import torch
@@ -97,7 +97,7 @@ from rlvp_dsl.readers import (
 from rlvp_dsl.readers import error_signal as resolve_error_signal
 from rlvp_dsl.call_spans import align_call_spans, find_call_spans
 
-__all__ = ["RlvpAdvantageMixin", "RlvpGRPOTrainer", "RlvpReward", "ScoredRow", "TESTED_TRL"]
+__all__ = ["RlvpAdvantageMixin", "RlvpGRPOTrainer", "RlvpReward", "RlvpRuleReward", "ScoredRow", "TESTED_TRL"]
 
 #: The TRL minor version this module is tested with (the ``trl`` extra pins it).
 TESTED_TRL = "1.16"
@@ -189,6 +189,12 @@ class RlvpReward:
             ``mcp``, ``openai`` or an `ErrorSignal`); default TRL's ``{'error': ...}``.
         call_markers: the chat template's tool-call markers.
         name: the name TRL logs the function under (``rewards/<name>/mean``).
+        components: scalar mode only: also make one TRL reward function per rule
+            (`RlvpRuleReward`, logged as ``rewards/<name>/<rule>/mean``); iterating the
+            reward yields them, so ``reward_funcs=[outcome, *RlvpReward(..., mode="scalar",
+            components=True)]`` gives TRL the rule credit split by rule (their sum is the
+            scalar reward).  Pass the components or the reward itself, never both (the
+            credit would count twice).
 
     Call: ``reward(prompts=..., completions=..., completion_ids=..., **kwargs) ->
     list[float]`` (TRL's reward-function contract); `last_rows` keeps the rows of the
@@ -209,7 +215,8 @@ class RlvpReward:
         ValueError: an unknown mode or error signal, a process weight that is negative,
             NaN or infinite, call markers that are empty or identical; at the first call,
             a token-mode reward called by a trainer that is not an `RlvpAdvantageMixin`
-            (the stock `GRPOTrainer` would train on 0 for every completion).
+            (the stock `GRPOTrainer` would train on 0 for every completion);
+            ``components=True`` in token mode (its credit reaches TRL as advantages, not rewards).
         TypeError: a process weight or rules of the wrong type.
     """
 
@@ -225,9 +232,17 @@ class RlvpReward:
         error_signal: Any = "trl",
         call_markers: tuple[str, str] = HERMES_MARKERS,
         name: str = "rlvp",
+        components: bool = False,
     ):
         if not isinstance(mode, str) or mode not in ("token", "scalar"):
             raise ValueError(f"'mode' must be token or scalar (got {mode!r})")
+        if not isinstance(components, bool):
+            raise TypeError(f"'components' must be True or False (got {components!r})")
+        if components and mode != "scalar":
+            raise ValueError(
+                "components=True splits scalar mode's reward by rule; in token mode the credit reaches TRL "
+                "as per-token advantages, not as rewards (use mode='scalar')"
+            )
         if not isinstance(name, str) or not name:
             raise ValueError(f"'name' must be a non-empty string, the name TRL logs the reward under (got {name!r})")
         self.process_weight = _checked_weight(process_weight)
@@ -245,6 +260,39 @@ class RlvpReward:
         self.owned_by_mixin = False  # set by RlvpAdvantageMixin, which reads token-mode rows
         self._watched: Any = None  # the trainer whose amplified groups scalar mode counts
         self._warned_amplified = False
+        self.components: list[RlvpRuleReward] = (
+            [RlvpRuleReward(self, rule.name) for rule in self.program.rules] if components else []
+        )
+        self._batch: tuple[tuple[Any, ...], list[dict[str, float]]] | None = None
+
+    def __iter__(self) -> Iterator[RlvpRuleReward]:
+        """The per-rule reward functions (``components=True``).
+
+        Raises:
+            TypeError: the reward was made without ``components=True``.
+        """
+        if not self.components:
+            raise TypeError("RlvpReward yields per-rule reward functions only when made with components=True")
+        return iter(self.components)
+
+    def rule_totals(
+        self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None, **kwargs: Any
+    ) -> list[dict[str, float]]:
+        """Per completion, each rule's summed credit (unweighted; credit on the prompt's events
+        dropped).  The batch is read once: the components of one TRL reward computation (the same
+        ``prompts`` and ``completions`` objects) share it."""
+        key = (prompts, completions, kwargs.get("rlvp_messages"))
+        if self._batch is not None and all(a is b for a, b in zip(self._batch[0], key)):
+            return self._batch[1]
+        self(prompts, completions, completion_ids, **kwargs)
+        totals = []
+        for row in self.last_rows:
+            per_rule = {rule.name: 0.0 for rule in self.program.rules}
+            for credit in self.credits(row).credits:
+                per_rule[credit.rule] = per_rule.get(credit.rule, 0.0) + credit.value
+            totals.append(per_rule)
+        self._batch = (key, totals)
+        return totals
 
     # ---- reading one completion ------------------------------------------------------
     def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
@@ -362,6 +410,23 @@ class RlvpReward:
                 n,
                 found.numel(),
             )
+
+
+class RlvpRuleReward:
+    """One rule's part of a scalar-mode `RlvpReward` (``components=True``): a TRL reward function
+    returning ``process_weight`` x that rule's credit per completion, named ``<reward>/<rule>``
+    (TRL logs ``rewards/<reward>/<rule>/mean`` and ``.../std``)."""
+
+    def __init__(self, parent: RlvpReward, rule: str):
+        self.parent = parent
+        self.rule = rule
+        self.__name__ = f"{parent.__name__}/{rule}"
+
+    def __call__(
+        self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None, **kwargs: Any
+    ) -> list[float]:
+        totals = self.parent.rule_totals(prompts, completions, completion_ids, **kwargs)
+        return [self.parent.process_weight * t[self.rule] for t in totals]
 
 
 def _marker_ids(tokenizer: Any, marker: str) -> list[int]:
