@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import os
 import sys
 from collections import Counter
@@ -68,6 +69,8 @@ class ScoreArgs:
     html: str | None
     error_prefix: list[str]
     error_flag: list[str]
+    ray: bool = False
+    ray_out: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,7 +148,26 @@ def _parser() -> argparse.ArgumentParser:
         type=nonempty("a field name"),
         help="a tool message with FIELD true is an error (adds to the default of --format, which it needs)",
     )
+    p.add_argument(
+        "--ray", action="store_true", help="score on Ray Data (docs/integrations.md, Ray); needs the ray extra"
+    )
+    p.add_argument(
+        "--ray-out", metavar="DIR", type=nonempty(), help="with --ray: write a Parquet row per episode to DIR"
+    )
     return p
+
+
+def episode_digest(episode_id: str, credits: list[tuple[int, str, float]]) -> str:
+    """The sha256 (hex) of one episode's credits: its id and each credit's (event index, rule, value), in
+    scoring order; the unit of `credit_hash`, computed where the episode is scored (rlvp_dsl.integrations.ray)."""
+    entry = json_text([episode_id, [[int(k), rule, float(value)] for k, rule, value in credits]])
+    return hashlib.sha256(entry.encode("utf-8")).hexdigest()
+
+
+def credit_hash(digests: list[str]) -> str:
+    """``sha256:<hex>`` over the episodes' `episode_digest`s in sorted order: equal for equal credits
+    whatever the order the episodes were scored in (serially, or on Ray)."""
+    return "sha256:" + hashlib.sha256("\n".join(sorted(digests)).encode("ascii")).hexdigest()
 
 
 def _reads_as_text(path: str) -> bool:
@@ -211,6 +233,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run rlvp-score on `argv` (default: the process's); the exit status: 0 ok, 1 errors in the
     input (the rule file, a trajectory file that could not be read), 2 usage or I/O error."""
     args = ScoreArgs(**vars(_parser().parse_args(argv)))
+    if args.ray or args.ray_out is not None:
+        from ..integrations.ray import score_command
+
+        return score_command(args)
     try:
         refuse(_usage_problem(args))
         program, sources = _load_rules(args)
@@ -360,13 +386,20 @@ def _write_and_print(args: ScoreArgs, results: Results) -> int:
         document = json_document(
             program, scored, report, rules=args.rules, domains=results.domains, selected=args.domain, by=args.by
         )
+        document["credit_hash"] = _scored_hash(scored)
         print(json_text(document, indent=1, ensure_ascii=False))
         return status
     if args.explain:
         print(explain_text(scored, args.limit))
         print()
     print(summary_text(program, scored, report, rules=args.rules, domains=args.domain, by=args.by))
+    print(f"credit hash: {_scored_hash(scored)}")
     return status
+
+
+def _scored_hash(scored: list[Scored]) -> str:
+    """`credit_hash` of the scored episodes (the one `rlvp-score --ray` prints for the same input)."""
+    return credit_hash([episode_digest(e.id, [(c.event_index, c.rule, c.value) for c in cs]) for e, cs in scored])
 
 
 def run() -> None:
