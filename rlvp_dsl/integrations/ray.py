@@ -15,7 +15,7 @@ Files are split into rows by Ray tasks; `score_dataset` scores the rows with ``m
 be read becomes a row with ``error`` set (the reader's message, naming file and line) and no credits: it is
 counted and named, never fatal. The rule file must be readable on every node (a shared path).
 
-Actors are restarted and their batches retried when they die (``max_restarts``, ``max_task_retries``):
+Actors are restarted and their batches retried when they die (Ray Data's default ``max_restarts=-1``, ``max_task_retries=-1``):
 scoring is pure, so a retried batch gives the same rows.
 """
 
@@ -257,8 +257,6 @@ def score_dataset(
         batch_size=batch_size,
         concurrency=concurrency,
         num_cpus=num_cpus,
-        max_restarts=-1,
-        max_task_retries=-1,
     )
 
 
