@@ -107,8 +107,9 @@ def test_malformed_record_is_named_not_fatal(capsys, tmp_path):
     digest, episodes, errors = dataset_hash(score_dataset(read_rollouts(str(bad)), RULES))
     assert (digest, episodes) == (expected, 2)
     assert len(errors) == 2
-    assert errors[0].startswith(f"{bad}:2:") and "invalid JSON" in errors[0]
-    assert errors[1].startswith(f"{bad}: line 3") and "messages" in errors[1]
+    cut, missing = sorted(errors, key=lambda e: ": line 3" in e)
+    assert cut.startswith(f"{bad}:2:") and "invalid JSON" in cut
+    assert missing == f"{bad}: line 3: field 'messages': missing (expected a list of chat messages)"
 
 
 class CrashOnce(RolloutScorer):
