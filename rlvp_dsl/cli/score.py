@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import os
 import sys
 from collections import Counter
@@ -37,6 +36,7 @@ from . import (
     whole_number,
 )
 from .score_notes import data_notes, domain_hints, domain_of, domains_text, select_domains
+from .score_hash import credit_hash, episode_digest
 from .score_output import Scored, csv_text, explain_text, json_document, summary_text, write_csv, write_html
 from ..compile import compile_ruleset
 from ..diagnostics import counted, diagnostics_fields, render_text, sort_and_cap
@@ -155,19 +155,6 @@ def _parser() -> argparse.ArgumentParser:
         "--ray-out", metavar="DIR", type=nonempty(), help="with --ray: write a Parquet row per episode to DIR"
     )
     return p
-
-
-def episode_digest(episode_id: str, credits: list[tuple[int, str, float]]) -> str:
-    """The sha256 (hex) of one episode's credits: its id and each credit's (event index, rule, value), in
-    scoring order; the unit of `credit_hash`, computed where the episode is scored (rlvp_dsl.integrations.ray)."""
-    entry = json_text([episode_id, [[int(k), rule, float(value)] for k, rule, value in credits]])
-    return hashlib.sha256(entry.encode("utf-8")).hexdigest()
-
-
-def credit_hash(digests: list[str]) -> str:
-    """``sha256:<hex>`` over the episodes' `episode_digest`s in sorted order: equal for equal credits
-    whatever the order the episodes were scored in (serially, or on Ray)."""
-    return "sha256:" + hashlib.sha256("\n".join(sorted(digests)).encode("ascii")).hexdigest()
 
 
 def _reads_as_text(path: str) -> bool:

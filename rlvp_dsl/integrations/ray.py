@@ -28,11 +28,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+import pyarrow as pa  # type: ignore[import-untyped]
 import ray
 
-from ..cli import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
-from ..cli.score import credit_hash, episode_digest
+from ..cli.score_hash import credit_hash, episode_digest
 from ..pipeline import load_program
 from ..readers import DEFAULT_ERROR_SIGNALS, ReaderError, read_report
 from ..readers.errors import load_json_text
@@ -40,8 +39,10 @@ from ..readers.loading import FOLDER_SUFFIXES, JSONL_SUFFIXES
 from ..readers.openai_chat import _episode
 
 if TYPE_CHECKING:
-    from ..cli.score import ScoreArgs
     from ..events import Credit, Episode
+
+#: rlvp-score's exit codes (rlvp_dsl.cli; not imported: rlvp_dsl.cli.score imports this module).
+EXIT_OK, EXIT_INPUT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 #: The rows `read_rollouts` gives and `score_dataset` takes: a record's file, its line (1-based; a Parquet
 #: row's number; 0: the whole file) and its JSON text ("" for a whole file).
@@ -60,7 +61,7 @@ CREDIT_TYPE = pa.struct(
 )
 
 #: A row per episode: where it came from, its id and outcome (reward; null when unknown), its total credit
-#: (reward units), its credits, ``digest`` (`rlvp_dsl.cli.score.episode_digest`) and ``error`` (null; or the
+#: (reward units), its credits, ``digest`` (`rlvp_dsl.cli.score_hash.episode_digest`) and ``error`` (null; or the
 #: reader's message for a record that could not be read, then ``id`` is null and ``credits`` empty).
 RESULT_SCHEMA = pa.schema(
     [
@@ -94,8 +95,10 @@ def rollout_files(paths: list[str]) -> list[str]:
             out.append(str(path))
         else:
             raise FileNotFoundError(f"no such file or folder: {item}")
-    seen: set[str] = set()
-    return [p for p in out if not (os.path.realpath(p) in seen or seen.add(os.path.realpath(p)))]
+    unique: dict[str, str] = {}
+    for p in out:
+        unique.setdefault(os.path.realpath(p), p)
+    return list(unique.values())
 
 
 def _file_records(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -108,7 +111,7 @@ def _file_records(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 if line.strip():
                     yield {"path": path, "line": lineno, "record": line.rstrip("\r\n")}
     elif suffix == ".parquet":
-        import pyarrow.parquet as pq
+        import pyarrow.parquet as pq  # type: ignore[import-untyped]
 
         table = pq.read_table(path)
         if "record" not in table.column_names:
@@ -261,12 +264,13 @@ def score_dataset(
 
 
 def dataset_hash(scored: ray.data.Dataset) -> tuple[str, int, list[str]]:
-    """(`rlvp_dsl.cli.score.credit_hash` of the scored episodes, how many, the errors of unreadable records);
+    """(`rlvp_dsl.cli.score_hash.credit_hash` of the scored episodes, how many, the errors of unreadable records);
     equal to serial rlvp-score's credit hash for the same input. Materialises only ``digest`` and ``error``."""
     digests: list[str] = []
     errors: list[str] = []
     for batch in scored.select_columns(["digest", "error"]).iter_batches(batch_format="pyarrow"):
-        for digest, error in zip(batch.column("digest").to_pylist(), batch.column("error").to_pylist()):
+        table: Any = batch
+        for digest, error in zip(table.column("digest").to_pylist(), table.column("error").to_pylist()):
             if error is not None:
                 errors.append(str(error))
             elif digest is not None:
@@ -274,10 +278,11 @@ def dataset_hash(scored: ray.data.Dataset) -> tuple[str, int, list[str]]:
     return credit_hash(digests), len(digests), sorted(errors)
 
 
-def score_command(args: ScoreArgs) -> int:
+def score_command(args: Any) -> int:
     """``rlvp-score RULES FILES --ray [--ray-out DIR]``: score on Ray (a running cluster at ``RAY_ADDRESS``,
     else a local one), print the episodes, the unreadable records and the credit hash; with ``--ray-out``
-    write the result rows as Parquet. The exit status as rlvp-score's: 1 when a record could not be read."""
+    write the result rows as Parquet. `args` is rlvp-score's ``ScoreArgs`` (not imported: rlvp_dsl.cli.score
+    imports this module). The exit status as rlvp-score's: 1 when a record could not be read."""
     other = [
         flag
         for flag, given in (
@@ -315,7 +320,7 @@ def score_command(args: ScoreArgs) -> int:
     return _run_on_ray(args, files)
 
 
-def _run_on_ray(args: ScoreArgs, files: list[str]) -> int:
+def _run_on_ray(args: Any, files: list[str]) -> int:
     """Score `files` on Ray (started here, and shut down, unless the caller already started it); print the result."""
     started = not ray.is_initialized()
     if started:
