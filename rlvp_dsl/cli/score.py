@@ -373,7 +373,6 @@ def _write_and_print(args: ScoreArgs, results: Results) -> int:
         document = json_document(
             program, scored, report, rules=args.rules, domains=results.domains, selected=args.domain, by=args.by
         )
-        document["credit_hash"] = _scored_hash(scored)
         print(json_text(document, indent=1, ensure_ascii=False))
         return status
     if args.explain:
