@@ -36,6 +36,7 @@ from . import (
     whole_number,
 )
 from .score_notes import data_notes, domain_hints, domain_of, domains_text, select_domains
+from .score_hash import credit_hash, episode_digest
 from .score_output import Scored, csv_text, explain_text, json_document, summary_text, write_csv, write_html
 from ..compile import compile_ruleset
 from ..diagnostics import counted, diagnostics_fields, render_text, sort_and_cap
@@ -70,6 +71,8 @@ class ScoreArgs:
     error_prefix: list[str]
     error_flag: list[str]
     atif_out: str | None = None
+    ray: bool = False
+    ray_out: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,6 +157,12 @@ def _parser() -> argparse.ArgumentParser:
         help="write each episode as an ATIF v1.7 trajectory, DIR/<episode id>.json, credits in steps[].extra.rlvp "
         "and totals in final_metrics.extra.rlvp (docs/readers.md)",
     )
+    p.add_argument(
+        "--ray", action="store_true", help="score on Ray Data (docs/integrations.md, Ray); needs the ray extra"
+    )
+    p.add_argument(
+        "--ray-out", metavar="DIR", type=nonempty(), help="with --ray: write a Parquet row per episode to DIR"
+    )
     return p
 
 
@@ -220,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     """Run rlvp-score on `argv` (default: the process's); the exit status: 0 ok, 1 errors in the
     input (the rule file, a trajectory file that could not be read), 2 usage or I/O error."""
     args = ScoreArgs(**vars(_parser().parse_args(argv)))
+    if args.ray or args.ray_out is not None:
+        from ..integrations.ray import score_command
+
+        return score_command(args)
     try:
         refuse(_usage_problem(args))
         program, sources = _load_rules(args)
@@ -377,6 +390,7 @@ def _write_and_print(args: ScoreArgs, results: Results) -> int:
         print(explain_text(scored, args.limit))
         print()
     print(summary_text(program, scored, report, rules=args.rules, domains=args.domain, by=args.by))
+    print(f"credit hash: {_scored_hash(scored)}")
     return status
 
 
@@ -393,6 +407,11 @@ def _write_atif(folder: str, results: Results) -> bool:
         return False
     print(f"rlvp-score: wrote {counted(len(written), 'ATIF trajectory')} to {folder}", file=sys.stderr)
     return True
+
+
+def _scored_hash(scored: list[Scored]) -> str:
+    """`credit_hash` of the scored episodes (the one `rlvp-score --ray` prints for the same input)."""
+    return credit_hash([episode_digest(e.id, [(c.event_index, c.rule, c.value) for c in cs]) for e, cs in scored])
 
 
 def run() -> None:
