@@ -146,6 +146,9 @@ def _print_run(cfg: TrainConfig) -> None:
             f"{'never' if eps is None else int(eps)}"
         )
     click.echo(f"metrics: {Path(cfg.out_dir) / 'metrics.jsonl'}")
+    pages = Path(cfg.out_dir) / "token_pages"
+    if (pages / "index.html").is_file():
+        click.echo(f"token pages: {pages / 'index.html'}")
 
 
 # ----------------------------------------------------------------------------
