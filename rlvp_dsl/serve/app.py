@@ -275,26 +275,14 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         name: str | None = Query(None, description="the file name the body is read as (default request.json)"),
     ) -> Response:
         """Score the episodes of a trajectory file sent as the body."""
-        served = _choose(state.holder.current, rules)  # read once: a reload never changes it under this request
-        if isinstance(served, Response):
-            return served
-        try:
-            body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
+
+        def work(served: ServedRules, body: bytes) -> tuple[bytes, int]:
             file_name = checked_name(name)
-            rendered, count = await _off_loop(
-                len(body),
-                lambda: score_body(
-                    served, body, name=file_name, format=format, error_signal=error_signal, workdir=state.workdir()
-                ),
+            return score_body(
+                served, body, name=file_name, format=format, error_signal=error_signal, workdir=state.workdir()
             )
-        except BodyTooLarge as exc:
-            return _error(413, "too_large", str(exc), rules_hash=served.hash)
-        except ClientDisconnect:  # the client left mid-body: nobody reads an answer
-            return Response(status_code=499)
-        except BadInput as exc:
-            return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
-        state.metrics.episodes.labels("/score").inc(count)
-        return _rendered(rendered, served.hash)
+
+        return await _answer(state, request, rules, "/score", work)
 
     @app.post("/get_reward", responses={200: {"model": GetRewardAnswer}, **errors})
     async def reward(
@@ -304,22 +292,13 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         error_signal: str | None = Query(None, description="how a tool error is recognised (default openai)"),
     ) -> Response:
         """OpenRLHF's remote reward: ``{"query": [...], "prompts": [...], "labels": [...]}``."""
-        served = _choose(state.holder.current, rules)  # read once: a reload never changes it under this request
-        if isinstance(served, Response):
-            return served
-        try:
-            body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
-            rendered, count = await _off_loop(
-                len(body), lambda: reward_body(served, body, template=template, error_signal=error_signal)
-            )
-        except BodyTooLarge as exc:
-            return _error(413, "too_large", str(exc), rules_hash=served.hash)
-        except ClientDisconnect:  # the client left mid-body: nobody reads an answer
-            return Response(status_code=499)
-        except BadInput as exc:
-            return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
-        state.metrics.episodes.labels("/get_reward").inc(count)
-        return _rendered(rendered, served.hash)
+        return await _answer(
+            state,
+            request,
+            rules,
+            "/get_reward",
+            lambda served, body: reward_body(served, body, template=template, error_signal=error_signal),
+        )
 
     @app.get("/reverify_mode")
     def reverify_mode() -> str:
@@ -333,20 +312,35 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         error_signal: str | None = Query(None, description="how a tool error is recognised (default openai)"),
     ) -> Response:
         """NeMo Gym's verify: a Responses-API rollout -> ``reward`` and per-rule ``reward_components``."""
-        served = _choose(state.holder.current, rules)  # read once: a reload never changes it under this request
-        if isinstance(served, Response):
-            return served
-        try:
-            body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
-            rendered, count = await _off_loop(len(body), lambda: verify_body(served, body, error_signal=error_signal))
-        except BodyTooLarge as exc:
-            return _error(413, "too_large", str(exc), rules_hash=served.hash)
-        except ClientDisconnect:  # the client left mid-body: nobody reads an answer
-            return Response(status_code=499)
-        except BadInput as exc:
-            return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
-        state.metrics.episodes.labels("/verify").inc(count)
-        return _rendered(rendered, served.hash)
+        return await _answer(
+            state, request, rules, "/verify", lambda served, body: verify_body(served, body, error_signal=error_signal)
+        )
+
+
+async def _answer(
+    state: _State,
+    request: Request,
+    rules: str | None,
+    route: str,
+    work: Callable[[ServedRules, bytes], tuple[bytes, int]],
+) -> Response:
+    """One scoring route: the rule set chosen once (a reload never changes it under this request), the
+    body read within the limit, `work(served, body) -> (answer bytes, episodes)` off the event loop;
+    413 for a body over the limit, 422 naming record and field for bad input, 499 when the client left."""
+    served = _choose(state.holder.current, rules)
+    if isinstance(served, Response):
+        return served
+    try:
+        body = await read_limited(request.stream(), state.settings.max_body, request.headers.get("content-length"))
+        rendered, count = await _off_loop(len(body), lambda: work(served, body))
+    except BodyTooLarge as exc:
+        return _error(413, "too_large", str(exc), rules_hash=served.hash)
+    except ClientDisconnect:  # the client left mid-body: nobody reads an answer
+        return Response(status_code=499)
+    except BadInput as exc:
+        return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
+    state.metrics.episodes.labels(route).inc(count)
+    return _rendered(rendered, served.hash)
 
 
 def _choose(sets: RuleSets, name: str | None) -> ServedRules | Response:
