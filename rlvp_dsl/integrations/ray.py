@@ -258,7 +258,7 @@ def score_dataset(
         fn_constructor_args=(os.path.abspath(rules), format),
         batch_format="pyarrow",
         batch_size=batch_size,
-        concurrency=concurrency,
+        compute=ray.data.ActorPoolStrategy(size=concurrency),  # `concurrency=` is deprecated since Ray 2.51
         num_cpus=num_cpus,
     )
 
