@@ -13,11 +13,20 @@ An answer (`score_answer`) holds, per episode, the fields of ``rlvp-score --json
 in file order), ``credits`` (rule, value, reason, location and source span) -- then
 ``call_credits``: each tool call's summed credit, as the trainers see it
 (`rlvp_dsl.attach.call_credits`); and over the batch ``rule_totals`` and ``total``.
+
+**Token ids.**  A body may instead be an envelope ``{"trajectory": ..., "tokens": ...}`` (exactly
+these two keys): ``trajectory`` is the file (its JSON, or its text for JSONL), ``tokens`` the token
+data of its episodes (`rlvp_dsl.token_data`): one object per episode (null: none) or one object for
+every episode (ATIF's ``completion_token_ids`` then give the ids).  Each episode with token data
+then also has ``token_credits`` (`token_answer`): the per-token credit on those ids, the numbers of
+`rlvp_dsl.attach.episode_token_credits` in process.  Bad token data is a 422 naming ``tokens[i]``
+(the episode's index) and the field.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +36,7 @@ from rlvp_dsl.cli import json_text
 from rlvp_dsl.cli.score_output import episode_json
 from rlvp_dsl.events import Credit, Episode
 from rlvp_dsl.readers import FORMATS, ReaderError, read_episodes
+from rlvp_dsl.token_data import EpisodeTokenCredits, TokenData, TokenDataError, score_tokens, token_data_from_json
 
 from .rulesets import ServedRules
 
@@ -105,11 +115,92 @@ def read_body(body: bytes, *, name: str, format: str | None, error_signal: str |
             os.unlink(path)
 
 
-def episode_answer(served: ServedRules, episode: Episode, credits: Sequence[Credit], source: str) -> dict[str, Any]:
+def split_envelope(body: bytes) -> tuple[bytes, Any]:
+    """``(trajectory file bytes, tokens)`` of a token envelope (module docstring); ``(body, None)``
+    for any other body (a trajectory file, read as it is)."""
+    if not body.lstrip()[:1] == b"{" or b'"tokens"' not in body:
+        return body, None
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):  # the reader names what is wrong with it
+        return body, None
+    if not isinstance(data, dict) or set(data) != {"trajectory", "tokens"}:
+        return body, None
+    trajectory = data["trajectory"]
+    if isinstance(trajectory, str):
+        return trajectory.encode("utf-8"), data["tokens"]
+    return json.dumps(trajectory, ensure_ascii=False).encode("utf-8"), data["tokens"]
+
+
+def episode_tokens(tokens: Any, episodes: Sequence[Episode]) -> list[TokenData | None]:
+    """The token data of each episode from an envelope's ``tokens`` (one object for all, or a list
+    of one object or null per episode).
+
+    Raises:
+        BadInput: a list of another length, or bad token data: record ``tokens[i]`` (``tokens`` when
+            one object serves all; the message names episode i and its id), field as
+            `rlvp_dsl.token_data.token_data_from_json`.
+    """
+    if isinstance(tokens, dict):
+        entries: list[Any] = [tokens] * len(episodes)
+        record = "tokens"
+    elif isinstance(tokens, list):
+        if len(tokens) != len(episodes):
+            raise BadInput(
+                f"'tokens' has {len(tokens)} entries for the {len(episodes)} episodes of the trajectory "
+                "(one per episode, null for none; or one object for all)",
+                record="tokens",
+                field="tokens",
+            )
+        entries, record = tokens, ""
+    else:
+        raise BadInput(
+            f"'tokens' must be an object or a list of them (one per episode), got {type(tokens).__name__}",
+            record="tokens",
+            field="tokens",
+        )
+    out: list[TokenData | None] = []
+    for i, (entry, episode) in enumerate(zip(entries, episodes)):
+        where = record or f"tokens[{i}]"
+        if entry is None:
+            out.append(None)
+            continue
+        try:
+            out.append(token_data_from_json(entry, episode))
+        except TokenDataError as exc:
+            raise BadInput(f"{where} (episode {i}, {episode.id!r}): {exc}", record=where, field=exc.field) from None
+    return out
+
+
+def token_answer(scored: EpisodeTokenCredits, data: TokenData) -> dict[str, Any]:
+    """An episode's ``token_credits``: ``n_tokens``; ``values`` (``[n_tokens]``, aligned with the
+    ids); ``call_spans`` (``[start, end)`` per call, ``[0, 0]``: no tokens) and ``call_values`` (each
+    call's credit) of the episode the credit is of -- the input episode with a malformed call per
+    marked span that matched no call (``inserted_calls`` of them; ``calls_without_span``);
+    ``unattached``, the answers' credit, on every sampled token; and for
+    ids joined from ATIF steps, ``segments``: ``{"message", "start", "end"}`` per step."""
+    answer: dict[str, Any] = {
+        "n_tokens": len(scored.values),
+        "values": scored.values,
+        "call_spans": [list(span) for span in scored.spans],
+        "call_values": list(scored.credits.values),
+        "unattached": scored.credits.unattached,
+        "inserted_calls": scored.inserted,
+        "calls_without_span": scored.without_span,
+    }
+    if data.segments:
+        answer["segments"] = [{"message": m, "start": a, "end": b} for m, a, b in data.segments]
+    return answer
+
+
+def episode_answer(
+    served: ServedRules, episode: Episode, credits: Sequence[Credit], source: str, tokens: TokenData | None = None
+) -> dict[str, Any]:
     """One episode's entry (the module docstring lists its fields): rlvp-score --json's entry
-    (`score_output.episode_json`), the request's file name as ``source``, and each call's summed credit."""
+    (`score_output.episode_json`), the request's file name as ``source``, each call's summed credit,
+    and with `tokens` the per-token credit (`token_answer`)."""
     per_call = call_credits(episode, credits, source=served.name)
-    return {
+    entry = {
         **episode_json(served.program, episode, credits),
         "source": source,
         "call_credits": [
@@ -117,16 +208,26 @@ def episode_answer(served: ServedRules, episode: Episode, credits: Sequence[Cred
             for call, value in zip(episode.calls, per_call.values)
         ],
     }
+    if tokens is not None:
+        scored = score_tokens(served.program, episode, tokens, source=served.name, credits=per_call)
+        entry["token_credits"] = token_answer(scored, tokens)
+    return entry
 
 
-def score_answer(served: ServedRules, episodes: Sequence[Episode], source: str) -> dict[str, Any]:
-    """``/score``'s answer for `episodes` scored with `served`.
+def score_answer(
+    served: ServedRules, episodes: Sequence[Episode], source: str, tokens: Sequence[TokenData | None] | None = None
+) -> dict[str, Any]:
+    """``/score``'s answer for `episodes` scored with `served` (`tokens`: per episode, its token data or None).
 
     Returns:
         ``{"rules", "rules_hash", "count", "total", "rule_totals", "episodes": [...]}``; totals in
         reward units, summed in episode order.
     """
-    entries = [episode_answer(served, episode, served.program.score(episode), source) for episode in episodes]
+    per_episode = list(tokens) if tokens is not None else [None] * len(episodes)
+    entries = [
+        episode_answer(served, episode, served.program.score(episode), source, data)
+        for episode, data in zip(episodes, per_episode)
+    ]
     totals = {rule.name: 0.0 for rule in served.program.rules}
     for entry in entries:
         for rule, value in entry["rule_totals"].items():
@@ -144,14 +245,16 @@ def score_answer(served: ServedRules, episodes: Sequence[Episode], source: str) 
 def score_body(
     served: ServedRules, body: bytes, *, name: str, format: str | None, error_signal: str | None, workdir: str
 ) -> tuple[bytes, int]:
-    """A request body read (`read_body`), scored (`score_answer`) and rendered (`render`): the answer's
-    bytes and the number of episodes.
+    """A request body (a trajectory file, or a token envelope: `split_envelope`) read (`read_body`),
+    scored (`score_answer`) and rendered (`render`): the answer's bytes and the number of episodes.
 
     Raises:
-        BadInput: as `read_body`.
+        BadInput: as `read_body` and `episode_tokens`.
     """
-    episodes = read_body(body, name=name, format=format, error_signal=error_signal, workdir=workdir)
-    return render(score_answer(served, episodes, name)), len(episodes)
+    trajectory, tokens = split_envelope(body)
+    episodes = read_body(trajectory, name=name, format=format, error_signal=error_signal, workdir=workdir)
+    per_episode = None if tokens is None else episode_tokens(tokens, episodes)
+    return render(score_answer(served, episodes, name, per_episode)), len(episodes)
 
 
 def render(answer: Any) -> bytes:

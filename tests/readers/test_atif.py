@@ -284,3 +284,28 @@ def test_rlvp_score_atif_out_never_writes_over_an_input(tmp_path: Path, capsys: 
     assert score_main([str(RULES), str(runs), "--atif-out", str(runs)]) == 2
     assert f"({path}): it would write over the input file" in capsys.readouterr().err
     assert path.read_text() == before
+
+
+def test_completion_token_ids_give_per_token_credit_without_retokenising(tmp_path: Path) -> None:
+    """ATIF steps' ``completion_token_ids`` are the ids the credit lands on (joined in step order):
+    each call's credit on its marked ids, the answers' credit on every id -- `rlvp_dsl.attach` by hand."""
+    from rlvp_dsl.attach import call_credits
+    from rlvp_dsl.pipeline import load_program
+    from rlvp_dsl.token_data import score_tokens, token_data_from_json
+
+    o, c = 900, 901
+    data = _trajectory()
+    data["steps"][2]["metrics"]["completion_token_ids"] = [11, o, 12, c, o, 13, 14, c]
+    data["steps"][3]["metrics"] = {"completion_token_ids": [o, 15, c, o, 16, c]}
+    [episode] = read_episodes(_write(tmp_path, data))
+    program = load_program(str(RULES))
+    token_data = token_data_from_json({"call_markers": [[o], [c]]}, episode)
+    assert token_data.token_ids == (11, o, 12, c, o, 13, 14, c, o, 15, c, o, 16, c)
+    assert token_data.segments == ((1, 0, 8), (2, 8, 14))
+    got = score_tokens(program, episode, token_data)
+    per_call = call_credits(episode, program.score(episode))
+    v, u = per_call.values, per_call.unattached
+    assert any(v)  # real credit on the calls (the answers get none here: u == 0)
+    expected = [u] + [v[0] + u] * 3 + [v[1] + u] * 4 + [v[2] + u] * 3 + [v[3] + u] * 3
+    assert got.values == pytest.approx(expected, abs=1e-12)
+    assert got.spans == ((1, 4), (4, 8), (8, 11), (11, 14)) and got.inserted == 0
