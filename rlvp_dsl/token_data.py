@@ -21,7 +21,7 @@ Pure Python (no torch).
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import attrs
 
@@ -162,9 +162,13 @@ def token_data_from_json(data: Any, episode: Episode) -> TokenData:
     if data.get("mask") is not None:
         mask = _ids(data["mask"], "mask", "a list of 0/1, one per token id")
         if len(mask) != n or any(m not in (0, 1) for m in mask):
-            raise TokenDataError(f"field 'mask': expected {n} entries of 0/1 (one per token id), got {_got(data['mask'])}", "mask")
+            raise TokenDataError(
+                f"field 'mask': expected {n} entries of 0/1 (one per token id), got {_got(data['mask'])}", "mask"
+            )
     markers = None if data.get("call_markers") is None else _markers(data["call_markers"], "call_markers")
-    reasoning = None if data.get("reasoning_markers") is None else _markers(data["reasoning_markers"], "reasoning_markers")
+    reasoning = (
+        None if data.get("reasoning_markers") is None else _markers(data["reasoning_markers"], "reasoning_markers")
+    )
     spans = None
     if data.get("call_spans") is not None:
         raw = data["call_spans"]
@@ -186,7 +190,9 @@ def token_data_from_json(data: Any, episode: Episode) -> TokenData:
             )
         spans = tuple(checked)
     if (markers is None) == (spans is None):
-        raise TokenDataError("give exactly one of 'call_markers' and 'call_spans' (where the calls' tokens are)", "call_markers")
+        raise TokenDataError(
+            "give exactly one of 'call_markers' and 'call_spans' (where the calls' tokens are)", "call_markers"
+        )
     return TokenData(ids, mask, markers, reasoning, spans, segments)
 
 
