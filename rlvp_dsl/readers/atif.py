@@ -16,7 +16,9 @@ Reading (:func:`read_atif`), one episode per trajectory:
   whose text starts ``Error``, is a tool error (the ``openai`` error signal);
 * the steps that give events are the episode's messages (`Event.message`: 0, 1, 2 ...);
 * ``metrics.completion_token_ids`` of an agent step are kept as they are, never retokenised:
-  ``meta["completion_token_ids"]`` is a list of ``{"message": int, "token_ids": [int, ...]}``;
+  ``meta["completion_token_ids"]`` is a list of ``{"message": int, "token_ids": [int, ...]}``
+  (`rlvp_dsl.token_data` joins them into the ids per-token credit lands on: ``POST /score``'s
+  ``token_credits``);
 * the id is ``trajectory_id`` (else ``session_id``, else the file name); the outcome is
   ``extra.reward`` (a number or null); ``agent`` is kept as ``meta["atif_agent"]``.
 
