@@ -24,11 +24,15 @@ marker ids among the sampled ones), plus the answers' credit on every sampled to
 assistant node gets the values of its own sampled positions (its mask excludes the scaffold);
 input nodes keep ``advantages=None``.
 
-**Declaring it.**  verifiers 0.4 has no field that says who assigned the advantages; a trace
-scored here carries ``trace.info["rlvp"]`` (``provides_advantages: True``, the process weight,
-the rule source) and the metrics ``rlvp_credit``, ``rlvp_violations``, ``rlvp_calls``; the class
-has ``provides_advantages = True``.  A consumer that would compute its own advantages must
-skip traces whose nodes already hold some.
+**Declaring it.**  verifiers 0.4.0 has no flag by which an environment or rubric declares that
+it supplies advantages (its only advantage fields are ``MessageNode.advantages`` and
+``Branch.advantages``); what the package tells a consumer is ``Branch.advantages`` not None
+("assigned", unlike a never-scored branch).  A trace scored here also carries
+``trace.info["rlvp"]`` (``provides_advantages: True``, the process weight, the rule source) and
+the metrics ``rlvp_credit``, ``rlvp_violations``, ``rlvp_calls``; the class has
+``provides_advantages = True``.  All of it survives ``Trace.to_record`` and ``WireTrace`` (how a
+trainer reads traces).  A consumer that would compute its own advantages must skip traces whose
+nodes already hold some.
 
 **Limits.**  One trainable branch per trace (a trace with sub-agent or compaction branches is
 refused, naming it): the branches of one trace share nodes, and one node cannot hold two

@@ -127,3 +127,33 @@ def test_refusals_are_named():
         rlvp.assign([[trace(CLEAN, 0.0)]], outcomes=[[1.0, 2.0]])
     with pytest.raises(TypeError, match=r"groups\[0\]\[0\] must be a verifiers.v1.Trace"):
         rlvp.assign([[object()]])
+
+
+def test_the_declaration_survives_verifiers_own_record_and_wire_trace():
+    """verifiers 0.4 has no "provides advantages" flag (its only advantage fields are
+    ``MessageNode.advantages`` and ``Branch.advantages``); what it tells a consumer is ``Branch.advantages``
+    not None ("assigned", unlike a never-scored branch).  A trainer reads traces through ``to_record`` and
+    ``WireTrace`` (the loader for consumers without the run's packages): the advantages, ``info["rlvp"]`` and
+    the metrics come back through the package's own code."""
+    from verifiers.v1.trace import WireTrace
+
+    scored, unscored = trace(REPEAT, 0.0), trace(CLEAN, 1.0)
+    assert unscored.branches[0].advantages is None
+    adv = RlvpVerifiers(program(), marker_ids=([OPEN], [CLOSE]), process_weight=0.5).assign(
+        [[scored, trace(CLEAN, 1.0)]]
+    )
+    assert RlvpVerifiers.provides_advantages is True
+    for decimals, tolerance in ((None, 0.0), (4, 5e-5)):  # every digit, and the package's default rounding
+        wire = WireTrace.model_validate(scored.to_record(float_decimals=decimals))
+        (branch,) = wire.branches
+        assert branch.advantages is not None
+        assert branch.advantages == pytest.approx(adv.per_token[0][0], abs=tolerance)
+        assert any(a != 0 for a in branch.advantages)
+        assert wire.info["rlvp"] == {
+            "provides_advantages": True,
+            "process_weight": 0.5,
+            "rules": scored.info["rlvp"]["rules"],
+        }
+        assert wire.metrics["rlvp_violations"] == 3.0
+    wire_unscored = WireTrace.model_validate(unscored.to_record())
+    assert wire_unscored.branches[0].advantages is None and "rlvp" not in wire_unscored.info
