@@ -4,8 +4,8 @@
 
 Routes (docs/integrations.md, "rlvp serve"):
 
-* ``POST /score[?rules=NAME&format=F&error_signal=S&name=FILE]`` -- the body is a trajectory file
-  (`rlvp_dsl.serve.scoring`);
+* ``POST /score[?rules=NAME&format=F&error_signal=S&name=FILE]`` -- the body is a trajectory file,
+  or ``{"trajectory": ..., "tokens": ...}`` for per-token credit on token ids (`rlvp_dsl.serve.scoring`);
 * ``POST /get_reward[?rules=NAME&template=T&error_signal=S]`` -- OpenRLHF's contract
   (`rlvp_dsl.serve.openrlhf`);
 * ``POST /verify[?rules=NAME&error_signal=S]``, ``GET /reverify_mode`` -- NeMo Gym's verifier
@@ -274,7 +274,8 @@ def _add_routes(app: FastAPI, state: _State) -> None:
         error_signal: str | None = Query(None, description="how a tool error is recognised (trl, mcp, ...)"),
         name: str | None = Query(None, description="the file name the body is read as (default request.json)"),
     ) -> Response:
-        """Score the episodes of a trajectory file sent as the body."""
+        """Score the episodes of a trajectory file sent as the body (or ``{"trajectory", "tokens"}``:
+        per-token credit on the token ids given, docs/integrations.md)."""
 
         def work(served: ServedRules, body: bytes) -> tuple[bytes, int]:
             file_name = checked_name(name)

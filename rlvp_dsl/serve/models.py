@@ -43,7 +43,8 @@ class GetRewardAnswer(BaseModel):
 
 class ScoreAnswer(BaseModel):
     """``/score``'s answer (rlvp_dsl.serve.scoring): per episode the ``rlvp-score --json`` fields
-    and ``call_credits``; over the batch ``rule_totals`` and ``total``."""
+    and ``call_credits`` (and ``token_credits`` when token data was sent); over the batch
+    ``rule_totals`` and ``total``."""
 
     rules: str
     rules_hash: str
