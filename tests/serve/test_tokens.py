@@ -226,3 +226,14 @@ def test_bad_token_data_is_422_naming_episode_and_field(client, tokens, record, 
     assert says in document["detail"]
     if record.startswith("tokens["):
         assert f"(episode {record[7]}, " in document["detail"]
+
+
+def test_only_the_two_key_envelope_is_an_envelope(client):
+    """A trajectory that mentions "tokens" is read as the file it is; a deep body is the reader's 422."""
+    chat = {"messages": [{"role": "user", "content": "tokens"}], "tokens": 3}
+    answer = _post(client, chat, name="chat.json")
+    assert answer.status_code == 200 and answer.json()["count"] == 1, answer.text
+    assert "token_credits" not in answer.json()["episodes"][0]
+    deep = b'{"trajectory": 1, "tokens": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    answer = client.post("/score", params={"name": "deep.json"}, content=deep)
+    assert answer.status_code == 422 and "nested more than 200 levels" in answer.json()["detail"], answer.text
