@@ -64,6 +64,9 @@ def test_every_default_task_replays_to_a_pass():
         assert episode.outcome == 1.0
         assert env.signals()["turns_matched"] == len(task.turns)
         assert [e.signals["off_path"] for e in episode.calls] == [0.0] * len(episode.calls), task.id
+        # the call that completes each turn reports it passing (so an answer right after it is paid)
+        closing = [before for before, event in zip(episode.events, episode.events[1:]) if event.kind == "assistant"]
+        assert all(e.signals["turn_passing"] == 1.0 for e in closing if e.kind == "call"), task.id
 
 
 @needs_bfcl
@@ -110,6 +113,8 @@ def test_perturbed_replays_fail_and_get_rule_credit():
     # the failed cd and the mv after it (run in the wrong folder) left turn 2's path; once turn 2 failed,
     # no call is judged
     assert [e.signals["off_path"] for e in episode.calls] == [0.0, 1.0, 1.0, 0.0, 0.0, 0.0]
+    # turn 1 passes on its call; turn 2 never does, and nothing after it can
+    assert [e.signals["turn_passing"] for e in episode.calls] == [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     assert credits["left_path"] == pytest.approx(-0.2)
     assert credits.get("turns_progress", 0) < clean["turns_progress"]
 

@@ -9,7 +9,10 @@ user turns that passed BFCL's checks (state equal to the ground truth's, its res
 call made when one was needed), the current turn counted while its calls so far would pass it
 (so a call that passes a turn reports the rise): it rises only with the verdict.  Every call's
 result also carries ``off_path`` (1.0 or 0.0, not a progress signal, so not in the manifest):
-whether it left the ground truth's path in its turn (`checker.TaskChecker.off_path`).
+whether it left the ground truth's path in its turn (`checker.TaskChecker.off_path`), and
+``turn_passing`` (1.0 or 0.0): whether the current turn would pass BFCL's checks if the policy
+answered now (`checker.TaskChecker.passing_now`), so a rule can pay the answer that closes a
+passed turn (`rules/bfcl.rlvp`, ``answer_when_passing``).
 
 Knobs (`BfclConfig`, the ``env_args`` of a training config with ``env = "bfcl"``):
 
@@ -66,6 +69,9 @@ SYSTEM_PROMPTS = ("rlvp", "bfcl")
 #: The per-call signal: 1.0 when the call left the ground truth's path in its turn
 #: (`checker.TaskChecker.off_path`), else 0.0.  Not a progress signal, so not in the manifest.
 OFF_PATH = "off_path"
+#: The per-call signal: 1.0 when the turn would pass if the policy answered after this call
+#: (`checker.TaskChecker.passing_now`), else 0.0.  Not a progress signal, so not in the manifest.
+TURN_PASSING = "turn_passing"
 
 
 def _optional_positive(name: str):
@@ -366,7 +372,10 @@ class BfclEnv:
         result = self._backends.execute(call.tool, arguments)
         self._results.append(result.text)
         off = self._checker is not None and self._checker.off_path(self._backends, result.text)
-        return ToolResult(ok=result.ok, text=result.text, done=False, signals={**self.signals(), OFF_PATH: float(off)})
+        signals = dict(self.signals())
+        passing = self._checker is not None and signals[BFCL_SIGNAL] > self._checker.turns_matched
+        signals.update({OFF_PATH: float(off), TURN_PASSING: float(passing)})
+        return ToolResult(ok=result.ok, text=result.text, done=False, signals=signals)
 
     def end_turn(self, answer: str = "") -> str | None:
         """The policy answered the current user turn; returns the next user message, or None at the end."""
