@@ -211,11 +211,30 @@ def bfcl_tags(name: str) -> tuple[frozenset[str], str | None]:
 
 
 #: The progress signal of the BFCL environment (`trainer.envs.bfcl`): the leading user turns that
-#: passed BFCL's checks (`BFCL_SIGNAL_DESCRIPTION`).  A `bfcl` manifest declares it, so `--auto-from-tags` derives a progress rule from it.
+#: passed BFCL's checks (`BFCL_SIGNAL_DESCRIPTION`).  A `bfcl` manifest declares it (kind ``progress``,
+#: increasing), with the two per-call flags below, so `--auto-from-tags` derives rules from all three.
 BFCL_SIGNAL = "turns_matched"
 #: What the signal counts (trainer.envs.bfcl.checker.TaskChecker computes it).
 BFCL_SIGNAL_DESCRIPTION = (
     "user turns passed so far by BFCL's checks (state equal to the ground truth's, its results returned, "
     "a call made when one was needed), counted from the first turn until one fails; the current turn "
     "counts while its calls so far would pass it"
+)
+
+#: The environment's per-call ``violation`` flag (`trainer.envs.bfcl.env.OFF_PATH`, the same name; the
+#: language core does not import the trainer): 1 when the call left the ground truth's path in its turn.
+BFCL_VIOLATION_SIGNAL = "off_path"
+#: What `BFCL_VIOLATION_SIGNAL` says (trainer.envs.bfcl.checker.TaskChecker.off_path computes it).
+BFCL_VIOLATION_SIGNAL_DESCRIPTION = (
+    "1 when the call left the ground truth's path in its user turn: its result is none of the turn's "
+    "ground-truth results, or the state after it none of the ground truth's states in the turn; judged "
+    "only while every earlier turn passed (0 after a failed turn)"
+)
+#: The environment's per-call ``done`` flag (`trainer.envs.bfcl.env.TURN_PASSING`, the same name).
+BFCL_DONE_SIGNAL = "turn_passing"
+#: What `BFCL_DONE_SIGNAL` says (trainer.envs.bfcl.checker.TaskChecker.passing_now computes it).
+BFCL_DONE_SIGNAL_DESCRIPTION = (
+    "1 when the current user turn would pass BFCL's checks if the agent answered after this call "
+    "(every earlier turn passed, the state equals the ground truth's, its results returned); never 1 "
+    "in a turn whose ground truth has no call"
 )

@@ -25,8 +25,33 @@ from the tags alone (`rlvp_dsl.manifests.formats` explains where tags and target
    web fetch) may answer differently each time and is never listed; a call in the same
    message as the first is not a repeat (docs/language.md, "Information order").
 6. ``progress`` -- for every progress signal the manifest declares (ours: top-level
-   ``signals``, with a direction): a call that brings the signal to a new best earns
-   ``DeriveWeights.progress`` (once per level: not farmable).
+   ``signals``, kind ``progress``, with a direction): a call that brings the signal to a new
+   best earns ``DeriveWeights.progress`` (once per level: not farmable).  Credit lands on that call.
+6a. ``violation S_flagged`` -- for every ``violation`` signal S (a 0/1 flag on each call result,
+   1 = the environment judged this call wrong: BFCL's ``off_path``): ``on call signal S == 1``
+   costs ``DeriveWeights.flagged``, landing on the flagged call.  A call that does not report S
+   (or reports 0) costs nothing.
+6b. For every ``done`` signal S (a 0/1 flag on each call result, 1 = the user's current request
+   would be satisfied if the agent answered now: BFCL's ``turn_passing``), two rules:
+
+   * ``obligation answer_when_done (+DeriveWeights.done_answer, expire 0)``: opened by a call
+     reporting S == 1; discharged by an assistant turn when no call reporting S == 0 has been
+     seen since the last call reporting S == 1 (the request is still done when the agent
+     answers); deadline ``before user``.  The credit lands on the answer.  Not farmable: no
+     ``same`` key, so one instance at a time (a second done call while one is open opens
+     nothing); each instance is discharged at most once and only by an answer (a call never
+     discharges it; a copied answer finds no open instance); an instance not discharged when
+     the next user message arrives (or the episode ends) expires unpaid, with penalty 0, so
+     a done call the agent then breaks or never answers costs nothing and earns nothing.
+   * ``violation answer_not_done (DeriveWeights.answer_not_done)``: ``on assistant unless seen
+     (call signal S == 1 since user)``: answering a request when no call since the user's
+     message reported it done.  Lands on the answer.  Its limit: a request that needs no call
+     can never be reported done by a call signal, so every answer to it is penalised -- do not
+     declare a ``done`` signal for an environment with such requests (BFCL: 3 of the 734 user
+     turns of ``multi_turn_base``, none in the environment's default subset).
+
+   With several done signals the rules are named with the signal (``answer_when_done_S``,
+   ``answer_not_done_S``).
 7. An obligation to verify writes -- only when a ``verify`` or ``test`` tag exists (and a
    write tool): opened by each write-tagged call, discharged by a successful verify/test
    call, due before the next ``submit``-tagged call (``verify_before_submit``) or, without
@@ -52,7 +77,7 @@ import attrs
 from .. import ast
 from ..syntax.printer import print_item
 from ..tools import ToolSpec
-from .formats import Manifest
+from .formats import Manifest, SignalSpec
 
 _WRITE = ("write", "destructive")
 _VERIFY = ("verify", "test")
@@ -92,6 +117,18 @@ class DeriveWeights:
 
     verify_expire: float = attrs.field(default=-0.1, validator=_negative)
     """Penalty where a write is left unverified at its deadline."""
+
+    flagged: float = attrs.field(default=-0.1, validator=_negative)
+    """Per call a declared ``violation`` signal flags (1): as much as a failed call -- the
+    environment says the call was wrong, not that the episode is lost."""
+
+    done_answer: float = attrs.field(default=0.1, validator=_positive)
+    """Credit on the answer that closes a request a ``done`` signal reported satisfied:
+    small, as the environment's outcome (and a progress signal) already pays the result."""
+
+    answer_not_done: float = attrs.field(default=-0.3, validator=_negative)
+    """Per answer with no call since the user's message that a ``done`` signal reported
+    satisfied: larger than a failed call's cost, so that trying is cheaper than not trying."""
 
     progress: float = attrs.field(default=1.0, validator=_positive)
     """Credit per new best value of a declared progress signal (a stage done): the
@@ -145,6 +182,62 @@ def _is_additive(spec: ToolSpec) -> bool:
 def _is_closed_read(spec: ToolSpec) -> bool:
     """A read-only tool whose answer changes only through the episode's own writes (MCP ``openWorldHint: false``)."""
     return "read" in spec.tags and not _is_write(spec) and "closed_world" in spec.tags and "open_world" not in spec.tags
+
+
+def _about(signal: SignalSpec) -> str:
+    return f" ({signal.description})" if signal.description else ""
+
+
+def _flag(signal: SignalSpec, value: float) -> ast.Expr:
+    """``call signal S == value``."""
+    return _and(ast.CallAtom(), ast.SignalTest(_n(signal.name), "==", float(value)))
+
+
+def _flagged(signal: SignalSpec, weights: DeriveWeights, not_side: list[ast.Not]) -> _Derived:
+    """``violation S_flagged { on call signal S == 1 }`` for a ``violation`` signal."""
+    on = _and(ast.CallAtom(), ast.SignalTest(_n(signal.name), "==", 1.0), *not_side)
+    return _Derived(
+        ast.Violation(_n(f"{signal.name}_flagged"), _w(weights.flagged), on),
+        f"the environment's declared violation signal {signal.name}"
+        + _about(signal)
+        + ": a call it flags (== 1) was judged wrong by the environment, and costs a little",
+    )
+
+
+def _done(signal: SignalSpec, weights: DeriveWeights, suffix: str) -> list[_Derived]:
+    """The obligation paying the answer that closes a done request, and the penalty on an answer
+    no call reported done (module docstring, 6b)."""
+    done, undone = _flag(signal, 1), _flag(signal, 0)
+    still_done = ast.Not(ast.Seen(undone, None, done))
+    return [
+        _Derived(
+            ast.Obligation(
+                _n(f"answer_when_done{suffix}"),
+                _w(weights.done_answer),
+                _w(0.0),
+                done,
+                _and(ast.KindAtom("assistant"), still_done),
+                None,
+                ast.Deadline("before", ast.KindAtom("user")),
+            ),
+            f"the environment's declared done signal {signal.name}"
+            + _about(signal)
+            + ": the answer that closes a request a call reported done (== 1), with no call reporting it undone"
+            " (== 0) since, earns credit. Not farmable: one instance at a time (no key), discharged at most once"
+            " and only by an answer, expired unpaid (expire 0) at the next user message",
+        ),
+        _Derived(
+            ast.Violation(
+                _n(f"answer_not_done{suffix}"),
+                _w(weights.answer_not_done),
+                ast.KindAtom("assistant"),
+                ast.Seen(done, None, ast.KindAtom("user")),
+            ),
+            f"answering when no call since the user's message reported {signal.name} == 1 costs more than a"
+            " failed call (a request that needs no call can never be reported done by a call signal: declare"
+            " no done signal for an environment with such requests)",
+        ),
+    ]
 
 
 def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived], list[str]]:
@@ -229,15 +322,23 @@ def _derive(manifest: Manifest, weights: DeriveWeights) -> tuple[list[_Derived],
             )
         )
 
+    done_signals = [s for s in manifest.signals if s.kind == "done"]
     for signal in manifest.signals:
-        items.append(
-            _Derived(
-                ast.Progress(_n(f"progress_{signal.name}"), _w(weights.progress), _n(signal.name), signal.direction),
-                f"the environment's declared progress signal: {signal.name} reaching a new best"
-                + (f" ({signal.description})" if signal.description else "")
-                + " earns credit, once per level",
+        if signal.kind == "violation":
+            items.append(_flagged(signal, weights, not_side))
+        elif signal.kind == "done":
+            items += _done(signal, weights, f"_{signal.name}" if len(done_signals) > 1 else "")
+        else:
+            items.append(
+                _Derived(
+                    ast.Progress(
+                        _n(f"progress_{signal.name}"), _w(weights.progress), _n(signal.name), signal.direction
+                    ),
+                    f"the environment's declared progress signal: {signal.name} reaching a new best"
+                    + _about(signal)
+                    + " earns credit, once per level",
+                )
             )
-        )
 
     verify_tags = [t for t in _VERIFY if t in present]
     write_tools = [s for s in agent if "write" in s.tags]

@@ -8,11 +8,13 @@ signal ``turns_matched`` (on every result, declared in the manifest, increasing)
 user turns that passed BFCL's checks (state equal to the ground truth's, its results returned, a
 call made when one was needed), the current turn counted while its calls so far would pass it
 (so a call that passes a turn reports the rise): it rises only with the verdict.  Every call's
-result also carries ``off_path`` (1.0 or 0.0, not a progress signal, so not in the manifest):
-whether it left the ground truth's path in its turn (`checker.TaskChecker.off_path`), and
-``turn_passing`` (1.0 or 0.0): whether the current turn would pass BFCL's checks if the policy
-answered now (`checker.TaskChecker.passing_now`), so a rule can pay the answer that closes a
-passed turn (`rules/bfcl.rlvp`, ``answer_when_passing``).
+result also carries two 0/1 flags, declared in the manifest with their meaning (`manifest`):
+``off_path`` (kind ``violation``): whether the call left the ground truth's path in its turn
+(`checker.TaskChecker.off_path`), and ``turn_passing`` (kind ``done``): whether the current turn
+would pass BFCL's checks if the policy answered now (`checker.TaskChecker.passing_now`), so a rule
+can pay the answer that closes a passed turn; ``rlvp-compile --auto-from-tags`` derives
+``off_path_flagged``, ``answer_when_done`` and ``answer_not_done`` from them
+(`rlvp_dsl.manifests.derive`).
 
 Knobs (`BfclConfig`, the ``env_args`` of a training config with ``env = "bfcl"``):
 
@@ -55,7 +57,13 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
-from rlvp_dsl.manifests.bfcl_tags import BFCL_SIGNAL, BFCL_SIGNAL_DESCRIPTION, bfcl_tags
+from rlvp_dsl.manifests.bfcl_tags import (
+    BFCL_DONE_SIGNAL_DESCRIPTION,
+    BFCL_SIGNAL,
+    BFCL_SIGNAL_DESCRIPTION,
+    BFCL_VIOLATION_SIGNAL_DESCRIPTION,
+    bfcl_tags,
+)
 from rlvp_dsl.tools import ToolSpec
 from trainer.envs.base import END_TURN, Task, ToolCall, ToolResult, manifest_from_schema
 from trainer.envs.bfcl.backends import Backends, coerce
@@ -67,10 +75,12 @@ TOOL_SETS = ("classes", "path")
 SYSTEM_PROMPTS = ("rlvp", "bfcl")
 
 #: The per-call signal: 1.0 when the call left the ground truth's path in its turn
-#: (`checker.TaskChecker.off_path`), else 0.0.  Not a progress signal, so not in the manifest.
+#: (`checker.TaskChecker.off_path`), else 0.0.  Declared in the manifest as kind ``violation``
+#: (`rlvp_dsl.manifests.bfcl_tags.BFCL_VIOLATION_SIGNAL`, the same name).
 OFF_PATH = "off_path"
 #: The per-call signal: 1.0 when the turn would pass if the policy answered after this call
-#: (`checker.TaskChecker.passing_now`), else 0.0.  Not a progress signal, so not in the manifest.
+#: (`checker.TaskChecker.passing_now`), else 0.0.  Declared in the manifest as kind ``done``
+#: (`rlvp_dsl.manifests.bfcl_tags.BFCL_DONE_SIGNAL`, the same name).
 TURN_PASSING = "turn_passing"
 
 
@@ -339,10 +349,17 @@ class BfclEnv:
 
     def manifest(self) -> dict[str, Any]:
         """The `rlvp-tools/1` manifest of every function any task of the subset offers (names, tags,
-        targets, parameters: the same in every task), with the progress signal ``turns_matched``."""
+        targets, parameters: the same in every task), with the progress signal ``turns_matched``
+        (increasing) and the per-call flags ``off_path`` (kind ``violation``) and ``turn_passing``
+        (kind ``done``), each with its description (`rlvp_dsl.manifests.bfcl_tags`)."""
         schema = _all_tools(self.config)
         return manifest_from_schema(
-            schema, signals=[{"name": BFCL_SIGNAL, "direction": "increasing", "description": BFCL_SIGNAL_DESCRIPTION}]
+            schema,
+            signals=[
+                {"name": BFCL_SIGNAL, "direction": "increasing", "description": BFCL_SIGNAL_DESCRIPTION},
+                {"name": OFF_PATH, "kind": "violation", "description": BFCL_VIOLATION_SIGNAL_DESCRIPTION},
+                {"name": TURN_PASSING, "kind": "done", "description": BFCL_DONE_SIGNAL_DESCRIPTION},
+            ],
         )
 
     def vocabulary(self) -> set[str]:
