@@ -195,7 +195,7 @@ def test_schema_vocabulary_and_manifest():
         for p in spec.params or ():
             assert all(set(str(v).split()) <= words for v in spec.values_for(p))
     manifest = parse_manifest(env.manifest())
-    assert [s.name for s in manifest.signals] == ["turns_matched"]
+    assert [s.name for s in manifest.signals] == ["turns_matched", "off_path", "turn_passing"]
     assert env.signals() == {"turns_matched": 0.0}
 
 
@@ -223,7 +223,7 @@ def test_manifest_reader_on_every_doc_file():
         manifest = load_manifest(str(path))
         assert manifest.format == "bfcl"
         assert all(t.tags for t in manifest.tools), path.name
-        assert [s.name for s in manifest.signals] == ["turns_matched"]
+        assert [s.name for s in manifest.signals] == ["turns_matched", "off_path", "turn_passing"]
     fs = load_manifest(str(next(p for p in files if p.name == "gorilla_file_system.json")))
     assert fs.tool("mv").tags == {"write", "destructive"} and fs.tool("mv").target == "source"
     assert fs.tool("ls").tags == {"read"}
