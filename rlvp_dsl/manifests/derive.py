@@ -48,7 +48,8 @@ from the tags alone (`rlvp_dsl.manifests.formats` explains where tags and target
      message reported it done.  Lands on the answer.  Its limit: a request that needs no call
      can never be reported done by a call signal, so every answer to it is penalised -- do not
      declare a ``done`` signal for an environment with such requests (BFCL: 3 of the 734 user
-     turns of ``multi_turn_base``, none in the environment's default subset).
+     turns of ``multi_turn_base``).  A flag that stays 0 once an earlier request failed (BFCL's
+     ``turn_passing`` does) makes every later answer of the episode an undone answer.
 
    With several done signals the rules are named with the signal (``answer_when_done_S``,
    ``answer_not_done_S``).

@@ -51,13 +51,20 @@
    "response": {...}}`` (``"type": "dict"``, not JSON schema's ``"object"``, is how a list of them is
    told from OpenAI's flat form).  The docs carry no tags: each function's tags and target come from
    the table in `rlvp_dsl.manifests.bfcl_tags` (docs/readers.md, "BFCL function docs"), and the
-   manifest declares the BFCL environment's progress signal ``turns_matched`` (increasing).  The
+   manifest declares the BFCL environment's signals (`BFCL_SIGNALS`): ``turns_matched``
+   (progress, increasing), ``off_path`` (violation) and ``turn_passing`` (done).  The
    language core reads the JSON only; it never imports ``bfcl_eval``.
 
-Our format may declare the environment's progress signals, top level:
-``"signals": [{"name": "stages_remaining", "direction": "decreasing"}]`` (direction
-``decreasing`` or ``increasing``; an optional ``description``); derivation turns each into a
-``progress`` rule.
+Our format may declare the environment's signals, top level, each with a ``kind``
+(`SignalSpec`; docs/readers.md, "Manifest signals")::
+
+    "signals": [{"name": "stages_remaining", "direction": "decreasing"},   # kind "progress" (default)
+                {"name": "off_path", "kind": "violation"},                 # a 0/1 flag: this call was wrong
+                {"name": "turn_passing", "kind": "done"}]                  # a 0/1 flag: answering now satisfies
+
+A ``progress`` signal needs a direction (``decreasing`` or ``increasing``); a ``violation`` or
+``done`` flag has none; each takes an optional ``description``.  Derivation turns each into rules
+(`rlvp_dsl.manifests.derive`: ``progress``, ``S_flagged``, ``answer_when_done`` / ``answer_not_done``).
 
 Missing targets are inferred (`rlvp_dsl.manifests.targets`).
 
@@ -142,7 +149,8 @@ BFCL_SIGNALS = (
 class Manifest:
     """A tool catalogue: `format` is ``rlvp-tools/1``, ``tau2``, ``mcp`` or ``openai``;
     `notes` say what was inferred or assumed (one sentence each); `signals` are the
-    environment's declared progress signals (ours: the top-level ``signals`` list)."""
+    environment's declared signals, progress levels and per-call flags (ours: the top-level
+    ``signals`` list; ``bfcl``: `BFCL_SIGNALS`)."""
 
     path: str
     format: str
