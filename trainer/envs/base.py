@@ -143,7 +143,9 @@ def is_conversation(env: object) -> bool:
 
 def manifest_from_schema(schema: Sequence[ToolSpec], signals: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
     """The `rlvp-tools/1` manifest of a schema: names, tags, target and typed parameters,
-    and the environment's progress signals (``{"name", "direction", "description"}``)."""
+    and the environment's signals: progress signals ``{"name", "direction", "description"}`` and
+    per-call flags ``{"name", "kind": "violation" | "done", "description"}`` (docs/readers.md,
+    "Manifest signals"; `rlvp_dsl.manifests.derive` turns each kind into rules)."""
     out: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
         "tools": [
