@@ -10,7 +10,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${RLVP_VENV:-$repo/.venv}"
-extras="${RLVP_EXTRAS:-train,test,trl,fast,bfcl,serve,atif,tinker,verifiers,ray}"  # tests/integrations/verl/setup.sh: verl,test in .venv-verl
+extras="${RLVP_EXTRAS:-train,test,trl,fast,bfcl,serve,atif,tinker,verifiers,atropos,ray}"  # tests/integrations/verl/setup.sh: verl,test in .venv-verl
 python="${PYTHON:-python3}"
 if [[ ! -x "$venv/bin/python" ]]; then
   echo "setup: creating $venv" >&2
@@ -41,6 +41,11 @@ PY
     # BFCL v4's data, backends and checker (trainer/envs/bfcl); --no-deps: its declared
     # dependencies are LLM clients and ML stacks the environment never imports (pyproject.toml).
     python -m pip install --quiet -c "$venv/torch-constraint.txt" --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3"
+  fi
+  if [[ ",$extras," == *",atropos,"* ]]; then
+    # atropos' ScoredDataGroup and API server (rlvp_dsl.integrations.atropos); --no-deps: its declared
+    # dependencies (wandb, datasets, polars, ...) serve its own environments and trainer (pyproject.toml).
+    python -m pip install --quiet -c "$venv/torch-constraint.txt" --no-deps "atroposlib==0.4.*"
   fi
   touch "$stamp"
 fi
