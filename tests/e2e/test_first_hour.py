@@ -15,21 +15,36 @@ from pathlib import Path
 
 import pytest
 
+from .forked_cli import CliServer
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "examples" / "data"
+SERVER = CliServer(["rlvp_dsl.cli.compile", "rlvp_dsl.cli.score"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_the_server():
+    yield
+    SERVER.close()
 
 
 def run(
     tool: str, *args: str, cwd: Path = REPO, stdin: bytes | None = None, env: dict | None = None, timeout: int = 180
 ) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        timeout=timeout,
-        env=env,
-    )
+    """`python -m rlvp_dsl.cli.TOOL ARGS` in `cwd`, a child process forked from one that has done the
+    imports (forked_cli.py); with `env`, a plain subprocess (the environment must be there before
+    the imports)."""
+    if env is None:
+        done = SERVER.run(f"rlvp_dsl.cli.{tool}", list(args), cwd, stdin, timeout)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            timeout=timeout,
+            env=env,
+        )
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
     )
