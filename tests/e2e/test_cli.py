@@ -4,13 +4,15 @@ the golden error cases, the real samples in examples/data and the larger corpus 
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .forked_cli import CliServer
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
@@ -18,14 +20,21 @@ GOLDEN_ERRORS = REPO / "tests" / "golden" / "diagnostics"
 needs_data = pytest.mark.skipif(not DATA.is_dir(), reason=f"shared data not found at {DATA}")
 
 
+SERVER = CliServer(["rlvp_dsl.cli.compile", "rlvp_dsl.cli.score"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_the_server():
+    yield
+    SERVER.close()
+
+
 def run(tool: str, *args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    """`python -m rlvp_dsl.cli.TOOL ARGS` from the repository root, a child process forked from one
+    that has done the imports (forked_cli.py); its output read as text, as ``text=True`` reads it."""
+    done = SERVER.run(f"rlvp_dsl.cli.{tool}", list(args), REPO, None, timeout)
+    out, err = (io.TextIOWrapper(io.BytesIO(b)).read() for b in (done.stdout, done.stderr))
+    return subprocess.CompletedProcess(done.args, done.returncode, out, err)
 
 
 def no_traceback(done: subprocess.CompletedProcess) -> None:

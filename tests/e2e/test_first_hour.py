@@ -15,24 +15,52 @@ from pathlib import Path
 
 import pytest
 
+from .forked_cli import CliServer
+
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "examples" / "data"
+SERVER = CliServer(["rlvp_dsl.cli.compile", "rlvp_dsl.cli.score"])
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_the_server():
+    yield
+    SERVER.close()
 
 
 def run(
     tool: str, *args: str, cwd: Path = REPO, stdin: bytes | None = None, env: dict | None = None, timeout: int = 180
 ) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        [sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        timeout=timeout,
-        env=env,
-    )
+    """`python -m rlvp_dsl.cli.TOOL ARGS` in `cwd`, a child process forked from one that has done the
+    imports (forked_cli.py); with `env`, a plain subprocess (the environment must be there before
+    the imports)."""
+    if env is None:
+        done = SERVER.run(f"rlvp_dsl.cli.{tool}", list(args), cwd, stdin, timeout)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", f"rlvp_dsl.cli.{tool}", *map(str, args)],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            timeout=timeout,
+            env=env,
+        )
     return subprocess.CompletedProcess(
         done.args, done.returncode, done.stdout.decode("utf-8", "replace"), done.stderr.decode("utf-8", "replace")
     )
+
+
+_SHARED: dict[tuple[str, ...], subprocess.CompletedProcess] = {}
+
+
+def run_shared(tool: str, *args: str) -> subprocess.CompletedProcess:
+    """`run` from the repository root for a command that only reads the repository's own files, run
+    once for the module: the README tour and docs/testing-rules.md print two of the same `--check`
+    commands (about 10 s each), and both tests check that one run's output."""
+    key = (tool, *map(str, args))
+    if key not in _SHARED:
+        _SHARED[key] = run(tool, *args)
+    return _SHARED[key]
 
 
 def no_traceback(done: subprocess.CompletedProcess) -> None:
@@ -81,7 +109,8 @@ def test_each_tour_command_runs_as_printed(command, tmp_path):
     expanded = []
     for a in args:  # the shell's glob
         expanded.extend(sorted(str(p.relative_to(REPO)) for p in REPO.glob(a)) if "*" in a else [a])
-    done = run(tool.removeprefix("rlvp-"), *expanded)
+    writes = any("build/" in a for a in command.split())
+    done = (run if writes else run_shared)(tool.removeprefix("rlvp-"), *expanded)
     no_traceback(done)
     expected = 1 if "farmable" in command else 0
     assert done.returncode == expected, (command, files, done.stderr[-2000:])
@@ -173,7 +202,7 @@ def test_the_outputs_in_testing_rules_are_real(command, lines):
     """Each `$ rlvp-compile ...` output in docs/testing-rules.md is what the command prints now (the
     page's lines appear in order; a line `...` stands for lines left out)."""
     tool, *args = command.split()
-    done = run(tool.removeprefix("rlvp-"), *args)
+    done = run_shared(tool.removeprefix("rlvp-"), *args)
     actual = (done.stdout + done.stderr).splitlines()
     position = 0
     for line in lines:

@@ -10,6 +10,7 @@ from hypothesis import given
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import strategies as S  # noqa: E402
+from conftest import expensive  # noqa: E402
 
 from rlvp_dsl import check_text, loads  # noqa: E402
 from rlvp_dsl.diagnostics import CODES, Diagnostic  # noqa: E402
@@ -29,6 +30,7 @@ def _assert_diagnostics(diagnostics):
 
 
 @given(S.grammar_programs())
+@expensive
 def test_grammar_programs_parse(text):
     """Every program generated from the grammar parses, with at most value diagnostics."""
     tree, diagnostics = parse(SourceFile("gen.rlvp", text))
@@ -52,6 +54,7 @@ def test_check_never_raises_on_mutated_text(text):
 
 
 @given(S.tool_tables().flatmap(S.rule_files))
+@expensive
 def test_compiling_twice_is_byte_identical(text):
     """The same text compiled twice gives byte-identical canonical JSON."""
     first = json.dumps(loads(text).to_json(), sort_keys=True)
@@ -60,6 +63,7 @@ def test_compiling_twice_is_byte_identical(text):
 
 
 @given(S.tool_tables().flatmap(S.rule_files))
+@expensive
 def test_location_does_not_change_the_program(text):
     """The program does not depend on the file name or on comments and blank lines."""
     moved = "# moved\n\n" + text.replace("\n", "\n\n")

@@ -11,6 +11,7 @@ from hypothesis import given, strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import strategies as S  # noqa: E402
+from conftest import expensive  # noqa: E402
 
 from rlvp_dsl import check_text, loads  # noqa: E402
 from rlvp_dsl import reference  # noqa: E402
@@ -36,6 +37,7 @@ def multiset(credits):
 
 
 @given(S.programs_and_episodes())
+@expensive
 def test_compiled_equals_reference(case):
     """The compiled program gives the same multiset of credits as the reference interpreter."""
     text, episode = case
@@ -47,6 +49,7 @@ def test_compiled_equals_reference(case):
 
 
 @given(S.programs_and_episodes())
+@expensive
 def test_streaming_equals_batch(case):
     """Feeding events one by one, then finish(), gives exactly what score() gives."""
     text, episode = case
@@ -60,6 +63,7 @@ def test_streaming_equals_batch(case):
 
 
 @given(st.data())
+@expensive
 def test_interleaved_scorers_are_independent(data):
     """Two scorers of one program, stepped alternately, each give its own episode's batch result."""
     table = data.draw(S.tool_tables())
@@ -79,6 +83,7 @@ def test_interleaved_scorers_are_independent(data):
 
 
 @given(S.programs_and_episodes())
+@expensive
 def test_obligation_instance_paid_at_most_once(case):
     """Each (rule, opening event) gets at most one discharge-or-expire credit, opened before it lands."""
     text, episode = case
@@ -115,6 +120,7 @@ def test_repeating_a_discharging_call_never_raises_the_total(data):
 
 
 @given(S.programs_and_episodes(max_events=20))
+@expensive
 def test_credit_of_one_event_is_bounded(case):
     """The absolute credits landing on one event sum to at most program.event_bound()."""
     text, episode = case
@@ -127,6 +133,7 @@ def test_credit_of_one_event_is_bounded(case):
 
 
 @given(S.programs_and_episodes(max_events=20))
+@expensive
 def test_progress_total_over_an_episode_is_at_most_its_max(case):
     """A progress rule's credits over the whole episode sum to at most its `max` (ir.episode_bound),
     within the cap's slack (ir.CAP_SLACK)."""
@@ -144,6 +151,7 @@ def test_progress_total_over_an_episode_is_at_most_its_max(case):
 
 
 @given(S.programs_and_episodes())
+@expensive
 def test_credit_lands_on_calls_and_assistant_turns(case):
     """No credit ever lands on a user turn, and every credit names a real event."""
     text, episode = case

