@@ -267,12 +267,13 @@ class _Correlations:
         if s is None:
             return None
         x, xx, xy = s
-        sx = sum(map(mul, counts, x))
-        vx = sum(map(mul, counts, xx)) - sx * sx / n
+        sx: float = sum(map(mul, counts, x))
+        vx: float = sum(map(mul, counts, xx)) - sx * sx / n
         vy = syy - sy * sy / n
         if vx <= 1e-12 or vy <= 1e-12:
             return None
-        return (sum(map(mul, counts, xy)) - sx * sy / n) / math.sqrt(vx * vy)
+        sxy: float = sum(map(mul, counts, xy))
+        return (sxy - sx * sy / n) / math.sqrt(vx * vy)
 
 
 def _ci(values: list[float]) -> tuple[float, float] | None:
@@ -369,9 +370,7 @@ def rank_moves(a: Sequence[Scored], b: Sequence[Scored], top: int = TOP_MOVES) -
     totals_a = [sum(c.value for c in cs) for _, cs in a]
     totals_b = [sum(c.value for c in cs) for _, cs in b]
     rank_a, rank_b = ranks(totals_a), ranks(totals_b)
-    moved = sorted(
-        (k for k in range(len(a)) if rank_a[k] != rank_b[k]), key=lambda k: (-abs(rank_b[k] - rank_a[k]), k)
-    )
+    moved = sorted((k for k in range(len(a)) if rank_a[k] != rank_b[k]), key=lambda k: (-abs(rank_b[k] - rank_a[k]), k))
     out = []
     for k in moved[:top]:
         ca, cb = _credit_keys(a[k][1]), _credit_keys(b[k][1])
@@ -465,6 +464,8 @@ def verdict(comparison: Comparison) -> str:
         {1: "B makes more dead groups live", -1: "A makes more dead groups live"}[live.shown]
         + f": {_difference_text(live)}"
         if live.shown
-        else f"no difference shown in {live_text}" if live.diff is not None else live_text
+        else f"no difference shown in {live_text}"
+        if live.diff is not None
+        else live_text
     )
     return f"{first}; {second}"

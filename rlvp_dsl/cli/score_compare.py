@@ -153,7 +153,9 @@ def _write_html(path: str, comparison: Comparison, a: Side, b: Side, names: tupl
     report_b = build_report(b[0], b[2], b[1], title=names[1])
     if not write_output("rlvp-score", path, render_comparison(report_a, report_b, comparison)):
         return False
-    print(f"rlvp-score: wrote the HTML comparison of {counted(comparison.episodes, 'episode')} to {path}", file=sys.stderr)
+    print(
+        f"rlvp-score: wrote the HTML comparison of {counted(comparison.episodes, 'episode')} to {path}", file=sys.stderr
+    )
     return True
 
 
