@@ -160,7 +160,7 @@ class RuleComparison:
 class RankMove:
     """An episode whose rank by process total moved: ranks are 1 = lowest total (ties share
     their mean rank); `only_a` / `only_b` the credits ``(event_index, rule, value)`` one side
-    gives and the other does not."""
+    gives and the other does not (credits of 0 left out)."""
 
     index: int
     id: str
@@ -361,7 +361,8 @@ def ranks(values: Sequence[float]) -> list[float]:
 
 
 def _credit_keys(credits: Sequence[Credit]) -> Counter[tuple[int, str, float]]:
-    return Counter((c.event_index, c.rule, round(c.value, 9)) for c in credits)
+    """The credits as ``(event_index, rule, value)`` (value rounded to 9 places), those of value 0 left out."""
+    return Counter((c.event_index, c.rule, round(c.value, 9)) for c in credits if round(c.value, 9))
 
 
 def rank_moves(a: Sequence[Scored], b: Sequence[Scored], top: int = TOP_MOVES) -> list[RankMove]:
