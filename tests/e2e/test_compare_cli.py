@@ -102,6 +102,8 @@ def test_json_matches_each_rule_files_own_scores(inputs, compared):
         1,
     )
     assert (doc["resamples"], doc["seed"], doc["level"]) == (2000, 0, 0.95)
+    scoring = (REPO / "docs" / "scoring.md").read_text(encoding="utf-8")
+    assert [key for key in doc if f'"{key}"' not in scoring] == []  # every key is documented
     total = doc["total"]["correlation"]
     assert total["a"] == pytest.approx(singles["a"]["summary"]["process_outcome_correlation"])
     assert total["b"] == pytest.approx(singles["b"]["summary"]["process_outcome_correlation"])
