@@ -40,7 +40,7 @@ import random
 import sys
 import time
 from bisect import bisect_left
-from collections import Counter, defaultdict
+from collections import Counter
 from operator import mul
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -51,14 +51,15 @@ if str(ROOT) not in sys.path:
 
 from rlvp_dsl import Episode, RuleError, load_program, loads  # noqa: E402
 from rlvp_dsl.readers import ReaderError, read_report  # noqa: E402
+from rlvp_dsl.compare import TIE, dead_groups, is_live, quantile, task_groups  # noqa: E402
 from rlvp_dsl.report import pearson  # noqa: E402
 
 #: --domain name -> the tau2 ``domain_name``s it covers.
 DOMAINS = {"airline": ("airline",), "telecom": ("telecom", "telecom-workflow")}
 RESAMPLES = 2000
 SEED = 0
-#: process totals closer than this are one value (float sums of the same credits in another order).
-TIE = 1e-9
+# TIE (process totals closer than this are one value), quantile and the dead groups come from
+# rlvp_dsl/compare.py, which rlvp-score --compare shares.
 
 
 # ---- Kendall's tau-b and its bootstrap ---------------------------------------------------------
@@ -126,21 +127,6 @@ def _tied(counts: Sequence[int], classes: Sequence[int]) -> int:
     for c, k in zip(counts, classes):
         per_class[k] += c
     return sum(t * (t - 1) // 2 for t in per_class.values())
-
-
-def quantile(sorted_values: Sequence[float], q: float) -> float:
-    """The q-quantile of sorted values, linear between order statistics (Hyndman and Fan's
-    type 7, numpy's default).
-
-    Raises:
-        ValueError: no values, or q outside [0, 1].
-    """
-    if not sorted_values or not 0 <= q <= 1:
-        raise ValueError(f"quantile: need values and 0 <= q <= 1 (got {len(sorted_values)} values, q={q})")
-    h = (len(sorted_values) - 1) * q
-    lo = math.floor(h)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (h - lo) * (sorted_values[hi] - sorted_values[lo])
 
 
 def bootstrap_tau_b(
@@ -245,11 +231,8 @@ def measure(
     """(a), (b), (c) of one credit source (`total`: an episode's process total) on one domain's
     episodes: live and dead group counts, tau-b with its CI and n, and the correlation with success."""
     totals = [total(e) for e in episodes]
-    groups: dict[tuple[str, Any], list[int]] = defaultdict(list)
-    for k, e in enumerate(episodes):
-        groups[(e.source, e.meta.get("task_id"))].append(k)
-    dead = [g for g in groups.values() if len(g) >= 2 and all(episodes[k].outcome == 0 for k in g)]
-    live = sum(1 for g in dead if max(totals[k] for k in g) - min(totals[k] for k in g) > TIE)
+    dead = dead_groups(episodes, task_groups(episodes, need_task=False), all_failed=True)
+    live = sum(1 for g in dead if is_live(totals, g))
     failed = [k for k, e in enumerate(episodes) if e.outcome == 0 and (e.source, simulation_index(e)) in gold]
     xs = [round(totals[k] / TIE) * TIE for k in failed]  # ties within float noise are ties
     ys = [gold[(episodes[k].source, simulation_index(episodes[k]))] for k in failed]

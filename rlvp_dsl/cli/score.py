@@ -5,10 +5,13 @@
     rlvp-score rules/swe.rlvp trajs/ --json > score.json                           # everything as JSON
     rlvp-score rules/tau2_airline.rlvp runs/ --domain airline --csv episodes.csv    # one domain; a row per episode
     cat run.jsonl | rlvp-score rules/x.rlvp -                                      # standard input
+    rlvp-score --compare rules/a.rlvp rules/b.rlvp runs/                           # B against A, paired CIs
 
 `main` refuses contradictions among the options, loads the rule file, reads the trajectories,
 keeps the episodes of the --domain asked for (cli/score_notes.py), scores them, and prints or
-writes the results (cli/score_output.py). The JSON document and the CSV columns are described in
+writes the results (cli/score_output.py).  With --compare, `_compare` scores the same episodes under
+two rule files, measures them (rlvp_dsl/compare.py) and prints or writes that (cli/score_compare.py).
+The JSON document and the CSV columns are described in
 docs/scoring.md.
 """
 
@@ -73,6 +76,7 @@ class ScoreArgs:
     atif_out: str | None = None
     ray: bool = False
     ray_out: str | None = None
+    compare: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +101,7 @@ def _parser() -> argparse.ArgumentParser:
         "The JSON and CSV outputs: docs/scoring.md. "
         "Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error.",
     )
-    p.add_argument("rules", help="the .rlvp rule file")
+    p.add_argument("rules", help="the .rlvp rule file (with --compare: rule file A, then rule file B)")
     p.add_argument("trajectories", nargs="+", help="trajectory files or folders; - reads standard input")
     p.add_argument("--version", action="version", version=version_text("rlvp-score"))
     p.add_argument(
@@ -162,6 +166,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--ray-out", metavar="DIR", type=nonempty(), help="with --ray: write a Parquet row per episode to DIR"
+    )
+    p.add_argument(
+        "--compare",
+        action="store_true",
+        help="rlvp-score --compare A.rlvp B.rlvp TRAJECTORY...: the same episodes under both rule files, per rule "
+        "and in total: correlation with the outcome, dead groups made live, B - A with a paired bootstrap 95%% CI, "
+        "the episodes whose rank moves most, a verdict (docs/scoring.md); with --json, --csv, --html",
     )
     return p
 
@@ -233,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         from ..integrations.ray import score_command
 
         return score_command(args)
+    if args.compare:
+        return _compare(args)
     try:
         refuse(_usage_problem(args))
         program, sources = _load_rules(args)
@@ -244,6 +257,63 @@ def main(argv: list[str] | None = None) -> int:
     for note in data_notes(program, episodes):
         print(f"rlvp-score: {note}", file=sys.stderr)
     return _write_and_print(args, Results(program, sources, report, domains, scored))
+
+
+def _compare_problem(args: ScoreArgs) -> str:
+    """A contradiction among the options of --compare, or "" (then `_usage_problem`'s of A and the trajectories)."""
+    if len(args.trajectories) < 2:
+        return "--compare needs two rule files and a trajectory: rlvp-score --compare A.rlvp B.rlvp TRAJECTORY..."
+    for flag, used in (
+        ("--explain", args.explain),
+        ("--limit", args.limit),
+        ("--by", args.by),
+        ("--atif-out", args.atif_out),
+    ):
+        if used:
+            return f"{flag} does not go with --compare (it compares the totals; score one rule file for {flag})"
+    rules_b = args.trajectories[0]
+    if rules_b == "-":
+        return "--compare reads rule file B from a file, not standard input"
+    if os.path.exists(args.rules) and os.path.exists(rules_b) and os.path.samefile(args.rules, rules_b):
+        return f"A and B are the same file ({args.rules}): --compare needs two different rule files"
+    for flag, path in (("--csv", args.csv), ("--html", args.html)):
+        if path is not None and clobbers_input(path, [rules_b]):
+            return f"{flag} {path} would overwrite the input {rules_b}: write it somewhere else"
+    return _usage_problem(dataclasses.replace(args, trajectories=args.trajectories[1:]))
+
+
+def _compare(args: ScoreArgs) -> int:
+    """rlvp-score --compare A B TRAJECTORY...: both rule files loaded, the episodes read (every file must
+    read: a comparison of part of them would be said as one of all), scored under both, measured
+    (`rlvp_dsl.compare.compare`) and printed or written (cli/score_compare.py)."""
+    from ..compare import compare
+    from .score_compare import CompareOutputs, write_comparison
+
+    rules_b, trajectories = args.trajectories[0], args.trajectories[1:]
+    try:
+        refuse(_compare_problem(args))
+        program_a, sources_a = _load_rules(args)
+        program_b, sources_b = _load_rules(dataclasses.replace(args, rules=rules_b))
+        try:
+            report = _read_trajectories(
+                dataclasses.replace(args, trajectories=trajectories), program_a, _error_signal(args)
+            )
+        except Stop as stop:
+            raise Stop(EXIT_USAGE, stop.message) from None
+        if report.errors:
+            raise Stop(
+                EXIT_USAGE,
+                f"{counted(len({e.file for e in report.errors}), 'trajectory file')} did not read (above): --compare "
+                "compares all the episodes given or none; fix the file or leave it out",
+            )
+        episodes, _ = _choose_episodes(dataclasses.replace(args, trajectories=trajectories), report)
+    except Stop as stop:
+        return stopped("rlvp-score", stop)
+    scored_a = [(episode, program_a.score(episode)) for episode in episodes]
+    scored_b = [(episode, program_b.score(episode)) for episode in episodes]
+    comparison = compare(scored_a, scored_b, [r.name for r in program_a.rules], [r.name for r in program_b.rules])
+    outputs = CompareOutputs(args.rules, rules_b, json=args.json, csv=args.csv, html=args.html)
+    return write_comparison(outputs, comparison, (program_a, sources_a, scored_a), (program_b, sources_b, scored_b))
 
 
 def _load_rules(args: ScoreArgs) -> tuple[Program, dict[str, SourceFile]]:

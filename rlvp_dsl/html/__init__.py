@@ -4,7 +4,7 @@
 the jinja2 templates in ``templates/``.  docs/scoring.md, "The HTML report".
 """
 
-from .model import Report, build_report
-from .render import render_report, write_report
+from .model import Report, SideBySide, build_report
+from .render import render_comparison, render_report, write_report
 
-__all__ = ["Report", "build_report", "render_report", "write_report"]
+__all__ = ["Report", "SideBySide", "build_report", "render_comparison", "render_report", "write_report"]

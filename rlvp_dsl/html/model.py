@@ -25,6 +25,7 @@ from typing import Any, Mapping, Sequence
 
 import attrs
 
+from ..compare import Comparison
 from ..compile import Program
 from ..events import CALL, Credit, Episode, Event
 from ..report import RuleSummary, Summary, summarise
@@ -106,6 +107,17 @@ class Report:
         """The episodes and rule names as JSON that is safe inside ``<script>`` (no ``<``, ``>``, ``&``)."""
         doc = {"rules": [r.name for r in self.rules], "episodes": list(self.episodes)}
         return script_safe_json(doc)
+
+
+@attrs.frozen
+class SideBySide:
+    """`rlvp-score --compare --html`: the reports of rule files A and B on the same episodes, and their
+    `rlvp_dsl.compare.Comparison`.  The page shows the comparison, A's and B's rule tables side by
+    side, and the episodes (their timelines and credits) under B."""
+
+    a: Report
+    b: Report
+    comparison: Comparison
 
 
 def script_safe_json(doc: Any) -> str:

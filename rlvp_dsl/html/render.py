@@ -12,8 +12,9 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..compare import Comparison
 from ..report import fixed
-from .model import RESULT_PREVIEW, Report, sign_of
+from .model import RESULT_PREVIEW, Report, SideBySide, sign_of
 
 if TYPE_CHECKING:  # imported where used: only the HTML commands load jinja2
     import jinja2
@@ -41,12 +42,19 @@ def _signed(x: float | None, spec: str = "+.2f") -> str:
     return "n/a" if x is None else fixed(x, spec)
 
 
-def render_report(report: Report) -> str:
-    """The report page as HTML text."""
+def render_report(report: Report, side: SideBySide | None = None) -> str:
+    """The report page as HTML text; with `side`, the comparison page of `rlvp-score --compare`
+    (`report` is then ``side.b``)."""
     template = environment().get_template("report.html.j2")
     return template.render(
-        report=report, data_json=report.data_json(), preview=RESULT_PREVIEW, signed=_signed, sign=sign_of
+        report=report, side=side, data_json=report.data_json(), preview=RESULT_PREVIEW, signed=_signed, sign=sign_of
     )
+
+
+def render_comparison(a: Report, b: Report, comparison: Comparison) -> str:
+    """The comparison page: `comparison` (`rlvp_dsl.compare.compare` of A and B), A's and B's rule tables
+    side by side, and the episodes under B."""
+    return render_report(b, SideBySide(a, b, comparison))
 
 
 def write_report(report: Report, path: str | os.PathLike[str]) -> Path:
