@@ -4,8 +4,9 @@
 ``parse(print_rule_file(tree)) == tree`` for every tree the parser can produce
 (spans are not compared).  Canonical form:
 
-* conditions use explicit ``and`` / ``or``, except that an ``and`` of only ``call``,
-  ``tag`` and status atoms is written by juxtaposition (``call tag read ok``); an ``or`` inside an ``and``, an ``and`` or
+* conditions use explicit ``and`` / ``or``, except that within an ``and``, a run of ``call``,
+  ``tag`` and status atoms is written by juxtaposition (``call tag read ok and seen (...)``); an
+  ``or`` inside an ``and``, an ``and`` or
   ``or`` inside ``not``, and an ``and`` directly inside an ``and`` (which the parser
   would otherwise flatten) are parenthesised;
 * a name that is a keyword (`parser.keywords()`) or not a plain identifier is
@@ -233,14 +234,19 @@ def _expr(expr: ast.Expr, context: int) -> str:
             level, word = _OR, " or "
             parts = [_expr(item, _AND) for item in expr.items]
         else:
-            # `call tag read ok`: an and of simple atoms reads best as juxtaposition
-            simple = all(isinstance(item, _PHRASE_ATOMS) for item in expr.items)
-            level, word = _AND, " " if simple else " and "
-            # an And directly inside an And must keep its parentheses, or the parser flattens it
-            parts = [
-                _expr(item, _UNARY) if isinstance(item, ast.And) and _says(item) is None else _expr(item, _AND)
-                for item in expr.items
-            ]
+            # `call tag read ok and seen (...)`: runs of simple atoms read best as juxtaposition
+            level, word = _AND, " and "
+            parts = []
+            after_phrase = False
+            for item in expr.items:
+                # an And directly inside an And must keep its parentheses, or the parser flattens it
+                part = _expr(item, _UNARY) if isinstance(item, ast.And) and _says(item) is None else _expr(item, _AND)
+                phrase = isinstance(item, _PHRASE_ATOMS)
+                if phrase and after_phrase:
+                    parts[-1] += " " + part
+                else:
+                    parts.append(part)
+                after_phrase = phrase
         text = word.join(parts)
         return f"({text})" if level < context else text
     if isinstance(expr, ast.Not):
@@ -360,13 +366,19 @@ def _episode_event(event: ast.EpisodeEvent) -> str:
     return text
 
 
+def _expect_target(rule: ast.Name) -> str:
+    """The rule an `expect` names: ``repeat_error`` and ``blind_destructive`` (the default names of
+    those rules) are written as the grammar's words, not in backticks."""
+    return rule.text if rule.text in ("repeat_error", "blind_destructive") else print_name(rule)
+
+
 def _test_block(item: ast.InlineTest) -> str:
     if item.episode_file is not None:
         lines = ["episode " + print_string(item.episode_file)]
     else:
         lines = ["episode {"] + ["  " + _episode_event(e) for e in item.events or ()] + ["}"]
     for expect in item.expects:
-        target = "total" if expect.rule is None else print_name(expect.rule)
+        target = "total" if expect.rule is None else _expect_target(expect.rule)
         where = "" if expect.at is None else f" at {expect.at} {expect.index}"
         lines.append(f"expect {target}{where} == {print_number(expect.value)}")
     return _block(f"test {print_string(item.name)}", lines)
