@@ -13,7 +13,13 @@ comment back where it stood (docs/language.md, "Formatting"):
    printed line that holds the last token before it; when two or more trailing comments land on
    one printed line (a clause the printer joins into one line), they all go on their own lines
    directly above it, in source order.
-3. **An own-line comment inside an item** (a rule's block, a `test` block, a declaration written
+3. **Tables of declarations**: in a run of ``tool`` declarations on consecutive lines (no blank or
+   comment line between), the ``:`` and the ``target`` line up in columns; in a run of ``const``s,
+   the ``=``.
+4. **Long lines**: a printed line over `MAX_WIDTH` characters that holds a condition is broken
+   before each top-level ``and`` (else each top-level ``or``), the continuation lines indented two
+   levels deeper (`wrap_line`).
+5. **An own-line comment inside an item** (a rule's block, a `test` block, a declaration written
    over several lines) goes on its own line directly above the printed line that holds the first
    token after it, indented as that line (before a closing brace: as the block's contents).  Blank
    lines inside an item are dropped.
@@ -29,6 +35,7 @@ from __future__ import annotations
 import bisect
 import difflib
 from collections.abc import Sequence
+from typing import cast
 
 from lark import Token
 from lark.exceptions import UnexpectedInput
@@ -38,9 +45,14 @@ from ..diagnostics import Diagnostic, RuleError, has_errors
 from ..source import SourceFile
 from .errors import syntax_diagnostic
 from .grammar import get_parser
-from .printer import INDENT, print_item
+from .printer import INDENT, print_item, print_name, print_number
 
 _Pos = tuple[int, int]  # (line, column), both 1-based
+
+#: The longest printed line left whole (characters, indentation included); a longer one holding a
+#: condition is broken before its top-level ``and``s (else ``or``s).
+MAX_WIDTH = 100
+_OPEN, _CLOSE = "([{", ")]}"
 
 
 def format_source(text: str, *, path: str = "<string>") -> str:
@@ -109,6 +121,7 @@ class _Layout:
         self.after_last: list[Token] = []
         for comment in comments:
             self._assign(comment)
+        self.aligned = self._align_tools()
 
     def _assign(self, comment: Token) -> None:
         at = _pos(comment)
@@ -121,6 +134,42 @@ class _Layout:
             self.before[i + 1].append(comment)
         else:
             self.after_last.append(comment)
+
+    def _align_tools(self) -> dict[int, str]:
+        """Item index -> its declaration with columns aligned: in a run of ``tool`` declarations on
+        consecutive lines (no blank or comment line between), the ``:`` of those with tags or a
+        target, and the ``target`` of those with one, line up; in such a run of ``const``s, the ``=``."""
+        aligned: dict[int, str] = {}
+        for run in self._runs(ast.ToolDecl):
+            decls = [cast(ast.ToolDecl, self.items[i]) for i in run]
+            heads = ["tool " + print_name(d.name) for d in decls]
+            tags = [" : " + ", ".join(print_name(t) for t in d.tags) if d.tags else "" for d in decls]
+            targets = ["" if d.target is None else " target " + print_name(d.target) for d in decls]
+            width = max((len(h) for h, t, g in zip(heads, tags, targets) if t or g), default=0)
+            firsts = [h.ljust(width) + t if t or g else h for h, t, g in zip(heads, tags, targets)]
+            width = max((len(f) for f, g in zip(firsts, targets) if g), default=0)
+            for i, first, target in zip(run, firsts, targets):
+                aligned[i] = first.ljust(width) + target if target else first
+        for run in self._runs(ast.ConstDecl):
+            consts = [cast(ast.ConstDecl, self.items[i]) for i in run]
+            heads = ["const " + print_name(c.name) for c in consts]
+            width = max(len(h) for h in heads)
+            for i, head, const in zip(run, heads, consts):
+                aligned[i] = f"{head.ljust(width)} = {print_number(const.value)}"
+        return aligned
+
+    def _runs(self, kind: type) -> list[list[int]]:
+        """The runs (two items or more) of `kind` items on consecutive lines, no comment between."""
+        runs: list[list[int]] = []
+        for i, item in enumerate(self.items):
+            if not isinstance(item, kind):
+                continue
+            if runs and runs[-1][-1] == i - 1 and not self.before[i]:
+                if item.span.line - self.items[i - 1].span.end_line == 1:
+                    runs[-1].append(i)
+                    continue
+            runs.append([i])
+        return [run for run in runs if len(run) > 1]
 
     def text(self) -> str:
         lines: list[str] = []
@@ -150,7 +199,8 @@ class _Layout:
     def _item_lines(self, i: int) -> list[str]:
         """Item i printed, its inner comments placed (rules 2 and 3) and any comment after it on
         its last line put at the end of its last printed line."""
-        printed = print_item(self.items[i]).split("\n")
+        whole = self.aligned.get(i) or print_item(self.items[i])
+        printed = [part for line in whole.split("\n") for part in wrap_line(line)]
         above: dict[int, list[str]] = {}  # printed line index -> own-line comments above it
         trailing: dict[int, list[str]] = {}
         if self.inside[i]:
@@ -197,6 +247,31 @@ class _Layout:
         at = _pos(comment)
         k = bisect.bisect_left(self.code_pos, at) - 1
         return k >= 0 and self.code[k].end_line == comment.line
+
+
+def wrap_line(line: str, width: int = MAX_WIDTH) -> list[str]:
+    """`line` (one printed line, no newline) as it is laid out: whole when it has at most `width`
+    characters, else broken before each ``and`` outside parentheses, brackets and braces (else before
+    each such ``or``), the pieces after the first indented two levels deeper than the line."""
+    if len(line) <= width:
+        return [line]
+    depth = 0
+    breaks: dict[str, list[int]] = {"and": [], "or": []}
+    for token in get_parser().lex(line):
+        value = str(token.value)
+        if value in _OPEN:
+            depth += 1
+        elif value in _CLOSE:
+            depth -= 1
+        elif depth == 0 and value in breaks and token.type not in ("STRING", "REGEX", "QUOTED_NAME"):
+            breaks[value].append(token.start_pos or 0)
+    cuts = breaks["and"] or breaks["or"]
+    if not cuts:
+        return [line]
+    indent = line[: len(line) - len(line.lstrip())] + INDENT * 2
+    bounds = [0, *cuts, len(line)]
+    pieces = [line[a:b].rstrip() for a, b in zip(bounds, bounds[1:])]
+    return [pieces[0]] + [indent + piece for piece in pieces[1:]]
 
 
 def _nearest(line_of: dict[int, int], index: int, step: int, default: int) -> int:

@@ -5,7 +5,9 @@
 (spans are not compared).  Canonical form:
 
 * conditions use explicit ``and`` / ``or``, except that within an ``and``, a run of ``call``,
-  ``tag`` and status atoms is written by juxtaposition (``call tag read ok and seen (...)``); an
+  ``tag`` and status atoms, and the ``result`` / ``error_text`` / ``text`` tests and ``not``s of
+  such atoms that follow one, is written by juxtaposition (``call tag read not tag user ok result
+  contains "x" and seen (...)``); an
   ``or`` inside an ``and``, an ``and`` or
   ``or`` inside ``not``, and an ``and`` directly inside an ``and`` (which the parser
   would otherwise flatten) are parenthesised;
@@ -242,11 +244,17 @@ def _expr(expr: ast.Expr, context: int) -> str:
                 # an And directly inside an And must keep its parentheses, or the parser flattens it
                 part = _expr(item, _UNARY) if isinstance(item, ast.And) and _says(item) is None else _expr(item, _AND)
                 phrase = isinstance(item, _PHRASE_ATOMS)
-                if phrase and after_phrase:
+                # `call x ok result matches /y/`, `call tag write not tag user_side`
+                joined = after_phrase and (
+                    phrase
+                    or isinstance(item, ast.TextTest)
+                    or (isinstance(item, ast.Not) and isinstance(item.item, _PHRASE_ATOMS))
+                )
+                if joined:
                     parts[-1] += " " + part
                 else:
                     parts.append(part)
-                after_phrase = phrase
+                after_phrase = phrase or joined
         text = word.join(parts)
         return f"({text})" if level < context else text
     if isinstance(expr, ast.Not):
