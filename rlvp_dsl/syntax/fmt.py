@@ -1,14 +1,14 @@
 """The formatter: `.rlvp` text -> the same rules in the printer's canonical layout, comments kept.
 
-`format_source(text)` parses the text, prints every item with `printer.print_item` and puts each
-comment back where it stood (docs/language.md, "Formatting"):
+`format_source(text)` parses the text, prints every item with `printer.print_item` (conditions
+with ``juxtapose=True``: ``call x ok result matches /y/ and seen (...)``) and puts each comment
+back where it stood (docs/language.md, "Formatting"):
 
 1. **Own-line comments between items** stay directly before the item that follows them, in order
    (the file's header is the comments before the first item); comments after the last item stay at
    the end.  Between items, and between such comments, there is one blank line where the printer
    puts one (before and after each rule or `test` block) or where the source had one or more; none
-   otherwise.  So a file without comments or blank lines between declarations formats to exactly
-   `printer.print_rule_file` of its tree.
+   otherwise.
 2. **A trailing comment** (`... # note` after code on the same line) stays at the end of the
    printed line that holds the last token before it; when two or more trailing comments land on
    one printed line (a clause the printer joins into one line), they all go on their own lines
@@ -17,7 +17,7 @@ comment back where it stood (docs/language.md, "Formatting"):
    comment line between), the ``:`` and the ``target`` line up in columns; in a run of ``const``s,
    the ``=``.
 4. **Long lines**: a printed line over `MAX_WIDTH` characters that holds a condition is broken
-   before each top-level ``and`` (else each top-level ``or``), the continuation lines indented two
+   before each top-level ``or`` (without one, each top-level ``and``), the continuation lines indented two
    levels deeper (`wrap_line`).
 5. **An own-line comment inside an item** (a rule's block, a `test` block, a declaration written
    over several lines) goes on its own line directly above the printed line that holds the first
@@ -50,7 +50,7 @@ from .printer import INDENT, print_item, print_name, print_number
 _Pos = tuple[int, int]  # (line, column), both 1-based
 
 #: The longest printed line left whole (characters, indentation included); a longer one holding a
-#: condition is broken before its top-level ``and``s (else ``or``s).
+#: condition is broken before its top-level ``or``s (without one, its ``and``s).
 MAX_WIDTH = 100
 _OPEN, _CLOSE = "([{", ")]}"
 
@@ -199,7 +199,7 @@ class _Layout:
     def _item_lines(self, i: int) -> list[str]:
         """Item i printed, its inner comments placed (rules 2 and 3) and any comment after it on
         its last line put at the end of its last printed line."""
-        whole = self.aligned.get(i) or print_item(self.items[i])
+        whole = self.aligned.get(i) or print_item(self.items[i], juxtapose=True)
         printed = [part for line in whole.split("\n") for part in wrap_line(line)]
         above: dict[int, list[str]] = {}  # printed line index -> own-line comments above it
         trailing: dict[int, list[str]] = {}
@@ -251,8 +251,8 @@ class _Layout:
 
 def wrap_line(line: str, width: int = MAX_WIDTH) -> list[str]:
     """`line` (one printed line, no newline) as it is laid out: whole when it has at most `width`
-    characters, else broken before each ``and`` outside parentheses, brackets and braces (else before
-    each such ``or``), the pieces after the first indented two levels deeper than the line."""
+    characters, else broken before each ``or`` outside parentheses, brackets and braces (without
+    one, before each such ``and``), the pieces after the first indented two levels deeper than the line."""
     if len(line) <= width:
         return [line]
     depth = 0
@@ -265,7 +265,7 @@ def wrap_line(line: str, width: int = MAX_WIDTH) -> list[str]:
             depth -= 1
         elif depth == 0 and value in breaks and token.type not in ("STRING", "REGEX", "QUOTED_NAME"):
             breaks[value].append(token.start_pos or 0)
-    cuts = breaks["and"] or breaks["or"]
+    cuts = breaks["or"] or breaks["and"]  # `or` binds loosest: when there is one, it is the top
     if not cuts:
         return [line]
     indent = line[: len(line) - len(line.lstrip())] + INDENT * 2
