@@ -165,7 +165,7 @@ class _Layout:
             if not isinstance(item, kind):
                 continue
             if runs and runs[-1][-1] == i - 1 and not self.before[i]:
-                if item.span.line - self.items[i - 1].span.end_line == 1:
+                if item.span.line - self.items[i - 1].span.end_line <= 1:  # no blank line between
                     runs[-1].append(i)
                     continue
             runs.append([i])
