@@ -212,21 +212,21 @@ def _check_rules(path: str) -> CheckResult | str:
     cannot be read."""
     if path == "-":
         text, problem = _stdin_text()
-        return problem if text is None else check_text(text, STDIN_NAME, lints=True)
+        return check_text(text, STDIN_NAME, lints=True) if text is not None else problem
     source, problems = read_source(path)
     if source is None:
         return problems[0].message if problems else f"cannot read {path}"
     return check_file(path, lints=True)
 
 
-def _stdin_text() -> tuple[str, None] | tuple[None, str]:
-    """The rule text on standard input (a BOM dropped), or why it cannot be read."""
+def _stdin_text() -> tuple[str | None, str]:
+    """The rule text on standard input (a BOM dropped) and "", or None and why it cannot be read."""
     try:
         data = read_stdin_bytes()
     except OSError as exc:
         return None, exc.strerror or str(exc) or "cannot read standard input"
     try:
-        return data.decode("utf-8-sig"), None
+        return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
         return None, f"standard input is not UTF-8 text (byte {exc.start})"
 
@@ -258,7 +258,7 @@ def _format_file(path: str, check: bool, max_diagnostics: int, tally: Counter[st
         text, problem = _stdin_text()
     else:
         source, problems = read_source(path)
-        text, problem = (source.text, None) if source else (None, problems[0].message)
+        text, problem = (source.text, "") if source else (None, problems[0].message)
     if text is None:
         print(f"rlvp-compile: error: {problem}", file=sys.stderr)
         tally["failed"] += 1

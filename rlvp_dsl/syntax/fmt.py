@@ -41,11 +41,12 @@ from lark import Token
 from lark.exceptions import UnexpectedInput
 
 from .. import ast
-from ..diagnostics import Diagnostic, RuleError, has_errors
+from ..diagnostics import RuleError, has_errors
 from ..source import SourceFile
 from .errors import syntax_diagnostic
 from .grammar import get_parser
 from .printer import INDENT, print_item, print_name, print_number
+from .transform import to_ast
 
 _Pos = tuple[int, int]  # (line, column), both 1-based
 
@@ -79,10 +80,7 @@ def format_source(text: str, *, path: str = "<string>") -> str:
 
 
 def _parse(source: SourceFile) -> tuple[ast.Item, ...]:
-    """The items of `source`, or RuleError with its errors (the parse stage, `rlvp_dsl.parser`)."""
-    from .transform import to_ast
-
-    diagnostics: list[Diagnostic]
+    """The items of `source`, or RuleError with its errors (as the parse stage, `rlvp_dsl.parser`)."""
     try:
         tree = get_parser().parse(source.text)
     except UnexpectedInput as exc:
@@ -113,15 +111,13 @@ class _Layout:
         self.code = code
         self.code_pos = [_pos(t) for t in code]
         self.starts = [_start(item) for item in items]
-        # lines with code before a comment on them: the comment is a trailing one
-        self.code_lines = {t.end_line for t in code}
         self.inside: list[list[Token]] = [[] for _ in items]  # comments within item i's span
         self.trailing_after: list[list[Token]] = [[] for _ in items]  # `}  # note`: after item i, same line
         self.before: list[list[Token]] = [[] for _ in items]  # own-line comments before item i
         self.after_last: list[Token] = []
         for comment in comments:
             self._assign(comment)
-        self.aligned = self._align_tools()
+        self.aligned = self._align()
 
     def _assign(self, comment: Token) -> None:
         at = _pos(comment)
@@ -135,7 +131,7 @@ class _Layout:
         else:
             self.after_last.append(comment)
 
-    def _align_tools(self) -> dict[int, str]:
+    def _align(self) -> dict[int, str]:
         """Item index -> its declaration with columns aligned: in a run of ``tool`` declarations on
         consecutive lines (no blank or comment line between), the ``:`` of those with tags or a
         target, and the ``target`` of those with one, line up; in such a run of ``const``s, the ``=``."""
@@ -179,7 +175,7 @@ class _Layout:
             is_rule = isinstance(item, (*ast.RULE_TYPES, ast.InlineTest))
             blank = bool(lines) and (is_rule or previous_rule)
             for comment in self.before[i]:
-                if lines and (blank or comment.line - previous_end > 1):
+                if lines and (blank or (comment.line or 0) - previous_end > 1):
                     lines.append("")
                 blank = False
                 lines.append(_comment_text(comment))
@@ -190,7 +186,7 @@ class _Layout:
             previous_rule = is_rule
             previous_end = item.span.end_line
         for comment in self.after_last:
-            if lines and comment.line - previous_end > 1:
+            if lines and (comment.line or 0) - previous_end > 1:
                 lines.append("")
             lines.append(_comment_text(comment))
             previous_end = comment.line or 0
@@ -236,7 +232,7 @@ class _Layout:
         for comment in self.inside[i]:
             at = _pos(comment)
             following = bisect.bisect_left(self.code_pos, at, lo, hi) - lo  # first token after it
-            if comment.line in self.code_lines and self._code_before_on_line(comment):
+            if self._code_before_on_line(comment):  # a trailing comment
                 line = _nearest(line_of, following - 1, -1, 0)
                 trailing.setdefault(line, []).append(_comment_text(comment))
             else:

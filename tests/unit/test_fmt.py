@@ -77,9 +77,7 @@ def test_header_and_comments_before_items_stay_in_place():
 def test_trailing_comments_stay_on_their_printed_line():
     """A trailing comment stays at the end of the printed line holding the token before it."""
     text = "tool a   # the tool\nviolation v (-1.0) {   # head\n  on call a  # when\n}  # end\n"
-    assert format_source(text) == (
-        "tool a  # the tool\n\nviolation v (-1) {  # head\n  on call a  # when\n}  # end\n"
-    )
+    assert format_source(text) == "tool a  # the tool\n\nviolation v (-1) {  # head\n  on call a  # when\n}  # end\n"
 
 
 def test_own_line_comments_inside_a_block_stay_before_their_line():
@@ -97,17 +95,13 @@ def test_own_line_comments_inside_a_block_stay_before_their_line():
 def test_trailing_comments_on_a_joined_line_move_above_it():
     """Two trailing comments whose lines the printer joins go above the joined line, in order."""
     text = "tool a\ntool b\nviolation v (-1) {\n  on call a  # one\n     or call b  # two\n}\n"
-    assert format_source(text) == (
-        "tool a\ntool b\n\nviolation v (-1) {\n  # one\n  # two\n  on call a or call b\n}\n"
-    )
+    assert format_source(text) == "tool a\ntool b\n\nviolation v (-1) {\n  # one\n  # two\n  on call a or call b\n}\n"
 
 
 def test_a_comment_inside_a_split_condition_goes_above_its_line():
     """An own-line comment between the parts of a condition goes above the printed line."""
     text = "tool a\ntool b\nviolation v (-1) {\n  on call a\n  # b too\n  or call b\n}\n"
-    assert format_source(text) == (
-        "tool a\ntool b\n\nviolation v (-1) {\n  # b too\n  on call a or call b\n}\n"
-    )
+    assert format_source(text) == "tool a\ntool b\n\nviolation v (-1) {\n  # b too\n  on call a or call b\n}\n"
 
 
 def test_test_blocks_are_formatted_with_their_comments():
@@ -132,7 +126,9 @@ def test_blank_lines_between_items_and_comments():
 
 def test_tool_and_const_tables_are_aligned():
     """Consecutive tool declarations align their ':' and 'target'; consecutive consts their '='."""
-    text = "tool get_x : read target id\ntool rm : write, destructive target id\ntool ls\nconst A = 1\nconst LONG = -0.5\n"
+    text = (
+        "tool get_x : read target id\ntool rm : write, destructive target id\ntool ls\nconst A = 1\nconst LONG = -0.5\n"
+    )
     assert format_source(text) == (
         "tool get_x : read               target id\n"
         "tool rm    : write, destructive target id\n"
