@@ -33,12 +33,15 @@ whitespace; line ends are ``\\n``.
 from __future__ import annotations
 
 import bisect
+import copy
 import difflib
+import functools
 from collections.abc import Sequence
 from typing import cast
 
 from lark import Token
 from lark.exceptions import UnexpectedInput
+from lark.lexer import BasicLexer, LexerThread
 
 from .. import ast
 from ..diagnostics import RuleError, has_errors
@@ -73,10 +76,28 @@ def format_source(text: str, *, path: str = "<string>") -> str:
     """
     source = SourceFile(path, text)
     items = _parse(source)
-    tokens = list(get_parser().lex(text, dont_ignore=True))
+    tokens = tokenize(text, keep_ignored=True)
     code = [t for t in tokens if t.type not in ("WS", "COMMENT")]
     comments = [t for t in tokens if t.type == "COMMENT"]
     return _Layout(items, code, comments).text()
+
+
+@functools.lru_cache(maxsize=2)
+def _lexer(keep_ignored: bool) -> BasicLexer:
+    """The grammar's tokens read by one context-free lexer, built once (`Lark.lex` builds one per call)."""
+    conf = copy.copy(get_parser().lexer_conf)
+    if keep_ignored:
+        conf.ignore = ()
+    return BasicLexer(conf)
+
+
+def tokenize(text: str, *, keep_ignored: bool = False) -> list[Token]:
+    """The tokens of rule text, as `Lark.lex` gives them (with `keep_ignored`, the spaces and comments too).
+
+    Raises:
+        lark.exceptions.UnexpectedCharacters: a character no token starts with (text that parses never has one).
+    """
+    return list(LexerThread.from_text(_lexer(keep_ignored), text).lex(None))  # type: ignore[no-untyped-call]
 
 
 def _parse(source: SourceFile) -> tuple[ast.Item, ...]:
@@ -221,7 +242,7 @@ class _Layout:
         lo = bisect.bisect_left(self.code_pos, _start(item))
         hi = bisect.bisect_right(self.code_pos, _end(item))
         source_tokens = self.code[lo:hi]
-        printed_tokens = list(get_parser().lex("\n".join(printed)))
+        printed_tokens = tokenize("\n".join(printed))
         matcher = difflib.SequenceMatcher(
             None, [t.value for t in source_tokens], [t.value for t in printed_tokens], autojunk=False
         )
@@ -253,7 +274,7 @@ def wrap_line(line: str, width: int = MAX_WIDTH) -> list[str]:
         return [line]
     depth = 0
     breaks: dict[str, list[int]] = {"and": [], "or": []}
-    for token in get_parser().lex(line):
+    for token in tokenize(line):
         value = str(token.value)
         if value in _OPEN:
             depth += 1
