@@ -176,17 +176,25 @@ class _Layout:
         return aligned
 
     def _runs(self, kind: type) -> list[list[int]]:
-        """The runs (two items or more) of `kind` items on consecutive lines, no comment between."""
+        """The runs (two items or more) of `kind` items on consecutive lines, no comment line between
+        them once formatted."""
         runs: list[list[int]] = []
         for i, item in enumerate(self.items):
             if not isinstance(item, kind):
                 continue
-            if runs and runs[-1][-1] == i - 1 and not self.before[i]:
+            if runs and runs[-1][-1] == i - 1 and not self._comment_above(i):
                 if item.span.line - self.items[i - 1].span.end_line <= 1:  # no blank line between
                     runs[-1].append(i)
                     continue
             runs.append([i])
         return [run for run in runs if len(run) > 1]
+
+    def _comment_above(self, i: int) -> bool:
+        """Whether a comment goes on its own line above one-line item i: one before it, one inside
+        it on its own line, or two trailing ones (rules 1, 2 and 5 of the module docstring)."""
+        own = sum(not self._code_before_on_line(c) for c in self.inside[i])
+        trailing = len(self.inside[i]) - own + len(self.trailing_after[i])
+        return bool(self.before[i]) or own > 0 or trailing > 1
 
     def text(self) -> str:
         lines: list[str] = []

@@ -373,7 +373,8 @@ def _episode_event(event: ast.EpisodeEvent) -> str:
     assert event.tool is not None  # every call event names its tool
     text = "call " + print_name(event.tool)
     if event.arguments:
-        text += " " + _json_text(dict(event.arguments))
+        # the pairs as written: a key given twice stays twice (the tree keeps both)
+        text += " {" + ", ".join(f"{print_string(k)}: {_json_text(v)}" for k, v in event.arguments) + "}"
     if event.status in ("error", "malformed") and event.error_text:
         text += f" {event.status} {print_string(event.error_text)}"
     else:
