@@ -5,17 +5,23 @@ rlvp-compile rules/x.rlvp --json                 # diagnostics as JSON
 rlvp-compile rules/x.rlvp --emit-program -o p.json   # the compiled program (canonical JSON)
 rlvp-compile --auto-from-tags tools.json -o build/derived.rlvp
 rlvp-compile --explain-code RV201                  # a code's cause, fix and example (docs/diagnostics.md)
+rlvp-compile --fmt [--check] rules/*.rlvp          # the canonical layout, in place (--check: a diff, exit 1)
 
 `main` reads the command line and refuses contradictions (cli/compile_args.py), then runs one
-mode: --explain-code (here), --auto-from-tags (cli/auto_from_tags.py), or the rule files: each
-checked, its diagnostics printed, then compiled (here), tested (--test) or property-checked
-(--check; both cli/rule_testing.py).
+mode: --explain-code (here), --auto-from-tags (cli/auto_from_tags.py), --fmt (here: each file
+formatted by `rlvp_dsl.syntax.fmt.format_source`), or the rule files: each checked, its
+diagnostics printed, then compiled (here), tested (--test) or property-checked (--check; both
+cli/rule_testing.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import os
+import stat
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -43,10 +49,19 @@ from .rule_testing import (
     run_check,
     run_tests,
 )
-from ..diagnostics import Diagnostic, counted, diagnostics_fields, has_errors, render_text, sort_and_cap
+from ..diagnostics import (
+    Diagnostic,
+    RuleError,
+    counted,
+    diagnostics_fields,
+    has_errors,
+    render_text,
+    sort_and_cap,
+)
 from ..input_files import read_stdin_bytes
 from ..loader import read_source
 from ..pipeline import CheckResult, check_file, check_text
+from ..syntax.fmt import format_source
 
 if TYPE_CHECKING:
     from ..ir import RuleSet
@@ -94,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         if not args.rules:
             command_line.print_usage(sys.stderr)
             raise Stop(EXIT_USAGE, "no rule files given")
+        if args.fmt:
+            refuse("standard input (-) can be read once" if args.rules.count("-") > 1 else "")
+            return _format_files(args.rules, check=args.check, max_diagnostics=args.max_diagnostics)
         refuse(rule_files_problem(args))
         return _compile_files(args, _check_settings(args) if args.check else None)
     except Stop as stop:
@@ -193,19 +211,117 @@ def _check_rules(path: str) -> CheckResult | str:
     """Check the rule file at `path` (``-``: the rule text on standard input), with lints; or why it
     cannot be read."""
     if path == "-":
-        try:
-            data = read_stdin_bytes()
-        except OSError as exc:
-            return exc.strerror or str(exc) or f"cannot read {path}"
-        try:
-            text = data.decode("utf-8-sig")
-        except UnicodeDecodeError as exc:
-            return f"standard input is not UTF-8 text (byte {exc.start})"
-        return check_text(text, STDIN_NAME, lints=True)
+        text, problem = _stdin_text()
+        return check_text(text, STDIN_NAME, lints=True) if text is not None else problem
     source, problems = read_source(path)
     if source is None:
         return problems[0].message if problems else f"cannot read {path}"
     return check_file(path, lints=True)
+
+
+def _stdin_text() -> tuple[str | None, str]:
+    """The rule text on standard input (a BOM dropped) and "", or None and why it cannot be read."""
+    try:
+        data = read_stdin_bytes()
+    except OSError as exc:
+        return None, exc.strerror or str(exc) or "cannot read standard input"
+    try:
+        return data.decode("utf-8-sig"), ""
+    except UnicodeDecodeError as exc:
+        return None, f"standard input is not UTF-8 text (byte {exc.start})"
+
+
+# ---- --fmt ------------------------------------------------------------------------------------
+
+
+def _format_files(paths: list[str], *, check: bool, max_diagnostics: int) -> int:
+    """`--fmt [--check]`: each file formatted in turn (`_format_file`), then one summary line on
+    standard error; the worst exit status (0 formatted or already so, 1 with --check: a file is not
+    formatted, 2 a file cannot be read, written or parsed)."""
+    tally: Counter[str] = Counter()
+    statuses = [_format_file(path, check, max_diagnostics, tally) for path in paths]
+    done = "would be reformatted" if check else "reformatted"
+    parts = [f"{counted(tally['changed'], 'file')} {done}", f"{tally['same']} already formatted"]
+    if tally["failed"]:
+        parts.append(f"{tally['failed']} not formatted (errors above)")
+    print("rlvp-compile: " + ", ".join(parts), file=sys.stderr)
+    return max(statuses, default=EXIT_OK)
+
+
+def _format_file(path: str, check: bool, max_diagnostics: int, tally: Counter[str]) -> int:
+    """Format one rule file (``-``: standard input, printed formatted), counted in `tally` as
+    ``changed``, ``same`` or ``failed``; its exit status.  With `check`, nothing is written: a file
+    that would change gets its unified diff on standard output (exit 1).  A file that does not
+    parse gets its diagnostics on standard error and is left as it is (exit 2)."""
+    name = STDIN_NAME if path == "-" else path
+    if path == "-":
+        text, problem = _stdin_text()
+    else:
+        source, problems = read_source(path)
+        text, problem = (source.text, "") if source else (None, problems[0].message)
+    if text is None:
+        print(f"rlvp-compile: error: {problem}", file=sys.stderr)
+        tally["failed"] += 1
+        return EXIT_USAGE
+    try:
+        formatted = format_source(text, path=name)
+    except RuleError as exc:
+        tally["failed"] += 1
+        if name.lower().endswith(_DATA_SUFFIXES):
+            print(f"rlvp-compile: error: {_not_a_rule_file(name)}", file=sys.stderr)
+            return EXIT_USAGE
+        kept, dropped = sort_and_cap(exc.diagnostics, max_diagnostics)
+        print(render_text(kept, exc.sources, dropped=dropped), file=sys.stderr)
+        return EXIT_USAGE
+    tally["same" if formatted == text else "changed"] += 1
+    if check:
+        if formatted == text:
+            return EXIT_OK
+        sys.stdout.write(layout_diff(name, text, formatted))
+        return EXIT_INPUT_ERRORS
+    if path == "-":
+        sys.stdout.write(formatted)
+    elif formatted != text:
+        problem = _replace_file(path, formatted)
+        if problem:
+            tally["changed"] -= 1
+            tally["failed"] += 1
+            print(f"rlvp-compile: error: cannot write {path}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        print(f"{path}: reformatted", file=sys.stderr)
+    return EXIT_OK
+
+
+def layout_diff(name: str, old: str, new: str) -> str:
+    """The unified diff from `old` to `new` (``--- NAME`` / ``+++ NAME (formatted)``, 3 lines of
+    context); a last line without a newline is marked as diff marks it."""
+    out = []
+    for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), name, name + " (formatted)"):
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _replace_file(path: str, text: str) -> str:
+    """Write `text` over the file at `path` atomically: a temporary file beside it (the file's
+    permissions), then a rename over it (over a symbolic link's target, the link kept); "" or why not."""
+    target = os.path.realpath(path)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+        fd, tmp = tempfile.mkstemp(
+            prefix="." + os.path.basename(target) + ".", suffix=".tmp", dir=os.path.dirname(target)
+        )
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        return exc.strerror or str(exc)
+    return ""
 
 
 def _not_a_rule_file(path: str) -> str:

@@ -31,6 +31,7 @@ class CompileArgs:
     check: bool
     manifest: str | None
     examples: int
+    fmt: bool
 
 
 def parser() -> argparse.ArgumentParser:
@@ -104,7 +105,9 @@ def parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="check the built-in properties (bounded, not farmable, discharge once, reachable, "
-        "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md)",
+        "deterministic) on generated episodes; exit 1 when one fails (docs/testing-rules.md). "
+        "With --fmt: check the layout only, write nothing, print a diff of each file not formatted "
+        "and exit 1 when there is one",
     )
     p.add_argument(
         "--manifest",
@@ -118,6 +121,13 @@ def parser() -> argparse.ArgumentParser:
         default=DEFAULT_EXAMPLES,
         metavar="N",
         help=f"with --check: examples per property (default {DEFAULT_EXAMPLES}, at most {MAX_EXAMPLES:,})",
+    )
+    p.add_argument(
+        "--fmt",
+        action="store_true",
+        help="rewrite the rule files in the canonical layout, in place, comments kept (only a file whose "
+        "text changes is written); - prints standard input formatted; a file that does not parse is "
+        "left untouched (exit 2). See docs/language.md, Formatting",
     )
     return p
 
@@ -146,6 +156,27 @@ def usage_problem(args: CompileArgs) -> str:
 
 def _conflict(args: CompileArgs) -> str:
     """A flag that does nothing in this mode (so the user's intent would be silently dropped), or ""."""
+    if args.fmt:
+        given = [
+            flag
+            for flag, on in (
+                ("--auto-from-tags", args.auto_from_tags),
+                ("--emit-program", args.emit_program),
+                ("-o", args.output),
+                ("--json", args.json),
+                ("--test", args.test),
+                ("--warnings-as-errors", args.warnings_as_errors),
+                ("--manifest", args.manifest),
+                ("--examples", args.examples != DEFAULT_EXAMPLES),
+            )
+            if on
+        ]
+        if given:
+            return (
+                f"{given[0]} does not go with --fmt (it rewrites the layout of rule files; "
+                "--fmt --check checks the layout only)"
+            )
+        return ""
     if args.auto_from_tags:
         given = [
             flag

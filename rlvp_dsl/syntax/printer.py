@@ -5,9 +5,10 @@
 (spans are not compared).  Canonical form:
 
 * conditions use explicit ``and`` / ``or``, except that an ``and`` of only ``call``,
-  ``tag`` and status atoms is written by juxtaposition (``call tag read ok``); an ``or`` inside an ``and``, an ``and`` or
-  ``or`` inside ``not``, and an ``and`` directly inside an ``and`` (which the parser
-  would otherwise flatten) are parenthesised;
+  ``tag`` and status atoms is written by juxtaposition (``call tag read ok``; with
+  ``juxtapose=True``, the formatter's choice, every run of them within an ``and`` is, and the
+  ``arg``, ``signal`` and text tests that follow one); an ``or`` inside an ``and``, an ``and`` or ``or`` inside ``not``, and an ``and`` directly
+  inside an ``and`` (which the parser would otherwise flatten) are parenthesised;
 * a name that is a keyword (`parser.keywords()`) or not a plain identifier is
   written in backticks;
 * strings are double-quoted with ``\\\\ \\" \\n \\t \\r`` and ``\\uXXXX`` escapes for other
@@ -173,7 +174,7 @@ def _binding(binding: ast.Binding) -> str:
     raise ValueError(f"unknown binding kind {binding.kind!r}")
 
 
-def _atom(expr: ast.Expr) -> str:
+def _atom(expr: ast.Expr, runs: bool) -> str:
     if isinstance(expr, ast.CallAtom):
         if not expr.tools:
             return "call"
@@ -210,17 +211,17 @@ def _atom(expr: ast.Expr) -> str:
     if isinstance(expr, ast.SignalTest):
         return f"signal {print_name(expr.signal)} {expr.op} {print_number(expr.value)}"
     if isinstance(expr, ast.Seen):
-        text = "seen (" + _expr(expr.cond, _OR)
+        text = "seen (" + _expr(expr.cond, _OR, runs)
         if expr.same is not None:
             text += (" returned " if expr.returned else " same ") + _binding(expr.same)
         if expr.since is not None:
-            text += " since " + _expr(expr.since, _OR)
+            text += " since " + _expr(expr.since, _OR, runs)
         return text + ")"
     raise ValueError(f"{type(expr).__name__} is an internal node and has no rule-file syntax")
 
 
-def _expr(expr: ast.Expr, context: int) -> str:
-    """`expr` as text, parenthesised when its level is below `context`."""
+def _expr(expr: ast.Expr, context: int, runs: bool) -> str:
+    """`expr` as text, parenthesised when its level is below `context` (`runs`: `print_expr`'s `juxtapose`)."""
     says = _says(expr)
     if says is not None:
         kind, test = says
@@ -231,36 +232,58 @@ def _expr(expr: ast.Expr, context: int) -> str:
             raise ValueError(f"{type(expr).__name__} needs at least two items (got {len(expr.items)})")
         if isinstance(expr, ast.Or):
             level, word = _OR, " or "
-            parts = [_expr(item, _AND) for item in expr.items]
+            parts = [_expr(item, _AND, runs) for item in expr.items]
         else:
-            # `call tag read ok`: an and of simple atoms reads best as juxtaposition
-            simple = all(isinstance(item, _PHRASE_ATOMS) for item in expr.items)
-            level, word = _AND, " " if simple else " and "
+            level, word = _AND, " and "
             # an And directly inside an And must keep its parentheses, or the parser flattens it
             parts = [
-                _expr(item, _UNARY) if isinstance(item, ast.And) and _says(item) is None else _expr(item, _AND)
+                _expr(item, _UNARY if isinstance(item, ast.And) and _says(item) is None else _AND, runs)
                 for item in expr.items
             ]
+            parts = _juxtaposed(expr.items, parts, runs)
         text = word.join(parts)
         return f"({text})" if level < context else text
     if isinstance(expr, ast.Not):
-        return "not " + _expr(expr.item, _UNARY)
-    return _atom(expr)
+        return "not " + _expr(expr.item, _UNARY, runs)
+    return _atom(expr, runs)
 
 
-def print_expr(expr: ast.Expr) -> str:
-    """One condition as text (no surrounding parentheses at the top)."""
-    return _expr(expr, _OR)
+def _juxtaposed(items: tuple[ast.Expr, ...], parts: list[str], runs: bool) -> list[str]:
+    """The printed items of an ``and`` with juxtaposed ones joined by a space: all of them when every
+    item is a ``call``, ``tag`` or status atom (``call tag read ok``); with `runs`, each run of such
+    atoms and the ``arg``, ``signal`` and text tests that follow one (``call x ok result matches /y/``)."""
+    if not runs:
+        return [" ".join(parts)] if all(isinstance(item, _PHRASE_ATOMS) for item in items) else parts
+    joined_parts: list[str] = []
+    after_phrase = False
+    for item, part in zip(items, parts):
+        phrase = isinstance(item, _PHRASE_ATOMS)
+        joined = after_phrase and (phrase or isinstance(item, (ast.TextTest, ast.ArgTest, ast.SignalTest)))
+        if joined:
+            joined_parts[-1] += " " + part
+        else:
+            joined_parts.append(part)
+        after_phrase = phrase or joined
+    return joined_parts
+
+
+def print_expr(expr: ast.Expr, *, juxtapose: bool = False) -> str:
+    """One condition as text (no surrounding parentheses at the top).  An ``and`` is written with
+    explicit ``and``s, except that one of only ``call``, ``tag`` and status atoms is juxtaposed
+    (``call tag read ok``); with `juxtapose` (the formatter's layout), every run of such atoms is,
+    with the ``arg``, ``signal`` and text tests that follow it (``call x ok result matches /y/ and
+    seen (...)``)."""
+    return _expr(expr, _OR, juxtapose)
 
 
 # ---- declarations and rules -------------------------------------------------
 
 
-def _deadline(deadline: ast.Deadline) -> str:
+def _deadline(deadline: ast.Deadline, juxtapose: bool) -> str:
     if deadline.kind == "before":
         if deadline.cond is None:
             raise ValueError("a `before` deadline needs a condition")
-        return "before " + print_expr(deadline.cond)
+        return "before " + print_expr(deadline.cond, juxtapose=juxtapose)
     if deadline.kind == "within":
         if deadline.calls < 1:
             raise ValueError(f"`within` needs at least 1 call (got {deadline.calls})")
@@ -274,8 +297,10 @@ def _block(head: str, lines: list[str]) -> str:
     return head + " {\n" + "".join(f"{INDENT}{line}\n" for line in lines) + "}"
 
 
-def print_item(item: ast.Item) -> str:
-    """One top-level item (declaration or rule) as text, without a trailing newline."""
+def print_item(item: ast.Item, *, juxtapose: bool = False) -> str:
+    """One top-level item (declaration or rule) as text, without a trailing newline (`juxtapose`:
+    how its conditions are written, see `print_expr`)."""
+    cond = functools.partial(print_expr, juxtapose=juxtapose)
     if isinstance(item, ast.Include):
         return "include " + print_string(item.path)
     if isinstance(item, ast.ToolsFrom):
@@ -290,22 +315,22 @@ def print_item(item: ast.Item) -> str:
     if isinstance(item, ast.ConstDecl):
         return f"const {print_name(item.name)} = {print_number(item.value)}"
     if isinstance(item, ast.Violation):
-        lines = ["on " + print_expr(item.on)]
+        lines = ["on " + cond(item.on)]
         if item.unless is not None:
-            lines.append("unless " + print_expr(item.unless))
+            lines.append("unless " + cond(item.unless))
         return _block(f"violation {print_name(item.name)} ({print_weight(item.weight)})", lines)
     if isinstance(item, ast.Obligation):
-        discharge = "discharge on " + print_expr(item.discharge)
+        discharge = "discharge on " + cond(item.discharge)
         if item.same is not None:
             discharge += " same " + _binding(item.same)
-        lines = ["open on " + print_expr(item.open), discharge, "deadline " + _deadline(item.deadline)]
+        lines = ["open on " + cond(item.open), discharge, "deadline " + _deadline(item.deadline, juxtapose)]
         head = f"obligation {print_name(item.name)} ({print_weight(item.credit)}, expire {print_weight(item.expire)})"
         return _block(head, lines)
     if isinstance(item, ast.RepeatError):
         head = "repeat_error" + ("" if item.name.text == "repeat_error" else " " + print_name(item.name))
         head += f" ({print_weight(item.weight)})"
-        lines = ([] if item.on is None else ["on " + print_expr(item.on)]) + (
-            [] if item.reset is None else ["reset on " + print_expr(item.reset)]
+        lines = ([] if item.on is None else ["on " + cond(item.on)]) + (
+            [] if item.reset is None else ["reset on " + cond(item.reset)]
         )
         return _block(head, lines) if lines else head
     if isinstance(item, ast.BlindDestructive):
@@ -315,8 +340,8 @@ def print_item(item: ast.Item) -> str:
             if item.on is not None:
                 raise ValueError("blind_destructive with `on` needs `inspected_by` too")
             return head
-        lines = [] if item.on is None else ["on " + print_expr(item.on)]
-        return _block(head, lines + ["inspected_by " + print_expr(item.inspected_by)])
+        lines = [] if item.on is None else ["on " + cond(item.on)]
+        return _block(head, lines + ["inspected_by " + cond(item.inspected_by)])
     if isinstance(item, ast.Progress):
         inside = print_weight(item.weight)
         if item.per_unit:
@@ -348,7 +373,8 @@ def _episode_event(event: ast.EpisodeEvent) -> str:
     assert event.tool is not None  # every call event names its tool
     text = "call " + print_name(event.tool)
     if event.arguments:
-        text += " " + _json_text(dict(event.arguments))
+        # the pairs as written: a key given twice stays twice (the tree keeps both)
+        text += " {" + ", ".join(f"{print_string(k)}: {_json_text(v)}" for k, v in event.arguments) + "}"
     if event.status in ("error", "malformed") and event.error_text:
         text += f" {event.status} {print_string(event.error_text)}"
     else:
@@ -360,13 +386,19 @@ def _episode_event(event: ast.EpisodeEvent) -> str:
     return text
 
 
+def _expect_target(rule: ast.Name) -> str:
+    """The rule an `expect` names: ``repeat_error`` and ``blind_destructive`` (the default names of
+    those rules) are written as the grammar's words, not in backticks."""
+    return rule.text if rule.text in ("repeat_error", "blind_destructive") else print_name(rule)
+
+
 def _test_block(item: ast.InlineTest) -> str:
     if item.episode_file is not None:
         lines = ["episode " + print_string(item.episode_file)]
     else:
         lines = ["episode {"] + ["  " + _episode_event(e) for e in item.events or ()] + ["}"]
     for expect in item.expects:
-        target = "total" if expect.rule is None else print_name(expect.rule)
+        target = "total" if expect.rule is None else _expect_target(expect.rule)
         where = "" if expect.at is None else f" at {expect.at} {expect.index}"
         lines.append(f"expect {target}{where} == {print_number(expect.value)}")
     return _block(f"test {print_string(item.name)}", lines)
