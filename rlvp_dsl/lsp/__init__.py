@@ -1,0 +1,18 @@
+"""`rlvp-lsp`: a language server for rule files (pygls over stdio; extra ``lsp``).
+
+One module per job: `diagnostics` (the checks `rlvp-compile --json` runs, on the editor's text),
+`index` (the names of a rule set: tools, constants, rules, tags, signals, includes, manifests, where
+each is declared and used), `hover`, `definitions` (go to definition, find references),
+`completion`, `symbols` (the outline), `actions` (did-you-mean quick fixes), `formatting` (the place
+for `rlvp_dsl.syntax.fmt`), `positions` (spans <-> LSP ranges), `server` (the features wired to
+pygls), `cli` (the command line).  docs/lsp.md says how to start it from an editor.
+"""
+
+from __future__ import annotations
+
+
+def command() -> None:
+    """The ``rlvp-lsp`` console script (`rlvp_dsl.cli.launch`: Ctrl-C while pygls loads exits 130)."""
+    from ..cli import launch
+
+    launch("rlvp_dsl.lsp.cli", "rlvp-lsp")
