@@ -26,7 +26,7 @@ RULE_KINDS: dict[str, str] = {
     "between them resetting it, receives W (< 0).",
     "blind_destructive": "`blind_destructive NAME (W) { on C inspected_by I }`: a destructive call whose "
     "target no earlier inspecting call looked at receives W (< 0).",
-    "progress": "`progress NAME (W) { signal S decreasing|increasing [per unit] [max M] }`: credit W when "
+    "progress": "`progress NAME (+W [per unit] [, max CAP]) { signal S decreasing|increasing [from START] }`: credit W when "
     "the environment's signal S reaches a new best value (per new best, or per unit of improvement), "
     "capped by `max` over one episode.",
 }

@@ -146,6 +146,9 @@ def create_server() -> RuleServer:
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RuleServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.check(params.text_document.uri)
+        doc = ls.document(params.text_document.uri)
+        if doc is not None:  # indexed now, so that completion has names while later edits do not parse
+            ls.index(doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RuleServer, params: types.DidChangeTextDocumentParams) -> None:
