@@ -10,9 +10,20 @@ pygls), `cli` (the command line).  docs/lsp.md says how to start it from an edit
 
 from __future__ import annotations
 
+import sys
+
+#: The exit status after Ctrl-C (as the other CLIs: `rlvp_dsl.cli.EXIT_INTERRUPTED`).
+_INTERRUPTED = 130
+
 
 def command() -> None:
-    """The ``rlvp-lsp`` console script (`rlvp_dsl.cli.launch`: Ctrl-C while pygls loads exits 130)."""
-    from ..cli import launch
+    """The ``rlvp-lsp`` console script: `cli.main`'s exit status; Ctrl-C (even while pygls loads)
+    exits 130 quietly.  Not `rlvp_dsl.cli.console`: standard output is the protocol's channel, which
+    pygls closes when the client says exit."""
+    try:
+        from .cli import main
 
-    launch("rlvp_dsl.lsp.cli", "rlvp-lsp")
+        code = main()
+    except KeyboardInterrupt:
+        code = _INTERRUPTED
+    sys.exit(code)

@@ -1,6 +1,7 @@
 """`rlvp-lsp`'s command line: ``rlvp-lsp [--stdio]`` serves the language server protocol over
 standard input and output until the editor says exit.  Exit status 0 when the editor ends the
-session, 2 for a usage error or a missing pygls (the extra ``lsp``)."""
+session (``shutdown``, ``exit``), 1 when it exits without ``shutdown``, 2 for a usage error or a
+missing pygls (the extra ``lsp``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import argparse
 import sys
 
 from ..cli import EXIT_OK, EXIT_USAGE
+
+#: The exit status of a session the client ended without ``shutdown`` (the protocol's rule).
+EXIT_ENDED = 1
 
 #: What to run when pygls is not installed.
 INSTALL_HINT = "pip install 'rlvp[lsp]'  (pygls 2.1 and lsprotocol)"
@@ -29,14 +33,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the server until the client exits; the exit status (0, or 2 when pygls is missing)."""
+    """Run the server until the client exits; the exit status: 0 after the client's ``shutdown`` then
+    ``exit``, 1 for an ``exit`` without ``shutdown`` (or the client gone), 2 when pygls is missing."""
     parser().parse_args(argv)
     try:
         from .server import serve
     except ImportError as exc:
-        if (exc.name or "").split(".")[0] not in _SERVER_LIBRARIES:
+        library = (exc.name or "").split(".")[0]
+        if library not in _SERVER_LIBRARIES:
             raise  # a bug of ours, not a missing extra
-        print(f"rlvp-lsp: error: {exc.name or 'pygls'} is not installed: {INSTALL_HINT}", file=sys.stderr)
+        print(f"rlvp-lsp: error: {library} is not installed: {INSTALL_HINT}", file=sys.stderr)
         return EXIT_USAGE
-    serve()
-    return EXIT_OK
+    return EXIT_OK if serve() else EXIT_ENDED

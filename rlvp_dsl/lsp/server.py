@@ -39,6 +39,7 @@ class RuleServer(LanguageServer):
         # root document uri -> target uri -> (LSP diagnostics, the rlvp diagnostics they came from)
         self.found: dict[str, dict[str, tuple[list[types.Diagnostic], list[Diagnostic]]]] = {}
         self.indexes: dict[str, tuple[str, Index]] = {}  # uri -> (text it was built from, index)
+        self.shut_down = False  # the client sent `shutdown`
 
     # ---- paths -----------------------------------------------------------------------------
 
@@ -143,6 +144,10 @@ def create_server() -> RuleServer:
     """A server with every feature registered (not yet started)."""
     server = RuleServer()
 
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: RuleServer, params: None) -> None:
+        ls.shut_down = True
+
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RuleServer, params: types.DidOpenTextDocumentParams) -> None:
         ls.check(params.text_document.uri)
@@ -227,6 +232,9 @@ def create_server() -> RuleServer:
     return server
 
 
-def serve() -> None:
-    """Serve over standard input and output until the client says exit."""
-    create_server().start_io()
+def serve() -> bool:
+    """Serve over standard input and output until the client says exit (or is gone); whether it
+    said ``shutdown`` first."""
+    server = create_server()
+    server.start_io()
+    return server.shut_down
