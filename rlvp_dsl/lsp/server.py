@@ -77,7 +77,7 @@ class RuleServer(LanguageServer):
     def publish(self, targets: set[str], version: int | None) -> None:
         for target in sorted(targets):
             merged: list[types.Diagnostic] = []
-            for root, by_target in self.found.items():
+            for by_target in self.found.values():
                 for d in by_target.get(target, ([], []))[0]:
                     if d not in merged:
                         merged.append(d)
@@ -95,7 +95,8 @@ class RuleServer(LanguageServer):
     def document(self, uri: str) -> TextDocument | None:
         """The open document `uri`; None when the client has not opened it (requests on it get an
         empty answer)."""
-        return self.workspace.text_documents.get(unquote(uri))
+        found: TextDocument | None = self.workspace.text_documents.get(unquote(uri))
+        return found
 
     # ---- the index -------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ class Session:
         client = LanguageClient("rlvp-lsp-tests", "1")
 
         @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        def on_diagnostics(_client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        def on_diagnostics(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
             self.published[params.uri] = list(params.diagnostics)
 
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
