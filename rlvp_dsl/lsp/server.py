@@ -17,6 +17,7 @@ from urllib.parse import unquote
 from pygls.workspace import TextDocument
 
 from ..diagnostics import Diagnostic
+from . import incremental
 from .actions import quick_fixes
 from .completion import completion_items
 from .definitions import Target, definitions, references
@@ -72,6 +73,7 @@ class RuleServer(LanguageServer):
         """A closed document: its findings withdrawn (published again without them)."""
         previous = set(self.found.pop(uri, {}))
         self.indexes.pop(uri, None)
+        incremental.forget(self.path_of(uri))
         self.publish(previous, None)
 
     def publish(self, targets: set[str], version: int | None) -> None:
@@ -142,7 +144,9 @@ def _source(server: RuleServer, uri: str, path: str) -> Any:
 
 
 def create_server() -> RuleServer:
-    """A server with every feature registered (not yet started)."""
+    """A server with every feature registered (not yet started); the loader of this process parses
+    through `incremental.cached_parse` from now on."""
+    incremental.install()
     server = RuleServer()
 
     @server.feature(types.SHUTDOWN)
