@@ -20,14 +20,38 @@ RULE_FILES = sorted(
 def _both(path: str, text: str) -> tuple[object, object]:
     source = SourceFile(path, text)
     (full, full_problems), (pieces, piece_problems) = parse(source), incremental.cached_parse(source)
-    as_data = [attrs.asdict(t) if t is not None else None for t in (full, pieces)]
-    return (as_data[0], [d.to_json() for d in full_problems]), (as_data[1], [d.to_json() for d in piece_problems])
+    return _data(full, full_problems), _data(pieces, piece_problems)
+
+
+def _data(tree, problems) -> tuple[object, object]:
+    return (attrs.asdict(tree) if tree is not None else None), [d.to_json() for d in problems]
+
+
+@pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: str(p.relative_to(REPO)))
+def test_every_piece_parsed_alone_gives_the_whole_parse(path):
+    """Each piece parsed at its place (nothing kept), then the whole parse's items filed under the
+    pieces: both are `parse`'s tree, spans included (or, for a file with syntax errors, no tree)."""
+    source = SourceFile(str(path), path.read_text(encoding="utf-8-sig"))
+    full, problems = parse(source)
+    bounds = [0, *incremental.item_starts(source.text)[1:], len(source.text)]
+    tree, pieces = incremental.parse_pieces(source, bounds, {})
+    if len(bounds) < 3:  # one item: always parsed whole
+        return
+    if full is None or problems:  # a syntax error: some piece has it too (then the whole parse is used)
+        assert tree is None and pieces == {}
+        return
+    assert attrs.asdict(tree) == attrs.asdict(full)
+    assert incremental._filed(source, bounds, full) == pieces
 
 
 @pytest.mark.parametrize("path", RULE_FILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_same_tree_and_diagnostics_as_parse(path):
-    full, pieces = _both(str(path), path.read_text(encoding="utf-8-sig"))
+    """The first parse of a path, then the same text again (every piece kept)."""
+    text = path.read_text(encoding="utf-8-sig")
+    assert _both(str(path), text) == _both(str(path), text)
+    full, pieces = _both(str(path), text)
     assert pieces == full
+    incremental.forget(str(path))
 
 
 def test_an_edit_reparses_one_item_and_a_broken_one_falls_back():
