@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..cli import EXIT_OK, EXIT_USAGE
+from ..cli import EXIT_OK, EXIT_USAGE, version_text
 
 #: The exit status of a session the client ended without ``shutdown`` (the protocol's rule).
 EXIT_ENDED = 1
@@ -29,6 +29,7 @@ def parser() -> argparse.ArgumentParser:
         "completion, outline, quick fixes), over standard input and output. See docs/lsp.md.",
     )
     p.add_argument("--stdio", action="store_true", help="talk over standard input/output (the default)")
+    p.add_argument("--version", action="version", version=version_text("rlvp-lsp"))
     return p
 
 

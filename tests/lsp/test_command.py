@@ -17,6 +17,8 @@ def _run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
 def test_help():
     done = _run("-m", "rlvp_dsl.lsp", "--help")
     assert done.returncode == 0 and "usage: rlvp-lsp" in done.stdout and "docs/lsp.md" in done.stdout
+    done = _run("-m", "rlvp_dsl.lsp", "--version")
+    assert done.returncode == 0 and done.stdout.startswith("rlvp-lsp ")
 
 
 def test_missing_pygls_is_one_line_and_exit_2():
