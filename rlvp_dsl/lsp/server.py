@@ -67,7 +67,7 @@ class RuleServer(LanguageServer):
             found[self.uri_of(path, uri)] = ([to_lsp(d, source, codec) for d in diagnostics], diagnostics)
         previous = set(self.found.get(uri, {}))
         self.found[uri] = found
-        self.publish(previous | set(found), doc.version)
+        self.publish(previous | set(found), (uri, doc.version))
 
     def forget(self, uri: str) -> None:
         """A closed document: its findings withdrawn (published again without them)."""
@@ -76,7 +76,9 @@ class RuleServer(LanguageServer):
         incremental.forget(self.path_of(uri))
         self.publish(previous, None)
 
-    def publish(self, targets: set[str], version: int | None) -> None:
+    def publish(self, targets: set[str], version: tuple[str, int | None] | None) -> None:
+        """Publish the merged diagnostics of each uri of `targets`; `version`: (uri, version) of the
+        document just checked (only its own publication carries a version)."""
         for target in sorted(targets):
             merged: list[types.Diagnostic] = []
             for by_target in self.found.values():
@@ -84,7 +86,9 @@ class RuleServer(LanguageServer):
                     if d not in merged:
                         merged.append(d)
             self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=target, diagnostics=merged, version=version)
+                types.PublishDiagnosticsParams(
+                    uri=target, diagnostics=merged, version=version[1] if version and version[0] == target else None
+                )
             )
 
     def rlvp_diagnostics(self, uri: str) -> list[Diagnostic]:
