@@ -1,0 +1,43 @@
+"""The `rlvp-lsp` command line: its help, a missing pygls said in one line with the install command
+(exit 2, no traceback), and a session that the client ends (exit 0)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from .client import REPO
+
+
+def _run(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *args], cwd=REPO, input=stdin, capture_output=True, text=True, timeout=60)
+
+
+def test_help():
+    done = _run("-m", "rlvp_dsl.lsp", "--help")
+    assert done.returncode == 0 and "usage: rlvp-lsp" in done.stdout and "docs/lsp.md" in done.stdout
+    done = _run("-m", "rlvp_dsl.lsp", "--version")
+    assert done.returncode == 0 and done.stdout.startswith("rlvp-lsp ")
+
+
+def test_missing_pygls_is_one_line_and_exit_2():
+    code = "import sys; sys.modules['pygls'] = None; from rlvp_dsl.lsp import command; command()"
+    done = _run("-c", code)
+    assert done.returncode == 2
+    assert (
+        done.stderr == "rlvp-lsp: error: pygls is not installed: pip install 'rlvp[lsp]'  (pygls 2.1 and lsprotocol)\n"
+    )
+
+
+def _framed(*messages: dict) -> str:
+    return "".join(f"Content-Length: {len(json.dumps(m))}\r\n\r\n{json.dumps(m)}" for m in messages)
+
+
+def test_shutdown_then_exit_is_status_0_and_exit_alone_1():
+    shutdown, leave = {"jsonrpc": "2.0", "id": 1, "method": "shutdown"}, {"jsonrpc": "2.0", "method": "exit"}
+    done = _run("-m", "rlvp_dsl.lsp", stdin=_framed(shutdown, leave))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.endswith('{"id": 1, "jsonrpc": "2.0", "result": null}')
+    done = _run("-m", "rlvp_dsl.lsp", stdin=_framed(leave))
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "")
