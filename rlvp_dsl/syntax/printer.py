@@ -67,12 +67,12 @@ def print_number(value: float) -> str:
 
 
 def print_weight(weight: ast.Weight) -> str:
-    """A rule weight: a signed number (``+0.5``) or a constant's name."""
+    """A rule weight: a signed number (``+0.5``, ``-1``; zero as ``0``) or a constant's name."""
     if weight.const is not None:
         return print_name(weight.const)
     assert weight.value is not None  # a weight is a number or a constant's name
     text = print_number(weight.value)
-    return text if text.startswith("-") else "+" + text
+    return text if text.startswith("-") or text == "0" else "+" + text
 
 
 def print_string(value: str) -> str:

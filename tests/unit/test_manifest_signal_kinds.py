@@ -124,7 +124,7 @@ def test_derived_text_for_each_kind_parses_back_and_compiles():
         "violation off_path_flagged (-0.1) {\n  on call and signal off_path == 1\n}\n"
     ) in text
     assert (
-        "obligation answer_when_done (+0.1, expire +0) {\n"
+        "obligation answer_when_done (+0.1, expire 0) {\n"
         "  open on call and signal turn_passing == 1\n"
         "  discharge on assistant and not seen (call and signal turn_passing == 0 since call and signal turn_passing == 1)\n"
         "  deadline before user\n}\n"
