@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 import attrs
 
@@ -22,8 +22,11 @@ from . import ast
 from .diagnostics import Diagnostic
 from .input_files import check_regular, read_input_bytes
 from .manifests import Manifest, ManifestError, load_manifest
-from .parser import parse
+from .parser import parse as parse_source
 from .source import NO_SPAN, SourceFile, Span
+
+#: Parses one source: (its tree, or None when it has syntax errors; the diagnostics).
+Parse = Callable[[SourceFile], "tuple[ast.RuleFile | None, list[Diagnostic]]"]
 
 #: The most files one rule set may include (directly or not).
 MAX_FILES = 1000
@@ -61,14 +64,19 @@ def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, li
 
 
 def load_files(
-    path: str, *, text: str | None = None
+    path: str, *, text: str | None = None, parse: Parse | None = None
 ) -> tuple[list[ast.RuleFile], dict[str, SourceFile], list[Diagnostic]]:
     """Parse `path` (or `text`, named `path`) and every file it includes.
+
+    `parse` parses one source (None: `rlvp_dsl.parser.parse`); the language server passes one
+    that re-parses only the items an edit touched (`rlvp_dsl.lsp.incremental.cached_parse`), which
+    must give the same trees and diagnostics.
 
     Returns:
         (parsed files in include order -- includes before the file that includes them --,
         sources by path, diagnostics).  Files with syntax errors are left out of the list.
     """
+    parse_one = parse or parse_source
     sources: dict[str, SourceFile] = {}
     files: list[ast.RuleFile] = []
     diagnostics: list[Diagnostic] = []
@@ -113,7 +121,7 @@ def load_files(
             diagnostics.append(_too_many_items(source.span(*over)))
             items = MAX_ITEMS + 1
             return None
-        tree, problems = parse(source)
+        tree, problems = parse_one(source)
         diagnostics.extend(problems)
         if tree is None:
             return None

@@ -13,7 +13,7 @@ from .compile import Program, compile_ruleset
 from .diagnostics import Diagnostic, RuleError, has_errors
 from .ir import RuleSet
 from .lints import lint
-from .loader import load_files, load_manifests
+from .loader import Parse, load_files, load_manifests
 from .source import SourceFile
 from .usage_lints import usage_lint
 
@@ -31,8 +31,8 @@ class CheckResult:
         return self.ruleset is not None and not has_errors(self.diagnostics)
 
 
-def _check(path: str, text: str | None, lints: bool) -> CheckResult:
-    files, sources, diagnostics = load_files(path, text=text)
+def _check(path: str, text: str | None, lints: bool, parse: Parse | None = None) -> CheckResult:
+    files, sources, diagnostics = load_files(path, text=text, parse=parse)
     if has_errors(diagnostics):
         return CheckResult(None, diagnostics, sources)
     manifests, problems = load_manifests(files)
@@ -51,8 +51,9 @@ def check_file(path: str, *, lints: bool = False) -> CheckResult:
     return _check(path, None, lints)
 
 
-def check_text(text: str, path: str = "<string>", *, lints: bool = False) -> CheckResult:
-    """Like `check_file` for text in memory (includes resolve relative to `path`).
+def check_text(text: str, path: str = "<string>", *, lints: bool = False, parse: Parse | None = None) -> CheckResult:
+    """Like `check_file` for text in memory (includes resolve relative to `path`; `parse`: see
+    `rlvp_dsl.loader.load_files`).
 
     Raises:
         TypeError: `text` is not a string (bytes: decode them first).
@@ -62,7 +63,7 @@ def check_text(text: str, path: str = "<string>", *, lints: bool = False) -> Che
             f"rule text must be a string (got {type(text).__name__}); "
             "for a file, call check_file(path) or load_program(path)"
         )
-    return _check(path, text, lints)
+    return _check(path, text, lints, parse)
 
 
 def _program(result: CheckResult) -> Program:

@@ -15,6 +15,7 @@ from lsprotocol import types
 from ..diagnostics import ERROR, MAX_PER_FILE, Diagnostic, sort_and_cap
 from ..pipeline import CheckResult, check_text
 from ..source import SourceFile
+from .incremental import cached_parse
 from .positions import Codec, to_range
 
 #: The `source` of every diagnostic the server publishes.
@@ -34,7 +35,7 @@ class CheckedDocument:
 def check_document(text: str, path: str) -> CheckedDocument:
     """Check the rule text `text` of the file at `path` (includes resolve relative to it) exactly as
     ``rlvp-compile --json path`` checks the saved file; never raises for bad input."""
-    result = check_text(text, path, lints=True)
+    result = check_text(text, path, lints=True, parse=cached_parse)  # only the items an edit touched
     kept, dropped = sort_and_cap(result.diagnostics, MAX_PER_FILE)
     by_file: dict[str, list[Diagnostic]] = {path: []}
     for diagnostic in kept:

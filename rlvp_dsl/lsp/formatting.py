@@ -1,11 +1,29 @@
-"""Document formatting (``textDocument/formatting``): the place for `rlvp-compile --fmt`'s
-`rlvp_dsl.syntax.fmt.format_source(text, path=...) -> str`, written on another branch.
+"""Document formatting (``textDocument/formatting``): `rlvp-compile --fmt`'s layout,
+`rlvp_dsl.syntax.fmt.format_source`, as one edit.
 
-Not served yet: `server.py` registers no formatting feature.  To wire it, register
-``types.TEXT_DOCUMENT_FORMATTING`` in `server.py` with a handler that calls `format_edits` below,
-implemented as: the document's text formatted by `format_source`; when it differs, one `TextEdit`
-replacing the whole document (range 0:0 to the end of its last line); no edit when the text has
-syntax errors (`format_source` refuses them) or is already formatted.
+The document's text formatted; when it differs, one `TextEdit` replacing the whole document (from
+0:0 to the end of its last line, in the client's position units); no edit when the text is already
+formatted or does not parse (`format_source` refuses it: its syntax errors are already the
+document's diagnostics).
 """
 
 from __future__ import annotations
+
+from lsprotocol import types
+
+from ..diagnostics import RuleError
+from ..syntax.fmt import format_source
+from .positions import Codec
+
+
+def format_edits(text: str, path: str, codec: Codec) -> list[types.TextEdit]:
+    """The edits that format `text` (the document at `path`): [] or one whole-document edit."""
+    try:
+        formatted = format_source(text, path=path)
+    except RuleError:
+        return []
+    if formatted == text:
+        return []
+    lines = text.split("\n")
+    end = types.Position(len(lines) - 1, codec.client_num_units(lines[-1]))
+    return [types.TextEdit(types.Range(types.Position(0, 0), end), formatted)]

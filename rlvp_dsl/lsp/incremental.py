@@ -13,8 +13,8 @@ path is the whole parse too (its items filed under their pieces): parsing 5,000 
 piece, each padded, would cost more than once whole.  tests/lsp/test_incremental.py checks the trees equal `parse`'s, spans included, on
 every rule file of the repository.
 
-`install()` makes the loader parse through it in this process (the server's only:
-`rlvp_dsl.loader` looks `parse` up at each file it reads).
+The server checks through it: `rlvp_dsl.pipeline.check_text(..., parse=cached_parse)` (the loader's
+``parse`` argument, `rlvp_dsl.loader.load_files`).
 """
 
 from __future__ import annotations
@@ -110,8 +110,3 @@ def _filed(source: SourceFile, bounds: list[int], tree: ast.RuleFile) -> Pieces:
 def forget(path: str) -> None:
     """Drop what is kept for `path` (a closed document)."""
     _pieces.pop(path, None)
-
-
-def install() -> None:
-    """Make `rlvp_dsl.loader` parse through `cached_parse` in this process."""
-    setattr(loader, "parse", cached_parse)  # noqa: B010 (the loader imports `parse` by name)

@@ -22,6 +22,7 @@ from .actions import quick_fixes
 from .completion import completion_items
 from .definitions import Target, definitions, references
 from .diagnostics import check_document, to_lsp
+from .formatting import format_edits
 from .hover import hover_text
 from .index import Index, build_index
 from .positions import from_position, to_range
@@ -148,9 +149,7 @@ def _source(server: RuleServer, uri: str, path: str) -> Any:
 
 
 def create_server() -> RuleServer:
-    """A server with every feature registered (not yet started); the loader of this process parses
-    through `incremental.cached_parse` from now on."""
-    incremental.install()
+    """A server with every feature registered (not yet started)."""
     server = RuleServer()
 
     @server.feature(types.SHUTDOWN)
@@ -237,7 +236,13 @@ def create_server() -> RuleServer:
     def code_action(ls: RuleServer, params: types.CodeActionParams) -> list[types.CodeAction]:
         return quick_fixes(params.text_document.uri, params.context.diagnostics)
 
-    # Formatting (textDocument/formatting) is wired here once rlvp_dsl.syntax.fmt lands: formatting.py.
+    @server.feature(types.TEXT_DOCUMENT_FORMATTING)
+    def formatting(ls: RuleServer, params: types.DocumentFormattingParams) -> list[types.TextEdit]:
+        doc = ls.document(params.text_document.uri)
+        if doc is None:
+            return []
+        return format_edits(doc.source, ls.path_of(doc.uri), ls.workspace.position_codec)
+
     return server
 
 

@@ -167,3 +167,30 @@ def test_did_you_mean_quick_fix_repairs_the_file(lsp, tmp_path):
     lsp.replace(uri, text.replace("destructve", "destructive"))
     assert lsp.published[uri] == []
     lsp.close(uri)
+
+
+def test_formatting_is_rlvp_compile_fmt_as_one_edit(lsp, tmp_path):
+    """textDocument/formatting: one whole-document edit whose text is `format_source`'s (what
+    `rlvp-compile --fmt` writes), kept comments included; none for formatted or unparsable text."""
+    from rlvp_dsl.syntax.fmt import format_source
+
+    rules = tmp_path / "messy.rlvp"
+    text = "# header\ntool   a :read target   id\nviolation   v (-0.5) { on call a error }  # trailing\n"
+    rules.write_text(text, encoding="utf-8")
+    uri = lsp.open(rules)
+    options = types.FormattingOptions(tab_size=2, insert_spaces=True)
+
+    def edits() -> list:
+        return lsp.call(lsp.client.text_document_formatting_async(types.DocumentFormattingParams(doc(uri), options)))
+
+    [edit] = edits()
+    expected = format_source(text, path=str(rules))
+    assert expected != text and "# trailing" in expected and expected.startswith("# header\n")
+    assert edit.new_text == expected
+    assert (edit.range.start.line, edit.range.start.character) == (0, 0)
+    assert (edit.range.end.line, edit.range.end.character) == (3, 0)  # after the final newline
+    lsp.replace(uri, expected)
+    assert not edits()  # already formatted (an empty answer)
+    lsp.replace(uri, "violation v (-0.5) { on call }}\n")
+    assert not edits()  # a syntax error: its diagnostic says why, nothing is formatted
+    lsp.close(uri)
