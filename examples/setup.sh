@@ -10,7 +10,7 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${RLVP_VENV:-$repo/.venv}"
-extras="${RLVP_EXTRAS:-train,test,trl,fast,bfcl,serve,atif,tinker,verifiers,atropos,ray}"  # tests/integrations/verl/setup.sh: verl,test in .venv-verl
+extras="${RLVP_EXTRAS:-train,test,trl,fast,bfcl,serve,atif,tinker,verifiers,atropos,ray,lsp}"  # tests/integrations/verl/setup.sh: verl,test in .venv-verl
 python="${PYTHON:-python3}"
 if [[ ! -x "$venv/bin/python" ]]; then
   echo "setup: creating $venv" >&2
