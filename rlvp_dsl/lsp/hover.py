@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from .. import ast
 from ..diagnostic_docs import DOCS
 from ..diagnostics import CODES, Diagnostic
-from ..manifests.formats import SignalSpec
+from ..manifests.signals import SignalSpec
 from .index import CONST, INCLUDE, MANIFEST, RULE, SIGNAL, TAG, TOOL, Index, Occurrence, ToolInfo
 from .positions import contains
 

@@ -16,7 +16,7 @@ import attrs
 from .. import ast
 from ..loader import load_files, load_manifests
 from ..manifests import Manifest
-from ..manifests.formats import SignalSpec
+from ..manifests.signals import SignalSpec
 from ..source import Span
 from .positions import contains
 

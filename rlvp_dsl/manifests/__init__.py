@@ -2,6 +2,7 @@
 
 * `formats` -- manifest files (ours, tau2, MCP ``tools/list``, OpenAI tool schemas, BFCL function docs) -> `Manifest`;
 * `records` -- `ManifestError` and the field checks every format shares;
+* `signals` -- the signals a manifest declares (progress levels, violation and done flags);
 * `bfcl_tags` -- the BFCL tag table;
 * `targets` -- target inference from the identifiers tools share;
 * `derive` -- a manifest -> derived rules (``rlvp-compile --auto-from-tags``).
@@ -11,12 +12,12 @@ from ..tools import ToolSpec
 from .formats import (
     OURS,
     Manifest,
-    SignalSpec,
     detect_manifest_format,
     load_manifest,
     parse_manifest,
 )
 from .records import ManifestError, ManifestNotFound
+from .signals import SignalSpec
 from .targets import infer_targets, is_identifier_param
 
 __all__ = [

@@ -78,7 +78,8 @@ import attrs
 from .. import ast
 from ..syntax.printer import print_item
 from ..tools import ToolSpec
-from .formats import Manifest, SignalSpec
+from .formats import Manifest
+from .signals import SignalSpec
 
 _WRITE = ("write", "destructive")
 _VERIFY = ("verify", "test")
