@@ -1,71 +1,6 @@
-"""rlvp credit in Hugging Face TRL's `GRPOTrainer` (extra ``trl``; tested with TRL 1.16).
-
-Two ways in, one line each::
-
-    from rlvp_dsl.integrations.trl import RlvpReward, RlvpGRPOTrainer
-
-    # scalar mode: the stock GRPOTrainer, rule credit added to the reward
-    trainer = GRPOTrainer(model, reward_funcs=[outcome, RlvpReward("rules/my.rlvp", mode="scalar")], ...)
-
-    # token mode: each call's credit on exactly the tokens of that call
-    trainer = RlvpGRPOTrainer(model, reward_funcs=[outcome, RlvpReward("rules/my.rlvp")], ...)
-
-**Scalar mode.**  `RlvpReward` returns ``process_weight * (total rule credit)`` per
-completion; TRL adds it to the other reward functions' outputs before its group
-advantage (the ``scalar_fold`` of docs/results.md).  In a group whose outcomes are all
-equal (all failed) TRL's group std z-scores the rule credit's differences, however
-small, into unit-size advantages: penalties a few hundredths apart become +-1, shaping
-noise as a full-size gradient.  Such *amplified* groups are counted
-(``rlvp/amplified_groups``, `rlvp_dsl.advantages.amplified_groups`) and logged once;
-token mode has no such step (its process part is ``w * C``, at most ``w * |c|`` a token).
-
-**Token mode.**  `RlvpReward` adds nothing to the scalar reward (it returns 0.0) and
-keeps each row's episode; `RlvpGRPOTrainer` (or `RlvpAdvantageMixin` on a trainer you
-already subclass) replaces TRL's ``[B]`` advantages with ``[B, T]`` ones::
-
-    A[i, t] = mask[i, t] * (A_out[i] + w * u[i]) + w * C[i, t]
-
-computed by `rlvp_dsl.advantages.compute_advantages` -- the same function the compact
-trainer and the verl estimator use: ``A_out`` is the group-normalised outcome (the
-other reward functions' weighted sum, TRL's ``scale_rewards``; a group with equal
-outcomes gets exactly 0), ``C[i, t]`` the credit of the call whose tokens include t,
-``u`` the credit of assistant turns (no span), ``w`` the process weight (optionally
-annealed, `rlvp_dsl.advantages.ProcessWeightSchedule`).  TRL's ``_compute_loss`` takes 2-D
-advantages as they are, for every ``loss_type``.
-
-**Reading TRL's completions.**  Tool mode (``tools=``, ``environment_factory``) gives
-message lists: tool errors are TRL's ``{'error': ...}`` text (error signal ``trl``), and
-a call whose arguments were not valid JSON stays text in the message -- with the
-template's markers it becomes a malformed call.  Plain-text completions are read for
-marked calls.  TRL's tool messages carry no ids (and TRL writes sync tools' results before
-async ones'): each answers the oldest unanswered call of its ``name``.  A call written
-inside ``<think>...</think>`` is no call, in the text and in the spans.  In
-``rollout_func`` mode a rollout may return the messages under the key
-``rlvp_messages`` (one message list per completion), which takes precedence.  The
-prompt's messages are part of the episode (a rule may look at what the user said), but
-credit never lands on them.
-
-**Spans.**  In token mode the trainer finds each call's tokens from the completion ids,
-the completion mask times the tool mask, and the marker tokens, and pairs them with
-the episode's calls (`rlvp_dsl.call_spans`); a span TRL did not read as a call becomes a
-malformed call, scored as failed.  A bad completion never stops training: the row
-gets no credit and is counted (``rlvp/unscorable_rows``).
-
-**Outcome once.**  In ``environment_factory`` mode TRL adds the environment's
-``get_reward`` as a reward function of its own; it is part of the outcome here, and
-`RlvpReward` never adds an outcome, so nothing is counted twice.
-
-Metrics, next to TRL's (``frac_reward_zero_std`` reads 1.0 where every group's outcomes
-are equal; ``rlvp/live_groups`` shows that token credit kept them live):
-``rlvp/live_groups``, ``rlvp/dead_groups``, ``rlvp/violations_per_episode``,
-``rlvp/credit_per_episode``, ``rlvp/process_weight``, ``rlvp/unmatched_spans``,
-``rlvp/calls_without_span`` (calls whose tokens were not found: their credit reaches
-no token), ``rlvp/unscorable_rows``, ``rlvp/flagged_credits`` (non-finite credits and
-sums dropped, `rlvp_dsl.attach`), ``rlvp/ambiguous_results`` (calls whose result, paired
-by tool name, could be a same-name call's: docs/readers.md); in scalar mode
-``rlvp/amplified_groups``.
-
-Importing this module imports torch and trl.
+"""TRL reward functions: `RlvpReward` reads TRL's completions into episodes and scores them with a rule
+program (scalar mode: the credit as reward; token mode: the episodes kept for `RlvpGRPOTrainer`);
+`RlvpRuleReward` is one rule's total (``components=True``).  The package docstring says how.
 """
 
 from __future__ import annotations
@@ -78,9 +13,8 @@ from typing import Any, Iterator, Sequence
 import attrs
 import torch
 import trl
-from trl import GRPOTrainer
 
-from rlvp_dsl.advantages import ProcessWeightSchedule, amplified_groups, compute_advantages
+from rlvp_dsl.advantages import amplified_groups
 from rlvp_dsl.attach import CallCredits, completion_credits
 from rlvp_dsl.compile import Program
 from rlvp_dsl.events import Episode
@@ -92,17 +26,12 @@ from rlvp_dsl.readers import (
     checked_markers,
     episode_from_messages,
     episode_from_text,
-    marked_calls,
 )
 from rlvp_dsl.readers import error_signal as resolve_error_signal
-from rlvp_dsl.call_spans import align_call_spans, find_call_spans
 
-__all__ = ["RlvpAdvantageMixin", "RlvpGRPOTrainer", "RlvpReward", "RlvpRuleReward", "ScoredRow", "TESTED_TRL"]
-
-#: The TRL minor version this module is tested with (the ``trl`` extra pins it).
 TESTED_TRL = "1.16"
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("rlvp_dsl.integrations.trl")  # one logger for the package (its documented name)
 
 if not trl.__version__.startswith(TESTED_TRL + "."):  # pragma: no cover - depends on the install
     log.warning(
@@ -345,7 +274,8 @@ class RlvpReward:
     ) -> list[float]:
         trainer = _calling_trainer(kwargs)
         by_trainer = trainer is not None or "trainer_state" in kwargs  # TRL passes both; a hand call neither
-        owned = isinstance(trainer, RlvpAdvantageMixin) if trainer is not None else self.owned_by_mixin
+        # an RlvpAdvantageMixin says so with RLVP_TOKEN_CREDIT (trainer.py imports this module, not the reverse)
+        owned = getattr(trainer, "RLVP_TOKEN_CREDIT", False) is True if trainer is not None else self.owned_by_mixin
         if self.mode == "token" and by_trainer and not owned:
             raise ValueError(
                 f"RlvpReward(mode='token') was called by {type(trainer).__name__ if trainer else 'a trainer'}, which "
@@ -427,197 +357,3 @@ class RlvpRuleReward:
     ) -> list[float]:
         totals = self.parent.rule_totals(prompts, completions, completion_ids, **kwargs)
         return [self.parent.process_weight * t[self.rule] for t in totals]
-
-
-def _marker_ids(tokenizer: Any, marker: str) -> list[int]:
-    ids = tokenizer.encode(marker, add_special_tokens=False)
-    if not ids:
-        raise ValueError(f"the tokenizer encodes the call marker {marker!r} as no tokens")
-    return list(ids)
-
-
-def _reasoning_ids(tokenizer: Any, markers: tuple[str, str] | None) -> tuple[list[int], list[int]] | None:
-    """The token ids of the reasoning markers, or None where the tokenizer cannot write them
-    (a marker that encodes to nothing, to the unknown token, or does not decode back to itself)."""
-    if markers is None:
-        return None
-    out = []
-    for marker in markers:
-        ids = list(tokenizer.encode(marker, add_special_tokens=False))
-        unk = getattr(tokenizer, "unk_token_id", None)
-        if not ids or (unk is not None and unk in ids) or tokenizer.decode(ids).strip() != marker:
-            return None
-        out.append(ids)
-    return out[0], out[1]
-
-
-class RlvpAdvantageMixin:
-    """Per-token rlvp advantages for a `trl.GRPOTrainer` (subclass: ``class T(RlvpAdvantageMixin,
-    GRPOTrainer)``).  The constructor is GRPOTrainer's, plus ``process_schedule`` (a
-    `ProcessWeightSchedule`; default: the reward's constant ``process_weight``).
-
-    One `RlvpReward` in ``mode="token"`` must be among ``reward_funcs``; the outcome is
-    the weighted sum of the other reward functions (``multi_objective_aggregation`` is
-    ``sum_then_normalize``).
-
-    Raises:
-        ValueError: no token-mode `RlvpReward` among the reward functions, or call markers
-            the tokenizer encodes as no tokens or as the same tokens.
-    """
-
-    def __init__(self, *args: Any, process_schedule: ProcessWeightSchedule | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        found = [k for k, f in enumerate(self.reward_funcs) if isinstance(f, RlvpReward) and f.mode == "token"]
-        if len(found) != 1:
-            raise ValueError(
-                f"{type(self).__name__} needs exactly one RlvpReward(rules, mode='token') among "
-                f"reward_funcs (found {len(found)}); for scalar credit use the stock GRPOTrainer "
-                "with RlvpReward(rules, mode='scalar')"
-            )
-        self.rlvp_index = found[0]
-        self.rlvp_reward: RlvpReward = self.reward_funcs[self.rlvp_index]
-        self.rlvp_reward.owned_by_mixin = True
-        weights = self.reward_weights.tolist()
-        if not any(w != 0 for k, w in enumerate(weights) if k != self.rlvp_index):
-            log.warning(
-                "%s has no outcome reward: reward_funcs holds only the RlvpReward (or the others weigh 0), "
-                "so every group's outcome advantage is 0 and the policy learns the rules alone; add the "
-                "task's reward function to reward_funcs",
-                type(self).__name__,
-            )
-        self._rlvp_warned_markers = False
-        self.rlvp_schedule = process_schedule or ProcessWeightSchedule(self.rlvp_reward.process_weight, enabled=False)
-        tokenizer = getattr(self.processing_class, "tokenizer", self.processing_class)
-        self._rlvp_tokenizer = tokenizer
-        self._rlvp_markers = tuple(_marker_ids(tokenizer, m) for m in self.rlvp_reward.call_markers)
-        if self._rlvp_markers[0] == self._rlvp_markers[1]:
-            raise ValueError(
-                f"the tokenizer encodes both call markers {self.rlvp_reward.call_markers!r} as the same "
-                f"tokens {self._rlvp_markers[0]}, so no call's end can be found; give "
-                "RlvpReward(call_markers=...) markers in the tokenizer's vocabulary"
-            )
-        self._rlvp_rewards_per_func: torch.Tensor | None = None
-
-    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
-        self._rlvp_rewards_per_func = rewards  # [B_global, n_funcs], NaN where a function returned None
-        return rewards
-
-    def _generate_and_score_completions(self, inputs):
-        out = super()._generate_and_score_completions(inputs)
-        out["advantages"] = self.rlvp_advantages(out)
-        return out
-
-    # ---- the advantages ------------------------------------------------------------------
-    def _local_outcomes(self, n_rows: int) -> list[float]:
-        rewards = self._rlvp_rewards_per_func
-        weights = self.reward_weights.to(rewards.device).clone()
-        weights[self.rlvp_index] = 0.0
-        others = torch.ones(rewards.shape[1], dtype=torch.bool, device=rewards.device)
-        others[self.rlvp_index] = False
-        summed = (rewards * weights.unsqueeze(0)).nansum(dim=1)  # (B_global,)
-        summed[torch.isnan(rewards[:, others]).all(dim=1)] = torch.nan  # no outcome at all: unscorable
-        start = self.accelerator.process_index * n_rows
-        local = summed[start : start + n_rows].double()
-        G = self.num_generations
-        groups = local.view(-1, G)
-        fill = torch.nanmean(groups, dim=1, keepdim=True).nan_to_num(0.0).expand_as(groups)
-        return torch.where(torch.isnan(groups), fill, groups).reshape(-1).tolist()  # unscorable: the group mean
-
-    def _rlvp_reasoning(self) -> tuple[list[int], list[int]] | None:
-        """The reasoning markers' token ids (None: no reasoning to skip), found once."""
-        key = self.rlvp_reward.reasoning_markers
-        cached = getattr(self, "_rlvp_reasoning_cache", None)
-        if cached is None or cached[0] != key:
-            cached = self._rlvp_reasoning_cache = (key, _reasoning_ids(self._rlvp_tokenizer, key))
-        return cached[1]
-
-    def _span_tools(self, ids: list[int], spans: list[tuple[int, int]]) -> list[str | None]:
-        names = []
-        for start, end in spans:
-            text = self._rlvp_tokenizer.decode(ids[start:end], skip_special_tokens=False)
-            _, blocks = marked_calls(text, self.rlvp_reward.call_markers)
-            names.append(blocks[0].tool if blocks else None)
-        return names
-
-    def rlvp_advantages(self, out: dict[str, Any]) -> torch.Tensor:
-        """The ``[B, T]`` advantages for one generation batch (`out` is what TRL's
-        ``_generate_and_score_completions`` returned; T is its completion length)."""
-        completion_mask = out["completion_mask"]
-        mask = completion_mask * out["tool_mask"] if "tool_mask" in out else completion_mask  # (B, T)
-        B, T = mask.shape
-        G = self.num_generations
-        if B % G:
-            raise ValueError(
-                f"RlvpGRPOTrainer needs whole groups on each process: {B} local rows for "
-                f"num_generations={G}; make per_device_train_batch_size * steps_per_generation "
-                "a multiple of num_generations"
-            )
-        rows = self.rlvp_reward.last_rows
-        if len(rows) != B:
-            raise RuntimeError(f"RlvpReward scored {len(rows)} completions for a batch of {B}")
-        ids, masks = out["completion_ids"].tolist(), mask.tolist()
-        credits: list[CallCredits] = []
-        spans: list[tuple[tuple[int, int], ...]] = []
-        unmatched = without_span = markerless = 0
-        reasoning = self._rlvp_reasoning()
-        for row, row_ids, row_mask in zip(rows, ids, masks, strict=True):
-            found = find_call_spans(row_ids, *self._rlvp_markers, row_mask, reasoning=reasoning)
-            agree = len(found) == len(row.episode.calls) - row.first_call  # then names are not needed
-            names = None if agree else self._span_tools(row_ids, found)
-            aligned = align_call_spans(row.episode, found, names, first_call=row.first_call)
-            unmatched += aligned.inserted
-            without_span += aligned.without_span
-            markerless += bool(aligned.without_span and not found)
-            credits.append(self.rlvp_reward.credits(row, aligned.episode))
-            spans.append(aligned.spans)
-        step = self.state.global_step
-        violations = sum(sum(1 for v in cc.values if v < 0) for cc in credits) / B
-        self.rlvp_schedule.observe(step, violations)
-        w = self.rlvp_schedule.weight(step)
-        outcomes = self._local_outcomes(B)
-        result = compute_advantages(
-            [outcomes[g * G : (g + 1) * G] for g in range(B // G)],
-            [credits[g * G : (g + 1) * G] for g in range(B // G)],
-            [spans[g * G : (g + 1) * G] for g in range(B // G)],
-            mask.detach().cpu(),
-            credit_mode="token",
-            process_weight=w,
-            scale_rewards=self.scale_rewards,
-        )
-        mode = "train" if self.model.training else "eval"
-        metrics = self._metrics[mode]
-        metrics["rlvp/live_groups"].append(1.0 - result.frac_dead_groups)
-        metrics["rlvp/dead_groups"].append(result.frac_dead_groups)
-        metrics["rlvp/violations_per_episode"].append(violations)
-        metrics["rlvp/credit_per_episode"].append(sum(cc.total for cc in credits) / B)
-        metrics["rlvp/process_weight"].append(w)
-        metrics["rlvp/unmatched_spans"].append(float(unmatched))
-        metrics["rlvp/calls_without_span"].append(float(without_span))
-        metrics["rlvp/unscorable_rows"].append(float(sum(1 for r in rows if r.problem)))
-        metrics["rlvp/flagged_credits"].append(
-            float(sum(len(cc.flagged) for cc in credits) + int(result.overflowed.sum()))
-        )
-        metrics["rlvp/ambiguous_results"].append(
-            float(sum(sum(1 for call in r.episode.calls[r.first_call :] if call.ambiguous) for r in rows))
-        )
-        if markerless:
-            self._rlvp_warn_markers(markerless)
-        return result.advantages.to(completion_mask.device)
-
-    def _rlvp_warn_markers(self, rows: int) -> None:
-        """Say once that the call markers never occur in completions that have calls."""
-        if self._rlvp_warned_markers:
-            return
-        self._rlvp_warned_markers = True
-        log.warning(
-            "rlvp: the call markers %r never occur among the generated tokens of %d completion(s) whose "
-            "episodes have calls, so those calls' credit reaches no token (counted in "
-            "rlvp/calls_without_span); pass your chat template's markers as RlvpReward(call_markers=...)",
-            self.rlvp_reward.call_markers,
-            rows,
-        )
-
-
-class RlvpGRPOTrainer(RlvpAdvantageMixin, GRPOTrainer):
-    """`trl.GRPOTrainer` with rlvp's per-token advantages (see `RlvpAdvantageMixin`)."""
