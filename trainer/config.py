@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvp_dsl.input_files import read_input_bytes
+from trainer.config_text import line_of, type_error
 
 try:  # Python 3.11+
     import tomllib
@@ -359,65 +360,6 @@ KNOWN_TABLES = (
     "bookkeeping",
 )
 
-#: TOML's names for the value types a config can hold (what "got" says).
-_TOML_TYPE = {bool: "boolean", int: "integer", float: "float", str: "string", list: "array", dict: "table"}
-
-
-def _shown(value: Any) -> str:
-    """A value as TOML writes it, and its TOML type: ``"no", a string``."""
-    import json
-
-    kind = next((name for t, name in _TOML_TYPE.items() if isinstance(value, t)), type(value).__name__)
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return f"{text}, a{'n' if kind[0] in 'aeiou' else ''} {kind}"
-
-
-def type_error(key: str, value: Any, want: str) -> str | None:
-    """What is wrong with ``value`` for a field annotated ``want`` (``"int"``, ``"float | None"``, ...);
-    None when it fits.  ``bool`` is not an integer here, an integer is a number."""
-    optional = want.endswith(" | None")
-    base = want.removesuffix(" | None")
-    if value is None:
-        return None if optional else f"'{key}' must be set (got nothing)"
-    expected = {
-        "bool": ("a boolean, true or false", lambda v: isinstance(v, bool)),
-        "int": ("a whole number", lambda v: isinstance(v, int) and not isinstance(v, bool)),
-        "float": ("a number", lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)),
-        "str": ("a string", lambda v: isinstance(v, str)),
-        "list": (
-            'an array of strings, e.g. ["q_proj", "v_proj"]',
-            lambda v: isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v),
-        ),
-        "dict": ("a table, e.g. { num_distractors = 2 }", lambda v: isinstance(v, dict)),
-    }.get(base)
-    if expected is None or expected[1](value):
-        return None
-    return f"'{key}' must be {expected[0]} (got {_shown(value)})"
-
-
-def _line_of(text: str, key: str) -> int | None:
-    """The 1-based line where ``key = ...`` is set in the TOML ``text`` (first match), else the line
-    of a ``[key]`` table header (``env_args`` written as a table), if found."""
-    pattern = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
-    header = re.compile(rf"""^\s*\[\s*["']?{re.escape(key)}["']?\s*\]""")
-    lines = text.splitlines()
-    for n, line in enumerate(lines, 1):
-        if pattern.match(line):
-            return n
-    return next((n for n, line in enumerate(lines, 1) if header.match(line)), None)
-
-
-def key_location(path: str | os.PathLike, key: str) -> str:
-    """``path:line`` where ``key = ...`` is set in the config file ``path``, else ``path``."""
-    try:
-        line = _line_of(Path(path).read_text(encoding="utf-8"), key)
-    except (OSError, UnicodeDecodeError):
-        line = None
-    return f"{path}:{line}" if line else str(path)
-
 
 def _flatten(data: dict[str, Any], where: str, seen: dict[str, str] | None = None) -> dict[str, Any]:
     names = {f.name for f in dataclasses.fields(TrainConfig)}
@@ -478,7 +420,7 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         )
 
     def at(key: str | None) -> str:
-        line = _line_of(text, key) if key else None
+        line = line_of(text, key) if key else None
         return f"{path}:{line}" if line else str(path)
 
     try:

@@ -15,7 +15,8 @@ import click
 
 from rlvp_dsl.cli import EXIT_USAGE
 from trainer.cli.common import PROG, Failure
-from trainer.config import ConfigError, TrainConfig, key_location
+from trainer.config import ConfigError, TrainConfig
+from trainer.config_text import key_location
 from trainer.methods import METHODS
 
 

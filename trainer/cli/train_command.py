@@ -40,7 +40,8 @@ from trainer.cli.checks import (
     grid_out,
 )
 from trainer.cli.common import PROG, CommaList, Command, Failure, Seed, WholeNumber, error
-from trainer.config import ConfigError, ConfigReadError, TrainConfig, key_location, load_config
+from trainer.config import ConfigError, ConfigReadError, TrainConfig, load_config
+from trainer.config_text import key_location
 from trainer.methods import METHODS
 
 
