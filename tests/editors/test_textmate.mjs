@@ -139,6 +139,12 @@ test("names of any script, numbers with signs and exponents, escapes", async () 
   assert.equal(lines[1][0].scopes.at(-1), "storage.type.tool.rlvp");
   const lines2 = await tokenize("text matches /no end\ncall x");
   assert.equal(lines2[1][0].scopes.at(-1), "support.function.event.rlvp");
+  // An unclosed rule head ends at its body's brace: the body is read as a body.
+  const lines3 = await tokenize("violation x (-0.1 {\n  on call y\n}");
+  assert.deepEqual(
+    lines3[1].filter((t) => t.text.trim()).map((t) => t.scopes.slice(1)),
+    [["keyword.control.rlvp"], ["support.function.event.rlvp"], ["variable.function.tool.rlvp"]],
+  );
 });
 
 test("the language configuration: comments, brackets, auto-closing pairs, the word pattern", () => {
