@@ -65,5 +65,6 @@ def test_editor_package_in_node() -> None:
     assert done.returncode == 0, report[-6000:]
     # Every test ran: a renamed or emptied file must not pass on nothing.
     assert "# fail 0" in report
+    # 12 tests, and the launch of the real server when this Python can run it.
     passed = int(report.rsplit("# pass ", 1)[1].split()[0])
-    assert passed >= 12, report[-3000:]
+    assert passed >= (13 if "RLVP_PYTHON" in env else 12), report[-3000:]
