@@ -101,7 +101,11 @@ def test_each_tour_command_runs_as_printed(command, tmp_path):
     if "build/airline.rlvp" in command and "--auto-from-tags" not in command:
         assert (
             run(
-                "compile", "--auto-from-tags", "examples/data/tau2/airline/tools_manifest.json", "-o", tmp_path / "airline.rlvp"
+                "compile",
+                "--auto-from-tags",
+                "examples/data/tau2/airline/tools_manifest.json",
+                "-o",
+                tmp_path / "airline.rlvp",
             ).returncode
             == 0
         )
