@@ -239,6 +239,10 @@ def _empty_folders(paths: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run rlvp-score on `argv` (default: the process's); the exit status: 0 ok, 1 errors in the
     input (the rule file, a trajectory file that could not be read), 2 usage or I/O error."""
+    given = sys.argv[1:] if argv is None else argv
+    if "--compare" in given and len([a for a in given if not a.startswith("-") or a == "-"]) < 3:
+        print(f"rlvp-score: error: {COMPARE_USAGE}", file=sys.stderr)  # (argparse would say only "trajectories")
+        return EXIT_USAGE
     args = ScoreArgs(**vars(_parser().parse_args(argv)))
     if args.ray or args.ray_out is not None:
         from ..integrations.ray import score_command
@@ -259,10 +263,14 @@ def main(argv: list[str] | None = None) -> int:
     return _write_and_print(args, Results(program, sources, report, domains, scored))
 
 
+#: What --compare needs (said for too few paths, before argparse's generic message).
+COMPARE_USAGE = "--compare needs two rule files and a trajectory: rlvp-score --compare A.rlvp B.rlvp TRAJECTORY..."
+
+
 def _compare_problem(args: ScoreArgs) -> str:
     """A contradiction among the options of --compare, or "" (then `_usage_problem`'s of A and the trajectories)."""
     if len(args.trajectories) < 2:
-        return "--compare needs two rule files and a trajectory: rlvp-score --compare A.rlvp B.rlvp TRAJECTORY..."
+        return COMPARE_USAGE
     for flag, used in (
         ("--explain", args.explain),
         ("--limit", args.limit),

@@ -6,6 +6,7 @@ missing pygls (the extra ``lsp``)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 
 from ..cli import EXIT_OK, EXIT_USAGE, version_text
@@ -26,17 +27,40 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rlvp-lsp",
         description="Language server for .rlvp rule files (diagnostics, hover, definitions, references, "
-        "completion, outline, quick fixes), over standard input and output. See docs/lsp.md.",
+        "completion, outline, quick fixes, formatting), over standard input and output. See docs/lsp.md.",
     )
     p.add_argument("--stdio", action="store_true", help="talk over standard input/output (the default)")
     p.add_argument("--version", action="version", version=version_text("rlvp-lsp"))
     return p
 
 
+class OneLineFormatter(logging.Formatter):
+    """A log record as one line on standard error, ``rlvp-lsp: warning: MESSAGE (ValueError: ...)``:
+    a message the client sent that pygls cannot read is the client's mistake, told in a line, never
+    a traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            text += f" ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"
+        return f"rlvp-lsp: {record.levelname.lower()}: {text}"
+
+
+def _one_line_logging() -> None:
+    """Warnings and errors of the server and of pygls, one line each on standard error."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(OneLineFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the server until the client exits; the exit status: 0 after the client's ``shutdown`` then
     ``exit``, 1 for an ``exit`` without ``shutdown`` (or the client gone), 2 when pygls is missing."""
     parser().parse_args(argv)
+    _one_line_logging()
     try:
         from .server import serve
     except ImportError as exc:

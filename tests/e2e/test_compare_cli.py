@@ -183,6 +183,7 @@ def test_the_same_rule_file_twice_gives_no_difference(inputs):
         ("same paths", "A and B are the same file"),
         ("bad trajectory", "did not read"),
         ("no trajectory", "--compare needs two rule files and a trajectory"),
+        ("one rule file", "--compare needs two rule files and a trajectory"),
         ("with --explain", "--explain does not go with --compare"),
     ],
 )
@@ -196,6 +197,7 @@ def test_bad_input_is_a_clear_error_with_exit_2(inputs, case, message):
         "same paths": [RULES_A, RULES_A, SAMPLES],
         "bad trajectory": [RULES_A, inputs["b"], SAMPLES, bad],
         "no trajectory": [RULES_A, inputs["b"]],
+        "one rule file": [RULES_A],
         "with --explain": [RULES_A, inputs["b"], SAMPLES, "--explain"],
     }[case]
     done = run("score", "--compare", *args)

@@ -301,3 +301,15 @@ def test_auto_from_tags_end_to_end_on_the_bfcl_manifest(tmp_path):
     for prop in ("bounded", "not_farmable", "discharge_once", "reachable", "deterministic"):
         assert f"ok   {prop}" in checked.stdout, checked.stdout
     assert "all 8 rule outcomes reached" in checked.stdout
+
+
+def test_a_tools_list_without_format_says_how_to_name_ours(tmp_path):
+    """{"tools": [...]} in rlvp's own shape but without "format": the error names the format to add."""
+    from rlvp_dsl.manifests import ManifestError, load_manifest
+
+    path = tmp_path / "m.json"
+    path.write_text('{"tools": [{"name": "a", "tags": ["read"]}]}', encoding="utf-8")
+    with pytest.raises(ManifestError) as raised:
+        load_manifest(str(path))
+    assert 'add "format": "rlvp-tools/1" beside "tools"' in str(raised.value)
+    assert "tools[0]" in str(raised.value)
