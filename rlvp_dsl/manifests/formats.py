@@ -217,7 +217,7 @@ def detect_manifest_format(data: Any, path: str = "<manifest>") -> str:
             path,
             "cannot tell the format of tools[0]: expected an MCP tool (with 'inputSchema') "
             "or an OpenAI tool ({'type': 'function', 'function': {...}}); for rlvp's own format "
-            f"add \"format\": \"{OURS}\" beside \"tools\"",
+            f'add "format": "{OURS}" beside "tools"',
             record="tools[0]",
         )
     raise ManifestError(
