@@ -75,7 +75,30 @@ violation blind_reservation_write (-0.3) {
 }
 """
 
-INVARIANT_POLICY = """\
+#: The fastest correct formulation: a call's result linked to its call with Invariant's own
+#: ``tool_call(output)`` builtin (the form Invariant's tests use).  The headline peer.
+INVARIANT_POLICY_TOOL_CALL = """\
+from invariant import count
+
+raise PolicyViolation("repeated_errored_call", call=c2) if:
+    (out: ToolOutput) -> (c2: ToolCall)
+    out.metadata["error"]
+    tool_call(out).function.name == c2.function.name
+    tool_call(out).function.arguments == c2.function.arguments
+
+raise PolicyViolation("blind_reservation_write", call=w) if:
+    (w: ToolCall)
+    w.function.name in WRITES
+    not count(min=1):
+        (o: ToolOutput) -> w
+        not o.metadata["error"]
+        tool_call(o).function.name == "get_reservation_details"
+        tool_call(o).function.arguments["reservation_id"] == w.function.arguments["reservation_id"]
+""".replace("WRITES", json.dumps(list(RESERVATION_WRITES)))
+
+#: The same rules with the call linked to its result by a 3-way id join
+#: (``out.tool_call_id == c1.id``): correct, far slower.  The second peer row.
+INVARIANT_POLICY_JOIN = """\
 from invariant import count
 
 raise PolicyViolation("repeated_errored_call", call=c2) if:
@@ -97,6 +120,12 @@ raise PolicyViolation("blind_reservation_write", call=w) if:
         not o.metadata["error"]
         r.function.arguments["reservation_id"] == w.function.arguments["reservation_id"]
 """.replace("WRITES", json.dumps(list(RESERVATION_WRITES)))
+
+#: The formulations, the headline first: name -> (label in the tables, policy text).
+FORMULATIONS = {
+    "tool_call": ("Invariant, tool_call() (fastest)", INVARIANT_POLICY_TOOL_CALL),
+    "join": ("Invariant, 3-way id join", INVARIANT_POLICY_JOIN),
+}
 
 RULES = ("repeated_errored_call", "blind_reservation_write")
 
@@ -166,14 +195,16 @@ def _lift_cycle_cap() -> None:
 
 
 def worker() -> None:
-    """Answer one JSON command per line on stdin with one JSON line on stdout."""
+    """Answer one JSON command per line on stdin with one JSON line on stdout.  Every command
+    that analyzes names its ``policy`` (a key of `FORMULATIONS`); the counts come back per
+    episode, in the order of the files and of their simulations."""
     _lift_cycle_cap()
     from invariant.analyzer.policy import LocalPolicy
 
-    policy = LocalPolicy.from_string(INVARIANT_POLICY)
+    policies = {name: LocalPolicy.from_string(text) for name, (_, text) in FORMULATIONS.items()}
     traces: list[list[dict]] = []
 
-    def analyze(trace: list[dict]) -> dict[str, int]:
+    def analyze(policy, trace: list[dict]) -> list[int]:
         counts = dict.fromkeys(RULES, 0)
         flagged = set()
         for error in policy.analyze(trace).errors:
@@ -181,47 +212,52 @@ def worker() -> None:
             if key not in flagged:
                 flagged.add(key)
                 counts[error.args[0]] += 1
-        return counts
+        return [counts[r] for r in RULES]
 
-    def total(all_counts: list[dict[str, int]]) -> dict[str, int]:
-        return {r: sum(c[r] for c in all_counts) for r in RULES}
-
-    def read(files: list[str]) -> list[list[dict]]:
-        out = []
+    def read(files: list[str]) -> tuple[list[str], list[list[dict]]]:
+        keys, out = [], []
         for f in files:
             with open(f, encoding="utf-8") as fh:
                 data = json.load(fh)
-            out.extend(invariant_trace(sim["messages"]) for sim in data["simulations"])
-        return out
+            for i, sim in enumerate(data["simulations"]):
+                keys.append(episode_key(f, i))
+                out.append(invariant_trace(sim["messages"]))
+        return keys, out
 
     for line in sys.stdin:
         cmd = json.loads(line)
+        policy = policies.get(cmd.get("policy", "tool_call"))
         t0, c0 = time.perf_counter(), time.process_time()
+        reply: dict = {}
         if cmd["op"] == "load":
-            traces = read(cmd["files"])
-            reply = {"episodes": len(traces)}
+            reply["keys"], traces = read(cmd["files"])
         elif cmd["op"] == "score":
-            reply = {"counts": total([analyze(t) for t in traces])}
+            reply["per_episode"] = [analyze(policy, t) for t in traces]
         elif cmd["op"] == "read_score":
-            reply = {"counts": total([analyze(t) for t in read(cmd["files"])])}
+            reply["per_episode"] = [analyze(policy, t) for t in read(cmd["files"])[1]]
         elif cmd["op"] == "long":
             with open(cmd["file"], encoding="utf-8") as fh:
                 trace = invariant_trace(json.load(fh))
             t0, c0 = time.perf_counter(), time.process_time()  # the analysis only
-            reply = {"counts": analyze(trace)}
+            reply["counts"] = dict(zip(RULES, analyze(policy, trace)))
         else:
-            reply = {"error": f"unknown op {cmd['op']!r}"}
+            reply["error"] = f"unknown op {cmd['op']!r}"
         reply["seconds"] = time.perf_counter() - t0
         reply["cpu"] = time.process_time() - c0
         print(json.dumps(reply), flush=True)
 
 
-def once(folder: str) -> None:
+def episode_key(path: str, index: int) -> str:
+    """``/real/path/file.json#simulations[3]``: one episode, the same on both sides."""
+    return f"{os.path.realpath(path)}#simulations[{index}]"
+
+
+def once(folder: str, formulation: str) -> None:
     """A whole Invariant process: import, parse the policy, read the folder, analyze, print counts."""
     _lift_cycle_cap()
     from invariant.analyzer.policy import LocalPolicy
 
-    policy = LocalPolicy.from_string(INVARIANT_POLICY)
+    policy = LocalPolicy.from_string(FORMULATIONS[formulation][1])
     errors = 0
     for f in tau2_files(Path(folder)):
         with open(f, encoding="utf-8") as fh:
@@ -247,7 +283,7 @@ class Invariant:
             bufsize=1,
         )
 
-    def long(self, messages: list[dict], timeout: float) -> dict | None:
+    def long(self, messages: list[dict], timeout: float, policy: str = "tool_call") -> dict | None:
         """Analyze one long episode in a fresh worker, or None when it runs past `timeout` s."""
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(messages, f)
@@ -255,7 +291,9 @@ class Invariant:
             [str(self.python), __file__, "--worker"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
         try:
-            out, _ = proc.communicate(json.dumps({"op": "long", "file": f.name}) + "\n", timeout=timeout + 30)
+            out, _ = proc.communicate(
+                json.dumps({"op": "long", "file": f.name, "policy": policy}) + "\n", timeout=timeout + 30
+            )
             return json.loads(out.splitlines()[-1])
         except subprocess.TimeoutExpired:
             proc.kill()
@@ -308,6 +346,31 @@ def our_counts(program, episodes) -> dict[str, int]:
         for credit in program.score(e):
             counts[credit.rule] += 1
     return counts
+
+
+def our_per_episode(program, episodes) -> dict[str, list[int]]:
+    """Each episode's violation counts in `RULES` order, keyed as `episode_key` keys them."""
+    out = {}
+    for e in episodes:
+        counts = dict.fromkeys(RULES, 0)
+        for credit in program.score(e):
+            counts[credit.rule] += 1
+        out[episode_key(e.source, int(e.id.rsplit("[", 1)[1].rstrip("]")))] = [counts[r] for r in RULES]
+    return out
+
+
+def parse_floor(files: list[str]) -> int:
+    """The physical floor of reading: open, read and parse (orjson, else json) every file; the
+    number of simulations, so that the parse cannot be skipped."""
+    try:
+        from orjson import loads as parse
+    except ImportError:
+        parse = json.loads
+    n = 0
+    for f in files:
+        with open(f, "rb") as fh:
+            n += len(parse(fh.read())["simulations"])
+    return n
 
 
 def our_episode(messages: list[dict], name: str):
@@ -383,12 +446,13 @@ def main() -> int:
     ap.add_argument("--venv", default=str(REPO / ".venv-bench-invariant"))
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--once", help=argparse.SUPPRESS)
+    ap.add_argument("--formulation", default="tool_call", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker()
         return 0
     if args.once:
-        once(args.once)
+        once(args.once, args.formulation)
         return 0
 
     folder = Path(args.data) / "tau2_simulations"
@@ -419,34 +483,56 @@ def main() -> int:
     try:
         episodes = read_paths(folder)
         n_events = sum(len(e.events) for e in episodes)
-        n_inv = inv.ask(op="load", files=files)["episodes"]
+        keys = inv.ask(op="load", files=files)["keys"]
         print(
-            f"corpus: {folder} -- {len(files)} files, {len(episodes)} episodes ({n_inv} for Invariant), "
+            f"corpus: {folder} -- {len(files)} files, {len(episodes)} episodes ({len(keys)} for Invariant), "
             f"{n_events:,} events"
         )
         print()
 
-        rows = []
-        ours_score, theirs_score, ours_rs, theirs_rs = [], [], [], []  # (wall, cpu) pairs
+        ours_per = our_per_episode(program, episodes)
+        if sorted(ours_per) != sorted(keys):
+            raise SystemExit("the two sides read different episodes from the corpus")
+
+        def compare(label: str, theirs: list[list[int]], mine: dict[str, list[int]]) -> None:
+            """Per episode: each formulation's counts against ours (a failure per differing episode)."""
+            for key, c in zip(keys, theirs):
+                if c != mine[key]:
+                    failures.append(f"{label}, {key}: ours {mine[key]}, Invariant {c} ({', '.join(RULES)})")
+
+        def totals(per: list[list[int]]) -> dict[str, int]:
+            return {r: sum(c[i] for c in per) for i, r in enumerate(RULES)}
+
+        # each run: ours score, each formulation's score, ours read + score, each formulation's
+        # read + score, the parse floor -- alternately, so that a change of load hits all alike
+        samples: dict[str, list[tuple[float, float]]] = {}
         counts = {}
         for _ in range(args.runs):
-            s, c, counts["ours"] = timed_cpu(lambda: our_counts(program, episodes))
-            ours_score.append((s, c))
-            reply = inv.ask(op="score")
-            theirs_score.append((reply["seconds"], reply["cpu"]))
-            counts["theirs"] = reply["counts"]
-            s, c, counts["ours_rs"] = timed_cpu(lambda: our_counts(program, read_paths(folder)))
-            ours_rs.append((s, c))
-            reply = inv.ask(op="read_score", files=files)
-            theirs_rs.append((reply["seconds"], reply["cpu"]))
-            counts["theirs_rs"] = reply["counts"]
-        rows.append(("score alone", ours_score, theirs_score))
-        rows.append(("read + score", ours_rs, theirs_rs))
-        for side in ("ours_rs", "theirs_rs"):
-            if counts[side] != counts[side[:-3]]:
-                failures.append(f"{side}: counts changed between runs")
-        if counts["ours"] != counts["theirs"]:
-            failures.append(f"corpus counts differ: ours {counts['ours']}, Invariant {counts['theirs']}")
+            s, c, mine = timed_cpu(lambda: our_per_episode(program, episodes))
+            samples.setdefault("ours score", []).append((s, c))
+            if mine != ours_per:
+                failures.append("ours: counts changed between runs")
+            for f in FORMULATIONS:
+                reply = inv.ask(op="score", policy=f)
+                samples.setdefault(f"{f} score", []).append((reply["seconds"], reply["cpu"]))
+                compare(f"{f}, score", reply["per_episode"], ours_per)
+                counts[f] = totals(reply["per_episode"])
+            s, c, mine = timed_cpu(lambda: our_per_episode(program, read_paths(folder)))
+            samples.setdefault("ours read", []).append((s, c))
+            if mine != ours_per:
+                failures.append("ours read + score: counts differ from the episodes in memory")
+            for f in FORMULATIONS:
+                reply = inv.ask(op="read_score", policy=f, files=files)
+                samples.setdefault(f"{f} read", []).append((reply["seconds"], reply["cpu"]))
+                compare(f"{f}, read + score", reply["per_episode"], ours_per)
+            s, c, _ = timed_cpu(lambda: parse_floor(files))
+            samples.setdefault("floor", []).append((s, c))
+        counts["ours"] = totals(list(ours_per.values()))
+        rows = []
+        for f, (label, _) in FORMULATIONS.items():
+            rows.append((f"score alone vs {label}", samples["ours score"], samples[f"{f} score"]))
+        for f, (label, _) in FORMULATIONS.items():
+            rows.append((f"read + score vs {label}", samples["ours read"], samples[f"{f} read"]))
 
         # whole processes
         with tempfile.TemporaryDirectory() as tmp:
@@ -464,7 +550,7 @@ def main() -> int:
                 str(rules_file),
                 str(folder),
             ]
-            inv_cmd = [str(python), __file__, "--once", str(folder)]
+            inv_cmd = [str(python), __file__, "--once", str(folder), "--formulation", "tool_call"]
             process_seconds(score_cmd, warm)  # fills the cache
             process_seconds(inv_cmd, env)  # the same first-run disk reads for both
             warm_s, cold_s, inv_s = [], [], []
@@ -472,15 +558,15 @@ def main() -> int:
                 warm_s.append(process_seconds(score_cmd, warm))
                 cold_s.append(process_seconds(score_cmd, cold))
                 inv_s.append(process_seconds(inv_cmd, env))
-        rows.append(("whole process, parser tables cached", warm_s, inv_s))
-        rows.append(("whole process, tables built (as before)", cold_s, inv_s))
+        rows.append(("whole process vs tool_call(), tables cached", warm_s, inv_s))
+        rows.append(("whole process vs tool_call(), tables built", cold_s, inv_s))
 
         def med(pairs: list[tuple[float, float]], i: int) -> float:
             return statistics.median(p[i] for p in pairs)
 
         print("medians; 'cpu' is the CPU time of the process doing the work (steadier on a shared machine)")
         print(
-            f"{'the corpus':<42} {'ours ms':>9} {'Invariant ms':>13} {'ratio':>8}   {'ours cpu':>9} "
+            f"{'the corpus':<52} {'ours ms':>9} {'Invariant ms':>13} {'ratio':>8}   {'ours cpu':>9} "
             f"{'Inv. cpu':>9} {'cpu ratio':>9}"
         )
         ratios = {}
@@ -488,13 +574,27 @@ def main() -> int:
             wall, cpu = med(t, 0) / med(o, 0), med(t, 1) / med(o, 1)
             ratios[name] = (wall, cpu)
             print(
-                f"{name:<42} {med(o, 0) * 1e3:>9.1f} {med(t, 0) * 1e3:>13.1f} {wall:>7.1f}x   "
+                f"{name:<52} {med(o, 0) * 1e3:>9.1f} {med(t, 0) * 1e3:>13.1f} {wall:>7.1f}x   "
                 f"{med(o, 1) * 1e3:>9.1f} {med(t, 1) * 1e3:>9.1f} {cpu:>8.1f}x"
             )
         warm_s, cold_s = [p[0] for p in warm_s], [p[0] for p in cold_s]
+        differ = [f for f in FORMULATIONS if any(f"{f}," in x for x in failures)]
         print(
-            f"violations: ours {counts['ours']}, Invariant {counts['theirs']}"
-            f" -- {'equal' if counts['ours'] == counts['theirs'] else 'DIFFERENT'}"
+            f"violations: ours {counts['ours']}; "
+            + "; ".join(f"{f} {counts[f]}" for f in FORMULATIONS)
+            + f" -- {'DIFFERENT on some episodes: ' + ', '.join(differ) if differ else 'equal on every episode'}"
+            f" ({len(keys)} episodes, every run)"
+        )
+        floor = samples["floor"]
+        rs = samples["ours read"]
+        floor_ratio = (med(rs, 0) / med(floor, 0), med(rs, 1) / med(floor, 1))
+        print(
+            f"{'parse floor: open + read + orjson.loads':<52} {med(floor, 0) * 1e3:>9.1f} {'':>13} {'':>8}   "
+            f"{med(floor, 1) * 1e3:>9.1f}"
+        )
+        print(
+            f"ours read + score / parse floor: {floor_ratio[0]:.2f}x on the clock, {floor_ratio[1]:.2f}x in CPU time"
+            " (timed alternately with the rows above)"
         )
         print(
             f"parser-table cache: a whole rlvp-score process {statistics.median(cold_s) * 1e3:.0f} ms -> "
@@ -523,7 +623,7 @@ def main() -> int:
                 s, mine = timed(lambda e=episode, n=reps: [our_counts(program, [e]) for _ in range(n)][-1])
                 ours_t.append(s / reps)
                 if r < min(theirs_runs, args.long_runs) and not bound:
-                    reply = inv.long(long_messages, args.long_timeout)
+                    reply = inv.long(long_messages, args.long_timeout, "tool_call")
                     if reply is None:  # past the time limit: its time is at least the limit
                         bound = True
                         theirs_t = [args.long_timeout]
@@ -555,16 +655,17 @@ def main() -> int:
     finally:
         inv.close()
     print()
-    wall, cpu = ratios["read + score"]
+    headline = FORMULATIONS["tool_call"][0]
+    wall, cpu = ratios[f"score alone vs {headline}"]
     print(
-        f"goal: read + score at least 100x Invariant's rate -- {wall:.0f}x on the clock, {cpu:.0f}x in CPU time: "
-        + (
-            "met"
-            if min(wall, cpu) >= 100
-            else "met in CPU time"
-            if cpu >= 100
-            else f"missed by {100 / max(wall, cpu):.2f}x"
-        )
+        f"goal: scoring alone at least 100x Invariant's fastest formulation -- {wall:.0f}x on the clock, "
+        f"{cpu:.0f}x in CPU time: " + ("met" if min(wall, cpu) >= 100 else f"missed by {100 / max(wall, cpu):.2f}x")
+    )
+    wall, cpu = ratios[f"read + score vs {headline}"]
+    print(f"read + score against Invariant's fastest formulation: {wall:.1f}x on the clock, {cpu:.1f}x in CPU time")
+    print(
+        f"goal: read + score at most 1.5x the parse floor -- {floor_ratio[0]:.2f}x on the clock, "
+        f"{floor_ratio[1]:.2f}x in CPU time: " + ("met" if max(floor_ratio) <= 1.5 else "missed")
     )
     if failures:
         print("COUNTS DIFFER:\n  " + "\n  ".join(failures))
