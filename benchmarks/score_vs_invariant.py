@@ -11,25 +11,40 @@ Both sides check the same two rules on the tau2 simulations in ``../shared/data`
 Ours is the compiled rule program (``rlvp_dsl``); theirs is ``invariant-ai``'s local policy
 analyzer (``invariant.analyzer.LocalPolicy.from_string(...).analyze(trace)``), run in its own
 virtual environment (``.venv-bench-invariant``, created on the first run; pip is constrained so
-that it can never pull torch) as a worker process this script talks to over a pipe.  The two
-are timed alternately, ours then theirs, and the median of ``--runs`` is reported:
+that it can never pull torch) as a worker process this script talks to over a pipe.
+
+The peer is reported at its best.  Invariant's rules are written twice (`FORMULATIONS`):
+
+* **tool_call()** -- the headline: a result linked to its call with Invariant's own
+  ``tool_call(output)`` builtin, the form Invariant's tests use; the fastest correct
+  formulation we found;
+* **3-way id join** -- the same rules linking call and result by ``out.tool_call_id == c.id``
+  (what this benchmark used before: correct, and about 10x slower).
+
+Ours and each formulation are timed alternately in every run (ours, then each formulation,
+then the parse floor), and the median of ``--runs`` is reported:
 
 1. **score alone**: the episodes already in memory (ours: `Episode`s; theirs: the message
    lists, converted to Invariant's OpenAI-style trace once);
 2. **read + score**: from the files on disk (ours: `read_paths` then `Program.score`; theirs:
    ``json.load``, the conversion to a trace, ``analyze``);
-3. **a whole process**: ``rlvp-score`` on the folder -- with the parser tables loaded from
-   the cache and, as before the cache existed, built in the process -- against a process that
-   imports Invariant, parses the policy, reads and analyzes;
-4. **one episode at 1x, 4x, 16x and 64x its length** (the episode repeated, ids made unique):
-   time per event for each side.
+3. **the parse floor**: open, read and ``orjson.loads`` the same files, nothing built -- the
+   least any reader can cost; ours read + score / floor is printed;
+4. **a whole process**: ``rlvp-score`` on the folder -- with the parser tables loaded from
+   the cache and built in the process -- against a process that imports Invariant, parses
+   the tool_call() policy, reads and analyzes;
+5. **one episode at 1x, 4x, 16x and 64x its length** (the episode repeated, ids made unique):
+   time per event for ours and the tool_call() formulation.
 
-The violation counts of the two sides must be equal (per rule, over the corpus and for every
-long episode); the script exits 1 when they are not.
+The violation counts must be equal, per rule, on every episode of the corpus for both
+formulations (every run) and for every long episode; the script exits 1 when they are not.
+It prints two goals: scoring alone at least 100x the fastest formulation, and read + score
+at most 1.5x the parse floor.
 
     python benchmarks/score_vs_invariant.py                    # the whole comparison (a few minutes)
     python benchmarks/score_vs_invariant.py --runs 3 --lengths 1 4 16
     python benchmarks/score_vs_invariant.py --venv /tmp/inv    # the Invariant venv elsewhere
+    python benchmarks/score_vs_invariant.py --data /path/to/shared/data
 
 Without ``../shared/data`` (a user's clone) it prints a skip line and exits 0.
 """
