@@ -229,15 +229,13 @@ def worker() -> None:
                 counts[error.args[0]] += 1
         return [counts[r] for r in RULES]
 
-    def read(files: list[str]) -> tuple[list[str], list[list[dict]]]:
-        keys, out = [], []
+    def read(files: list[str]) -> list[list[dict]]:
+        out = []
         for f in files:
             with open(f, encoding="utf-8") as fh:
                 data = json.load(fh)
-            for i, sim in enumerate(data["simulations"]):
-                keys.append(episode_key(f, i))
-                out.append(invariant_trace(sim["messages"]))
-        return keys, out
+            out.extend(invariant_trace(sim["messages"]) for sim in data["simulations"])
+        return out
 
     for line in sys.stdin:
         cmd = json.loads(line)
@@ -245,11 +243,12 @@ def worker() -> None:
         t0, c0 = time.perf_counter(), time.process_time()
         reply: dict = {}
         if cmd["op"] == "load":
-            reply["keys"], traces = read(cmd["files"])
+            traces = read(cmd["files"])
+            reply["keys"] = [episode_key(f, i) for f in cmd["files"] for i in range(len(_simulations(f)))]
         elif cmd["op"] == "score":
             reply["per_episode"] = [analyze(policy, t) for t in traces]
         elif cmd["op"] == "read_score":
-            reply["per_episode"] = [analyze(policy, t) for t in read(cmd["files"])[1]]
+            reply["per_episode"] = [analyze(policy, t) for t in read(cmd["files"])]
         elif cmd["op"] == "long":
             with open(cmd["file"], encoding="utf-8") as fh:
                 trace = invariant_trace(json.load(fh))
@@ -260,6 +259,11 @@ def worker() -> None:
         reply["seconds"] = time.perf_counter() - t0
         reply["cpu"] = time.process_time() - c0
         print(json.dumps(reply), flush=True)
+
+
+def _simulations(path: str) -> list:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)["simulations"]
 
 
 def episode_key(path: str, index: int) -> str:
@@ -363,15 +367,21 @@ def our_counts(program, episodes) -> dict[str, int]:
     return counts
 
 
-def our_per_episode(program, episodes) -> dict[str, list[int]]:
-    """Each episode's violation counts in `RULES` order, keyed as `episode_key` keys them."""
-    out = {}
+def our_per_episode(program, episodes) -> list[list[int]]:
+    """Each episode's violation counts in `RULES` order, in the order of `episodes`."""
+    out = []
+    column = {r: i for i, r in enumerate(RULES)}
     for e in episodes:
-        counts = dict.fromkeys(RULES, 0)
+        counts = [0] * len(RULES)
         for credit in program.score(e):
-            counts[credit.rule] += 1
-        out[episode_key(e.source, int(e.id.rsplit("[", 1)[1].rstrip("]")))] = [counts[r] for r in RULES]
+            counts[column[credit.rule]] += 1
+        out.append(counts)
     return out
+
+
+def our_keys(episodes) -> list[str]:
+    """Each episode's `episode_key` (computed once, outside the timings)."""
+    return [episode_key(e.source, int(e.id.rsplit("[", 1)[1].rstrip("]"))) for e in episodes]
 
 
 def parse_floor(files: list[str]) -> int:
@@ -505,7 +515,8 @@ def main() -> int:
         )
         print()
 
-        ours_per = our_per_episode(program, episodes)
+        ours_list = our_per_episode(program, episodes)
+        ours_per = dict(zip(our_keys(episodes), ours_list))
         if sorted(ours_per) != sorted(keys):
             raise SystemExit("the two sides read different episodes from the corpus")
 
@@ -525,16 +536,16 @@ def main() -> int:
         for _ in range(args.runs):
             s, c, mine = timed_cpu(lambda: our_per_episode(program, episodes))
             samples.setdefault("ours score", []).append((s, c))
-            if mine != ours_per:
+            if mine != ours_list:
                 failures.append("ours: counts changed between runs")
             for f in FORMULATIONS:
                 reply = inv.ask(op="score", policy=f)
                 samples.setdefault(f"{f} score", []).append((reply["seconds"], reply["cpu"]))
                 compare(f"{f}, score", reply["per_episode"], ours_per)
                 counts[f] = totals(reply["per_episode"])
-            s, c, mine = timed_cpu(lambda: our_per_episode(program, read_paths(folder)))
+            s, c, (read_episodes, mine) = timed_cpu(lambda: (e := read_paths(folder), our_per_episode(program, e)))
             samples.setdefault("ours read", []).append((s, c))
-            if mine != ours_per:
+            if dict(zip(our_keys(read_episodes), mine)) != ours_per:
                 failures.append("ours read + score: counts differ from the episodes in memory")
             for f in FORMULATIONS:
                 reply = inv.ask(op="read_score", policy=f, files=files)
