@@ -28,8 +28,9 @@ then the parse floor), and the median of ``--runs`` is reported:
    lists, converted to Invariant's OpenAI-style trace once);
 2. **read + score**: from the files on disk (ours: `read_paths` then `Program.score`; theirs:
    ``json.load``, the conversion to a trace, ``analyze``);
-3. **the parse floor**: open, read and ``orjson.loads`` the same files, nothing built -- the
-   least any reader can cost; ours read + score / floor is printed;
+3. **the parse floor**: open, read and ``orjson.loads`` the same files, nothing built, the
+   cyclic collector paused as our readers pause it -- the least any reader can cost; ours
+   read + score / floor is printed;
 4. **a whole process**: ``rlvp-score`` on the folder -- with the parser tables loaded from
    the cache and built in the process -- against a process that imports Invariant, parses
    the tool_call() policy, reads and analyzes;
