@@ -182,12 +182,11 @@ _ITEM_WORDS = frozenset(
 )
 
 
-def _item_over_limit(text: str, room: int) -> tuple[int, int] | None:
-    """The offsets (start, end) of the keyword of the first top-level item beyond `room` more items, or
-    None: a scan of the text (linear, no parse tree).  A file too short to hold that many is not scanned."""
-    if len(text) <= _MIN_ITEM_CHARS * room:
-        return None
-    depth = count = 0
+def item_keywords(text: str) -> Iterator[tuple[int, int]]:
+    """The offsets (start, end) of each top-level item's keyword, in order: a scan of the text (linear,
+    no parse tree; strings, regexes, comments and braced bodies skipped).  The language server cuts
+    a file into items with it (`rlvp_dsl.lsp.incremental`)."""
+    depth = 0
     for m in _ITEM_SCAN.finditer(text):
         token = m.group()
         if token == "{":
@@ -195,9 +194,17 @@ def _item_over_limit(text: str, room: int) -> tuple[int, int] | None:
         elif token == "}":
             depth = max(0, depth - 1)
         elif depth == 0 and (token in _ITEM_WORDS or (token == "test" and m.group("q") is not None)):
-            count += 1
-            if count > room:
-                return m.span()
+            yield m.span()
+
+
+def _item_over_limit(text: str, room: int) -> tuple[int, int] | None:
+    """The offsets (start, end) of the keyword of the first top-level item beyond `room` more items, or
+    None.  A file too short to hold that many is not scanned."""
+    if len(text) <= _MIN_ITEM_CHARS * room:
+        return None
+    for count, span in enumerate(item_keywords(text), 1):
+        if count > room:
+            return span
     return None
 
 

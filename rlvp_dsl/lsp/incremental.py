@@ -3,7 +3,7 @@ one-character edit of a 1,000-line rule file re-parses one item, not the file (b
 lsp_latency.py).
 
 `cached_parse(source)` has `rlvp_dsl.parser.parse`'s contract and results: the text is cut where
-its top-level items start (the loader's own scan, `loader._ITEM_SCAN`: strings, regexes, comments
+its top-level items start (the loader's own scan, `loader.item_keywords`: strings, regexes, comments
 and braces skipped); each piece is parsed at its place in the file (padded with the newlines and
 spaces before it, so every span is the one the whole parse gives) and kept under (line, column,
 text); the pieces' items, in order, are the file's.  When any piece does not parse cleanly, the
@@ -36,17 +36,7 @@ parsed_pieces = 0
 
 def item_starts(text: str) -> list[int]:
     """The offsets where top-level items start (their keyword), as the loader's item scan finds them."""
-    depth = 0
-    starts = []
-    for m in loader._ITEM_SCAN.finditer(text):
-        token = m.group()
-        if token == "{":
-            depth += 1
-        elif token == "}":
-            depth = max(0, depth - 1)
-        elif depth == 0 and (token in loader._ITEM_WORDS or (token == "test" and m.group("q") is not None)):
-            starts.append(m.start())
-    return starts
+    return [start for start, _end in loader.item_keywords(text)]
 
 
 def cached_parse(source: SourceFile) -> tuple[ast.RuleFile | None, list[Diagnostic]]:
