@@ -43,6 +43,11 @@ LEVEL = 0.95
 TIE = 1e-9
 #: Episodes listed by `rank_moves`.
 TOP_MOVES = 10
+#: Below these sample sizes the verdict says so: a percentile bootstrap CI covers less than its
+#: nominal 95 % on small samples (Efron & Tibshirani, *An Introduction to the Bootstrap*, 1993,
+#: ch. 13-14), and with a few dead groups the live share moves in steps of 1/n.
+SMALL_EPISODES = 20
+SMALL_GROUPS = 5
 
 #: An episode and its credits, as `Program.score` gives them.
 Scored = tuple[Episode, Sequence[Credit]]
@@ -211,6 +216,18 @@ class Comparison:
     def verdict(self) -> str:
         return verdict(self)
 
+    @property
+    def small_sample(self) -> list[str]:
+        """Why the CIs are indicative only: fewer than `SMALL_EPISODES` episodes with an outcome,
+        fewer than `SMALL_GROUPS` outcome-dead groups (none when there are no dead groups at all);
+        empty when neither holds."""
+        why = []
+        if self.with_outcome < SMALL_EPISODES:
+            why.append(f"{self.with_outcome} episodes with an outcome (< {SMALL_EPISODES})")
+        if 0 < self.dead < SMALL_GROUPS:
+            why.append(f"{self.dead} outcome-dead group{'' if self.dead == 1 else 's'} (< {SMALL_GROUPS})")
+        return why
+
     def to_json(self) -> dict[str, Any]:
         return {
             "episodes": self.episodes,
@@ -221,6 +238,7 @@ class Comparison:
             "seed": self.seed,
             "level": LEVEL,
             "verdict": self.verdict,
+            "small_sample": self.small_sample,
             "total": self.total.to_json(),
             "rules": [r.to_json() for r in self.rules],
             "rank_moves": [m.to_json() for m in self.moves],
@@ -450,7 +468,15 @@ def _difference_text(d: Difference) -> str:
 def verdict(comparison: Comparison) -> str:
     """One line: which rule set's process total ranks outcomes better (the correlation's CI
     lies on one side of 0), and which makes more outcome-dead groups live; "no difference
-    shown" when neither CI excludes 0.  Each difference B - A is given with its 95 % CI."""
+    shown" when neither CI excludes 0.  Each difference B - A is given with its 95 % CI; a
+    small sample (`Comparison.small_sample`) is named after the verdict."""
+    text = _verdict(comparison)
+    if comparison.small_sample:
+        text += "; small sample, the CIs are indicative only: " + ", ".join(comparison.small_sample)
+    return text
+
+
+def _verdict(comparison: Comparison) -> str:
     corr, live = comparison.total.correlation, comparison.total.live_share
     corr_text = f"corr with outcome {_difference_text(corr)}" if corr.diff is not None else "corr with outcome n/a"
     live_text = f"dead groups made live {_difference_text(live)}" if live.diff is not None else "no outcome-dead groups"

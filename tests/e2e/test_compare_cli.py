@@ -124,7 +124,11 @@ def test_json_matches_each_rule_files_own_scores(inputs, compared):
     errored = moved["dead.json#simulations[1]"]  # the trial that cancels with an error first
     assert errored["only_b"] == [{"event": errored["only_b"][0]["event"], "rule": "cancel_errored", "value": -1.0}]
     assert errored["total_b"] == pytest.approx(errored["total_a"] - 1.0)
-    assert doc["verdict"].endswith("B makes more dead groups live: +1.00 [+1.00, +1.00]")
+    assert doc["verdict"].endswith(
+        "B makes more dead groups live: +1.00 [+1.00, +1.00]; small sample, the CIs are indicative only: "
+        "6 episodes with an outcome (< 20), 1 outcome-dead group (< 5)"
+    )
+    assert doc["small_sample"] == ["6 episodes with an outcome (< 20)", "1 outcome-dead group (< 5)"]
 
 
 def test_csv_rows_carry_the_json_values(compared):

@@ -64,6 +64,11 @@ def test_a_rule_that_separates_a_dead_group_makes_it_live():
     moved = {m.id: m for m in c.moves}
     assert moved["t1-1"].only_b == ((1, "called_b", -1.0),) and moved["t1-1"].only_a == ()
     assert "B makes more dead groups live: +1.00 [+1.00, +1.00]" in c.verdict
+    assert c.small_sample == ["5 episodes with an outcome (< 20)", "1 outcome-dead group (< 5)"]
+    assert c.verdict.endswith(
+        "; small sample, the CIs are indicative only: 5 episodes with an outcome (< 20), 1 outcome-dead group (< 5)"
+    )
+    assert c.to_json()["small_sample"] == c.small_sample
 
 
 def test_the_ci_excludes_zero_when_b_ranks_outcomes_better_on_enough_episodes():
@@ -84,6 +89,7 @@ def test_the_ci_excludes_zero_when_b_ranks_outcomes_better_on_enough_episodes():
     assert corr.ci95 is not None and 0 < corr.ci95[0] <= corr.diff <= corr.ci95[1]
     assert corr.resamples_defined == 300 and corr.shown == 1
     assert c.verdict.startswith(f"B ranks outcomes better: +{corr.diff:.2f} [")
+    assert c.small_sample == [] and "small sample" not in c.verdict  # 40 episodes, no task groups
     swapped = _compare(episodes, a=RULES_B, b=RULES_A)
     assert swapped.total.correlation.diff == pytest.approx(-corr.diff)
     assert swapped.verdict.startswith("A ranks outcomes better: -")
