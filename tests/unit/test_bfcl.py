@@ -181,6 +181,24 @@ def test_bad_knobs_are_named():
         make_env("bfcl", task_ids="multi_turn_base_0")
     with pytest.raises(ValueError, match="'max_calls_per_turn' must be a positive integer"):
         make_env("bfcl", max_calls_per_turn=0)
+    with pytest.raises(ValueError, match="'draw' must be one of seed, cycle \\(got 'round'\\)"):
+        make_env("bfcl", draw="round")
+    with pytest.raises(ValueError, match="draw = 'cycle' needs task ids that end in a number \\(got 'bfcl-x'\\)"):
+        make_env("bfcl", draw="cycle").pick(Task("bfcl-x", 0))
+
+
+@needs_bfcl
+def test_draw_cycle_plays_every_task_once_per_iteration():
+    """``draw = "cycle"``: the trainer's ``bfcl-k`` plays subset[k % n] whatever its seed, so an
+    iteration of n groups plays each task once; ``seed`` (the default) draws by the task's seed."""
+    knobs = dict(max_gt_calls_per_turn=1, tools="path", max_values=3, max_calls_per_turn=2)
+    cycled, seeded = make_env("bfcl", draw="cycle", **knobs), make_env("bfcl", **knobs)
+    subset = [t.id for t in cycled.tasks]
+    assert subset == [f"multi_turn_base_{k}" for k in (42, 101, 115, 122, 130, 139)]
+    tasks = [Task(f"bfcl-{k}", seed) for k, seed in enumerate([5, 5, 5, 5, 5, 5, 11, 0])]
+    assert [cycled.pick(t).id for t in tasks] == subset + subset[:2]
+    assert [seeded.pick(t).id for t in tasks] == [subset[5]] * 6 + [subset[11 % 6], subset[0]]
+    assert cycled.pick(Task("multi_turn_base_130", 0)).id == "multi_turn_base_130"  # a BFCL id names its task
 
 
 @needs_bfcl

@@ -44,10 +44,16 @@ system_prompt            rlvp                 ``rlvp``: the rollout's own system
                                               ahead of the user's text as BFCL sends it to a
                                               model without a system role; set the rollout's
                                               ``gen_args = { system_prompt = false }`` with it
+draw                     seed                 which subset task a trainer task plays: ``seed``:
+                                              ``subset[task.seed % len(subset)]`` (a random draw,
+                                              with replacement); ``cycle``: ``subset[k %
+                                              len(subset)]`` for the id's trailing number k, so
+                                              with ``tasks_per_iteration = len(subset)`` every
+                                              iteration plays every task once
 =======================  ===================  ==================================================
 
 A `Task`'s id picks the BFCL task when it is one of the subset's ids; any other id (the trainer's
-``bfcl-0``, ``bfcl-1``, ...) plays ``subset[task.seed % len(subset)]``.
+``bfcl-0``, ``bfcl-1``, ...: the group's position in its iteration) plays a subset task by `draw`.
 """
 
 from __future__ import annotations
@@ -73,6 +79,7 @@ from trainer.envs.bfcl.values import OMIT, param_values, task_candidates, trim, 
 
 TOOL_SETS = ("classes", "path")
 SYSTEM_PROMPTS = ("rlvp", "bfcl")
+DRAWS = ("seed", "cycle")
 
 #: The per-call signal: 1.0 when the call left the ground truth's path in its turn
 #: (`checker.TaskChecker.off_path`), else 0.0.  Declared in the manifest as kind ``violation``
@@ -121,8 +128,11 @@ class BfclConfig:
     playable_only: bool = True
     returned_values: bool = True
     system_prompt: str = "rlvp"
+    draw: str = "seed"
 
     def __attrs_post_init__(self) -> None:
+        if self.draw not in DRAWS:
+            raise ValueError(f"bfcl: 'draw' must be one of {', '.join(DRAWS)} (got {self.draw!r})")
         if self.tools not in TOOL_SETS:
             raise ValueError(f"bfcl: 'tools' must be one of {', '.join(TOOL_SETS)} (got {self.tools!r})")
         if self.system_prompt not in SYSTEM_PROMPTS:
@@ -132,6 +142,14 @@ class BfclConfig:
         for name in ("playable_only", "returned_values"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"bfcl: {name!r} must be true or false (got {getattr(self, name)!r})")
+
+
+def _trailing_number(task_id: str) -> int:
+    """The number a trainer task id ends with (``bfcl-3`` -> 3); ValueError naming the id if none."""
+    digits = len(task_id) - len(task_id.rstrip("0123456789"))
+    if not digits:
+        raise ValueError(f"bfcl: draw = 'cycle' needs task ids that end in a number (got {task_id!r})")
+    return int(task_id[-digits:])
 
 
 def task_schema(task: BfclTask, cfg: BfclConfig) -> list[ToolSpec]:
@@ -319,6 +337,8 @@ class BfclEnv:
             raise ValueError(
                 f"bfcl: task {task.task_id!r} is not in this environment's subset of {self.config.category!r}"
             )
+        if self.config.draw == "cycle":
+            return self.tasks[_trailing_number(task.task_id) % len(self.tasks)]
         return self.tasks[task.seed % len(self.tasks)]
 
     # --- the protocol -----------------------------------------------------
