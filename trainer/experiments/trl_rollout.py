@@ -12,12 +12,16 @@ model `GRPOTrainer` is training, handed to TRL with what rlvp needs to credit ea
 gets to TRL (`EnvRollout.__call__(prompts, trainer)`):
 
 1. Each group of ``num_generations`` equal prompts names one task (`EnvRollout.prompts`);
-   `trainer.sampling.rollout.collect_group` plays G episodes of it with ``trainer.model`` (unwrapped;
-   a peft model samples through its adapter) under our call mask (`trainer.sampling.generation`) and
-   the chat template's pieces (`trainer.sampling.tokenizer.ChatFormat`): ids exactly as sampled, tool
-   output tokenised on its own.
+   `trainer.sampling.rollout.collect_groups` plays G episodes of every group of the batch with
+   ``trainer.model`` (unwrapped; a peft model samples through its adapter), as the compact trainer
+   does: all of them in one `trainer.sampling.generation.CachedSampler` batch keeping each episode's
+   KV cache across turns (forced tokens need no forward pass), under our call mask and the chat
+   template's pieces (`trainer.sampling.tokenizer.ChatFormat`): ids exactly as sampled, tool output
+   tokenised on its own.  Group j is seeded by ``_seed_of(seed, step, j)``; for the same seeds,
+   tasks and model the ids are those `collect_groups` gives with the same call trie.
 2. Every call is written between markers, ``<tool_call> fetch k0 </tool_call>``
-   (`MarkedCallGenerator`; each marker is one word of the tiny tokenizer), so
+   (`CallMarkers.marked`, the call trie `collect_groups` samples under; each marker is one word of
+   the tiny tokenizer), so
    `RlvpGRPOTrainer` finds the call's tokens with ``call_markers=CALL_MARKERS``: those spans
    are exactly our `Rollout.call_spans`, which `EnvRollout` checks on every row
    (``span_mismatches``).
@@ -62,10 +66,9 @@ from rlvp_dsl.events import ASSISTANT, CALL, MALFORMED, OK, USER, Episode
 from rlvp_dsl.readers import HERMES_MARKERS
 from trainer.envs.base import Task, ToolEnv, is_conversation
 from trainer.sampling.call_grammar import CallTrie
-from trainer.sampling.generation import GenConfig, as_generator
-from trainer.sampling.rollout import MALFORMED_TEXT, collect_group
+from trainer.sampling.generation import GenConfig, TurnSample
+from trainer.sampling.rollout import MALFORMED_TEXT, collect_groups
 from trainer.sampling.tokenizer import encode
-from trainer.types import Rollout
 
 #: The markers every call is written between (Hermes/Qwen's, TRL's default parser's).
 CALL_MARKERS: tuple[str, str] = HERMES_MARKERS
@@ -79,23 +82,21 @@ def _seed_of(*parts: int) -> int:
 
 
 # ----------------------------------------------------------------------------
-# generation: calls between markers, log-probs kept
+# generation: calls between markers
 # ----------------------------------------------------------------------------
-class MarkedCallGenerator:
-    """`sample_turns` of a policy with every call written between `markers`.
+class CallMarkers:
+    """Every call written between `markers`, for one tokenizer.
 
-    Wraps `trainer.sampling.generation.as_generator(policy, tokenizer)`: the call trie it is given is
-    rebuilt with each call text as ``OPEN text CLOSE`` (the call's span then covers the
-    markers, as `rlvp_dsl.call_spans.find_call_spans` finds it).  The log-probs of every sampled
-    turn are kept (`logprobs_of`), keyed by the context and the sampled ids.
+    `marked(trie)` is `trie` with each call text written ``OPEN text CLOSE`` (the call's span then
+    covers the markers, as `rlvp_dsl.call_spans.find_call_spans` finds it); `collect_groups` samples
+    under it (its ``call_trie``).  ``ids`` are the markers' token ids.
 
     Raises:
         ValueError: a marker the tokenizer cannot write (no ids, unknown words, or a call
             that does not decode back to its text).
     """
 
-    def __init__(self, policy: Any, tokenizer: Any, markers: tuple[str, str] = CALL_MARKERS):
-        self.inner = as_generator(policy, tokenizer)
+    def __init__(self, tokenizer: Any, markers: tuple[str, str] = CALL_MARKERS):
         self.tokenizer = tokenizer
         self.markers = markers
         unk = getattr(tokenizer, "unk_token_id", None)
@@ -106,11 +107,11 @@ class MarkedCallGenerator:
                     f"call marker {marker!r} is not a token sequence of this tokenizer (ids {ids}); "
                     "add it to the vocabulary (`tiny_policy` does)"
                 )
+        self.ids: tuple[list[int], list[int]] = (encode(tokenizer, markers[0]), encode(tokenizer, markers[1]))
         self._tries: dict[int, tuple[CallTrie, CallTrie]] = {}
-        self._logprobs: dict[tuple[int, ...], list[float]] = {}
 
     def marked(self, trie: CallTrie) -> CallTrie:
-        """`trie` with each call text wrapped in the markers (cached per trie)."""
+        """`trie` with each call text wrapped in the markers (the same object for the same trie)."""
         if id(trie) not in self._tries:
             open_, close = self.markers
             # a conversation's END_TURN (``answer``) is no call: it is written without the markers
@@ -122,30 +123,24 @@ class MarkedCallGenerator:
             self._tries[id(trie)] = (trie, CallTrie(list(trie.calls), texts, ids, trie.eos_id, trie.end_turn))
         return self._tries[id(trie)][1]
 
-    def sample_turns(self, contexts: Sequence[Sequence[int]], trie: CallTrie, cfg: GenConfig):
-        samples = self.inner.sample_turns(contexts, self.marked(trie), cfg)
-        for ctx, sample in zip(contexts, samples, strict=True):
-            self._logprobs[tuple(ctx) + tuple(sample.ids)] = list(sample.logprobs)
-        return samples
 
-    def logprobs_of(self, rollout: Rollout) -> list[float]:
-        """Per completion token: the sampler's log-prob of each generated token, 0.0 on tool tokens."""
-        out = [0.0] * len(rollout.completion_ids)
-        t, n = 0, len(out)
-        while t < n:
-            if not rollout.completion_mask[t]:
-                t += 1
-                continue
-            end = t
-            while end < n and rollout.completion_mask[end]:
-                end += 1
-            key = tuple(rollout.prompt_ids) + tuple(rollout.completion_ids[:end])
-            out[t:end] = self._logprobs.get(key, [0.0] * (end - t))
-            t = end
+class SampledLogprobs:
+    """`collect_groups`'s ``on_turn``: keeps the sampler's log-probs of every turn (under the call
+    mask, as sampled; 0 for a forced token), and lays them out per completion (`of`)."""
+
+    def __init__(self) -> None:
+        self.turns: dict[tuple[int, int], list[tuple[int, list[float]]]] = {}
+
+    def __call__(self, group: int, generation: int, offset: int, sample: TurnSample) -> None:
+        self.turns.setdefault((group, generation), []).append((offset, list(sample.logprobs)))
+
+    def of(self, group: int, generation: int, length: int) -> list[float]:
+        """Per completion token of episode `generation` of `group` (`length` tokens, nats): the
+        sampler's log-prob of each generated token, 0.0 on tool tokens."""
+        out = [0.0] * length
+        for offset, logprobs in self.turns.get((group, generation), ()):
+            out[offset : offset + len(logprobs)] = logprobs
         return out
-
-    def clear(self) -> None:
-        self._logprobs.clear()
 
 
 # ----------------------------------------------------------------------------
@@ -305,8 +300,7 @@ class EnvRollout:
         self.episodes_generated = 0
         self.span_mismatches = 0
         self.allowed: dict[tuple[int, ...], list] = {}
-        self._generator: MarkedCallGenerator | None = None
-        self._marker_ids: tuple[list[int], list[int]] | None = None
+        self._markers: CallMarkers | None = None
 
     def dataset(self):
         """A `datasets.Dataset` with one ``prompt`` per task: a conversation of the task's user
@@ -339,49 +333,56 @@ class EnvRollout:
         G = int(trainer.num_generations)
         if len(prompts) % G:
             raise ValueError(f"EnvRollout: {len(prompts)} prompts is not a whole number of groups of {G}")
+        groups = [prompts[g * G : (g + 1) * G] for g in range(len(prompts) // G)]
+        tasks = [self._task(group[0]) for group in groups]
+        if any(p != group[0] for group in groups for p in group):
+            raise ValueError(
+                "EnvRollout: a group's prompts differ; TRL repeats each prompt num_generations times in a row"
+            )
         model = trainer.accelerator.unwrap_model(trainer.model)
         tokenizer = getattr(trainer.processing_class, "tokenizer", trainer.processing_class)
-        if self._generator is None or self._generator.inner.model is not model:
-            self._generator = MarkedCallGenerator(model, tokenizer, self.markers)
-            self._marker_ids = tuple(encode(tokenizer, m) for m in self.markers)
-        gen = self._generator
+        if self._markers is None or self._markers.tokenizer is not tokenizer:
+            self._markers = CallMarkers(tokenizer, self.markers)
+        markers = self._markers
         step = int(trainer.state.global_step)
         out: dict[str, list] = {
             k: []
             for k in ("prompt_ids", "completion_ids", "logprobs", "env_mask", "rlvp_messages", "outcome", "task_id")
         }
         violations = 0
+        logprobs = SampledLogprobs()
         was_training = model.training
         model.eval()
         try:
-            for g in range(len(prompts) // G):
-                group = prompts[g * G : (g + 1) * G]
-                task = self._task(group[0])
-                if any(p != group[0] for p in group):
-                    raise ValueError(
-                        "EnvRollout: a group's prompts differ; TRL repeats each prompt num_generations times in a row"
-                    )
-                with torch.no_grad():
-                    rollouts = collect_group(
-                        gen, tokenizer, self.env_factory, task, G, self.gen_cfg, seed=_seed_of(self.seed, step, g)
-                    )
-                for r in rollouts:
-                    found = find_call_spans(r.completion_ids, *self._marker_ids, r.completion_mask)
-                    self.span_mismatches += int(found != [tuple(s) for s in r.call_spans])
-                    out["prompt_ids"].append(list(r.prompt_ids))
-                    out["completion_ids"].append(list(r.completion_ids))
-                    out["logprobs"].append(gen.logprobs_of(r))
-                    out["env_mask"].append(list(r.completion_mask))
-                    out["rlvp_messages"].append(episode_messages(r.episode))
-                    out["outcome"].append(float(r.outcome))
-                    out["task_id"].append(r.task_id)
-                    self.allowed[tuple(r.completion_ids)] = list(r.allowed_ids or [])
-                    if self.program is not None:
-                        credits = call_credits(r.episode, self.program.score(r.episode))
-                        violations += sum(1 for v in credits.values if v < 0)
+            with torch.no_grad():
+                played = collect_groups(
+                    model,
+                    tokenizer,
+                    self.env_factory,
+                    tasks,
+                    G,
+                    self.gen_cfg,
+                    [_seed_of(self.seed, step, g) for g in range(len(tasks))],
+                    call_trie=markers.marked,
+                    on_turn=logprobs,
+                )
         finally:
-            gen.clear()
             model.train(was_training)
+        for j, rollouts in enumerate(played):
+            for g, r in enumerate(rollouts):
+                found = find_call_spans(r.completion_ids, *markers.ids, r.completion_mask)
+                self.span_mismatches += int(found != [tuple(s) for s in r.call_spans])
+                out["prompt_ids"].append(list(r.prompt_ids))
+                out["completion_ids"].append(list(r.completion_ids))
+                out["logprobs"].append(logprobs.of(j, g, len(r.completion_ids)))
+                out["env_mask"].append(list(r.completion_mask))
+                out["rlvp_messages"].append(episode_messages(r.episode))
+                out["outcome"].append(float(r.outcome))
+                out["task_id"].append(r.task_id)
+                self.allowed[tuple(r.completion_ids)] = list(r.allowed_ids or [])
+                if self.program is not None:
+                    credits = call_credits(r.episode, self.program.score(r.episode))
+                    violations += sum(1 for v in credits.values if v < 0)
         self.episodes_generated += len(out["outcome"])
         record = {
             "step": step,

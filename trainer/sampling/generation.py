@@ -151,9 +151,8 @@ class HFGenerator:
     """Samples constrained turns with a HF causal LM (`PreTrainedModel` or a peft model).
 
     Every call re-feeds each whole context to `generate` (no KV cache across turns);
-    `CachedSampler` is the batched path that keeps it.  This one serves the
-    `sample_turns` protocol (scripted and wrapped generators, the TRL rollout) and is the
-    reference the cached path is tested against.
+    `CachedSampler` is the batched path that keeps it (the compact trainer's and the TRL
+    rollout's).  This one is the `sample_turns` reference the cached path is tested against.
     """
 
     def __init__(self, model, tokenizer) -> None:
@@ -464,8 +463,3 @@ class CachedSampler:
             _turn_sample(tokens[i], lp_mask[i], lp_raw[i], constraint.states[i], constraint.allowed[i], trie, tok)
             for i in range(n)
         ]
-
-
-def as_generator(policy, tokenizer) -> Any:
-    """`policy` itself when it has `sample_turns` (e.g. the vLLM backend), else an `HFGenerator`."""
-    return policy if hasattr(policy, "sample_turns") else HFGenerator(policy, tokenizer)

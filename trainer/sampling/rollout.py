@@ -7,6 +7,9 @@ cache across turns (group j sampled from its own generator seeded by ``seeds[j]`
 with a `sample_turns` object, one group at a time, the still active episodes re-fed
 through one call per turn.  Both give a group the same rollouts for the same seed.
 `collect_group(..., task, ..., seed)` is the one-group case.
+Two keyword hooks let another front end sample through the same path (the TRL rollout,
+`trainer.experiments.trl_rollout.EnvRollout`): ``call_trie`` rewrites the call trie sampled
+under (every call between markers), ``on_turn`` sees every sampled turn (its log-probs).
 
 How the training sequence is built (never by re-tokenising text):
 
@@ -37,7 +40,7 @@ the EOS -- all mask 0, the policy did not choose them, so no gradient and no cou
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, OK, USER, Episode, Event
 from trainer.envs.base import END_TURN, Task, ToolCall, ToolEnv, all_calls, is_conversation
@@ -52,6 +55,13 @@ MAX_ANSWERS = 10_000
 # Caches keyed by the tokenizer's id; each entry keeps the tokenizer alive, so an id is never reused.
 _TRIES: dict[tuple, tuple[object, CallTrie]] = {}
 _CHATS: dict[int, tuple[object, ChatFormat]] = {}
+
+
+class TurnHook(Protocol):
+    """``on_turn(group, generation, offset, sample)``: group `group`'s episode `generation` sampled
+    `sample`, whose ids are ``completion_ids[offset : offset + len(sample.ids)]`` of its rollout."""
+
+    def __call__(self, group: int, generation: int, offset: int, sample: TurnSample) -> None: ...
 
 
 def system_prompt(env: ToolEnv, call_format: CallFormat, tools: Sequence[str] | None = None) -> str:
@@ -145,7 +155,14 @@ class _Group:
     """One task's G episodes being played, and what every turn of them needs."""
 
     def __init__(
-        self, tokenizer, env_factory: Callable[[], ToolEnv], task: Task, num_generations: int, cfg: GenConfig, seed: int
+        self,
+        tokenizer,
+        env_factory: Callable[[], ToolEnv],
+        task: Task,
+        num_generations: int,
+        cfg: GenConfig,
+        seed: int,
+        call_trie: Callable[[CallTrie], CallTrie] | None = None,
     ) -> None:
         if num_generations < 1:
             raise ValueError(f"'num_generations' must be >= 1 (got {num_generations})")
@@ -154,6 +171,8 @@ class _Group:
         observations = [env.reset(task) for env in envs]
         self.task, self.seed, self.tokenizer = task, seed, tokenizer
         self.trie = _trie(envs[0], tokenizer, fmt)
+        if call_trie is not None:
+            self.trie = call_trie(self.trie)
         self.chat = _chat(tokenizer)
         self.tags = _manifest_tags(envs[0])
         messages = [{"role": "user", "content": observations[0]}]
@@ -281,6 +300,8 @@ def collect_group(
     num_generations: int,
     gen_cfg: GenConfig | None = None,
     seed: int = 0,
+    *,
+    call_trie: Callable[[CallTrie], CallTrie] | None = None,
 ) -> list[Rollout]:
     """Play `num_generations` episodes of `task`; returns one `Rollout` per episode.
 
@@ -294,9 +315,12 @@ def collect_group(
         num_generations: G, the group size.
         gen_cfg: sampling settings (`GenConfig`).
         seed: seeds the sampling; the global torch RNG is left as it was.
+        call_trie: see `collect_groups`.
     Raises ValueError for G < 1 or a tokenizer/schema that cannot express the calls.
     """
-    return collect_groups(policy, tokenizer, env_factory, [task], num_generations, gen_cfg, [seed])[0]
+    return collect_groups(
+        policy, tokenizer, env_factory, [task], num_generations, gen_cfg, [seed], call_trie=call_trie
+    )[0]
 
 
 def collect_groups(
@@ -307,6 +331,9 @@ def collect_groups(
     num_generations: int,
     gen_cfg: GenConfig | None = None,
     seeds: Sequence[int] | None = None,
+    *,
+    call_trie: Callable[[CallTrie], CallTrie] | None = None,
+    on_turn: TurnHook | None = None,
 ) -> list[list[Rollout]]:
     """One group of `num_generations` episodes per task, ``groups[j]`` seeded by ``seeds[j]``.
 
@@ -315,6 +342,14 @@ def collect_groups(
     seeded by ``seeds[j]`` -- so a group's rollouts are the ones `collect_group` gives it
     alone.  A `sample_turns` object plays one group at a time, re-fed every turn, under
     the global torch RNG seeded by the group's seed (forked: the caller's RNG is left as it was).
+
+    Args:
+        call_trie: maps the environment's call trie to the one sampled under, e.g. every call
+            written between markers (`trainer.experiments.trl_rollout.CallMarkers.marked`); it must
+            keep the calls and their order, and give the same trie object for the same trie (tasks
+            sharing a trie share a batch).  None: the environment's trie.
+        on_turn: called after every sampled turn with ``(group, generation, offset, sample)``
+            (`TurnHook`), e.g. to keep the sampler's log-probs (`TurnSample.logprobs`).
     """
     import torch
 
@@ -322,36 +357,44 @@ def collect_groups(
     seeds = list(seeds) if seeds is not None else list(range(len(tasks)))
     if len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
-    groups = [_Group(tokenizer, env_factory, task, num_generations, cfg, seed) for task, seed in zip(tasks, seeds)]
+    groups = [
+        _Group(tokenizer, env_factory, task, num_generations, cfg, seed, call_trie) for task, seed in zip(tasks, seeds)
+    ]
+    index = {id(group): j for j, group in enumerate(groups)}
     if hasattr(policy, "sample_turns"):
-        for group in groups:
+        for j, group in enumerate(groups):
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(group.seed)
-                _play_refed(policy, group, cfg)
+                _play_refed(policy, group, cfg, j, on_turn)
         return [g.rollouts() for g in groups]
     by_trie: dict[int, list[_Group]] = {}
     for group in groups:  # one batch per call mask (tasks of one environment share it)
         by_trie.setdefault(id(group.trie), []).append(group)
     for batch in by_trie.values():
-        _play_cached(policy, tokenizer, batch, cfg)
+        _play_cached(policy, tokenizer, batch, cfg, index, on_turn)
     return [g.rollouts() for g in groups]
 
 
-def _play_refed(generator, group: _Group, cfg: GenConfig) -> None:
+def _play_refed(generator, group: _Group, cfg: GenConfig, j: int, on_turn: TurnHook | None) -> None:
     turn = 0  # one policy turn (a call or an answer) per round; every episode ends (calls capped, answers finite)
-    while active := [ep for ep in group.episodes if not ep.done]:
-        samples = generator.sample_turns([group.prompt_ids + ep.ids for ep in active], group.trie, cfg)
-        for ep, sample in zip(active, samples, strict=True):
+    while active := [(g, ep) for g, ep in enumerate(group.episodes) if not ep.done]:
+        samples = generator.sample_turns([group.prompt_ids + ep.ids for _, ep in active], group.trie, cfg)
+        for (g, ep), sample in zip(active, samples, strict=True):
+            if on_turn is not None:
+                on_turn(j, g, len(ep.ids), sample)
             group.play(ep, sample, turn)
         turn += 1
 
 
-def _play_cached(model, tokenizer, groups: list[_Group], cfg: GenConfig) -> None:
+def _play_cached(
+    model, tokenizer, groups: list[_Group], cfg: GenConfig, index: dict[int, int], on_turn: TurnHook | None
+) -> None:
     import torch
 
     from trainer.batch import device_of
 
     rows = [(group, ep) for group in groups for ep in group.episodes]
+    generation = [g for group in groups for g in range(len(group.episodes))]
     sampler = CachedSampler(model, tokenizer, len(rows))
     dev = device_of(model)
     gens = {id(g): torch.Generator(device=dev).manual_seed(int(g.seed)) for g in groups}
@@ -370,5 +413,7 @@ def _play_cached(model, tokenizer, groups: list[_Group], cfg: GenConfig) -> None
         )
         for i, sample in zip(active, samples, strict=True):
             group, ep = rows[i]
+            if on_turn is not None:
+                on_turn(index[id(group)], generation[i], len(ep.ids), sample)
             new[i] = group.play(ep, sample, turn)
         turn += 1

@@ -66,12 +66,12 @@ def run(tmp_path_factory):
     cfg = _config(tmp)
     played: dict[tuple[int, ...], object] = {}
     outcomes_seen: list[tuple[tuple[int, ...], float]] = []
-    collect = trl_rollout.collect_group
+    collect = trl_rollout.collect_groups
 
     def recording_collect(*args, **kwargs):
-        rollouts = collect(*args, **kwargs)
-        played.update({tuple(r.completion_ids): r for r in rollouts})
-        return rollouts
+        groups = collect(*args, **kwargs)
+        played.update({tuple(r.completion_ids): r for group in groups for r in group})
+        return groups
 
     def outcome_reward(completions, outcome, completion_ids=None, **kwargs):  # TRL logs it by this name
         values = trl_rollout.outcome_reward(completions, outcome, **kwargs)
@@ -79,7 +79,7 @@ def run(tmp_path_factory):
         return values
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(trl_rollout, "collect_group", recording_collect)
+    mp.setattr(trl_rollout, "collect_groups", recording_collect)
     mp.setattr(trl_runs, "outcome_reward", outcome_reward)
     try:
         trl_runs.quiet_libraries()

@@ -15,15 +15,14 @@ from trainer import envs
 from trainer.config import load_config
 from trainer.experiments.trl_rollout import (
     CALL_MARKERS,
+    CallMarkers,
     EnvRollout,
-    MarkedCallGenerator,
     episode_messages,
     task_message,
 )
 from trainer.experiments.trl_runs import tiny_policy
 from trainer.sampling.generation import GenConfig
 from trainer.sampling.rollout import collect_group
-from trainer.sampling.tokenizer import encode
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -35,12 +34,13 @@ def test_marked_conversation_rollouts_match_spans_and_messages():
     )
     factory = envs.env_factory(cfg.env, **cfg.env_args)
     model, tok = tiny_policy(cfg, factory)
-    gen = MarkedCallGenerator(model, tok, CALL_MARKERS)
-    markers = tuple(encode(tok, m) for m in CALL_MARKERS)
+    markers = CallMarkers(tok, CALL_MARKERS)
     answered = users = 0
     for task in envs.make_tasks(2, seed=1):
-        for r in collect_group(gen, tok, factory, task, 4, GenConfig(), seed=3):
-            assert find_call_spans(r.completion_ids, *markers, r.completion_mask) == [tuple(s) for s in r.call_spans]
+        for r in collect_group(model, tok, factory, task, 4, GenConfig(), seed=3, call_trie=markers.marked):
+            assert find_call_spans(r.completion_ids, *markers.ids, r.completion_mask) == [
+                tuple(s) for s in r.call_spans
+            ]
             messages = [task_message(r.episode.events[0].text, dict(r.episode.events[0].signals))]
             messages += episode_messages(r.episode)
             back = episode_from_messages(messages, call_markers=CALL_MARKERS)

@@ -56,7 +56,7 @@ class RecordingReward(RlvpReward):
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    """One 2-step run; the rollouts `collect_group` played (by completion ids) and the trainer."""
+    """One 2-step run; the rollouts `collect_groups` played (by completion ids) and the trainer."""
     torch.set_num_threads(1)
     cfg = load_config(ROOT / "examples" / "chain4.toml").replace(
         tasks_per_iteration=TASKS, num_generations=G, model_args={"hidden_size": 32, "intermediate_size": 64}
@@ -70,12 +70,12 @@ def run(tmp_path_factory):
         seed=cfg.seed,
     )
     played: dict[tuple[int, ...], object] = {}
-    collect = trl_rollout.collect_group
+    collect = trl_rollout.collect_groups
 
     def recording_collect(*args, **kwargs):
-        rollouts = collect(*args, **kwargs)
-        played.update({tuple(r.completion_ids): r for r in rollouts})
-        return rollouts
+        groups = collect(*args, **kwargs)
+        played.update({tuple(r.completion_ids): r for group in groups for r in group})
+        return groups
 
     reward = RecordingReward(RULES, mode="token", process_weight=W, call_markers=CALL_MARKERS)
     reward.read_rows = {}
@@ -90,7 +90,7 @@ def run(tmp_path_factory):
     )
     trainer.seen = []
     mp = pytest.MonkeyPatch()
-    mp.setattr(trl_rollout, "collect_group", recording_collect)
+    mp.setattr(trl_rollout, "collect_groups", recording_collect)
     try:
         trainer.train()
     finally:
