@@ -153,61 +153,14 @@ def run_rollout_func(seed: int, steps: int, threads: int = 1, stop_at: float | N
     return _result(rec, cfg.tasks_per_iteration * cfg.num_generations)
 
 
-def build_env_factory_run(cfg: Any, steps: int, threads: int = 1) -> tuple[Any, Any]:
-    """(c) TRL's own multi-turn loop: `RlvpGRPOTrainer` with ``environment_factory`` (the
-    chain-4 wrapper of `trainer.experiments.trl_env_factory`), the tiny policy of
-    `trl_runs.tiny_policy`, reward = the environment's outcome (``get_reward``) + rlvp token
-    credit; ``(trainer, setup)``."""
-    import torch
-
-    from rlvp_dsl.integrations.trl import RlvpGRPOTrainer, RlvpReward
-    from trainer import envs
-    from trainer.experiments import trl_env_factory as tef
-    from trainer.experiments.trl_rollout import CALL_MARKERS, EnvTagsMixin
-    from trainer.experiments.trl_runs import grpo_config, process_schedule, tiny_policy
-
-    torch.set_num_threads(threads)
-    factory = envs.env_factory(cfg.env, **cfg.env_args)
-    model, tok = tiny_policy(cfg, factory)
-    tef.tool_tokenizer(tok)
-    max_turns = int(cfg.max_turns or factory().max_turns)
-    setup = tef.build_env_factory(factory, tok, max_turns=max_turns)
-    tasks = envs.make_tasks(steps * cfg.tasks_per_iteration, cfg.seed, prefix=f"{cfg.env}-")
-
-    class Reward(tef.EnvMessagesMixin, EnvTagsMixin, RlvpReward):
-        pass
-
-    reward = Reward(
-        cfg.rules, mode="token", process_weight=cfg.process_weight, call_markers=CALL_MARKERS, tool_tags=setup.tool_tags
-    )
-    cls = type("GrammarRlvpGRPOTrainer", (tef.GrammarLogprobsMixin, RlvpGRPOTrainer), {})
-    args = grpo_config(
-        cfg, steps=steps, out_dir=cfg.out_dir, max_completion_length=1024, max_tool_calling_iterations=max_turns
-    )
-    trainer = cls(
-        model=model,
-        reward_funcs=[reward],
-        args=args,
-        train_dataset=setup.dataset(tasks),
-        processing_class=tok,
-        environment_factory=setup.environment,
-        process_schedule=process_schedule(cfg),
-    )
-    trainer.call_grammar = setup.grammar
-    tef.constrain(trainer.model, setup.grammar)
-    from transformers.trainer_callback import PrinterCallback
-
-    trainer.remove_callback(PrinterCallback)
-    return trainer, setup
-
-
 def run_env_factory(seed: int, steps: int, threads: int = 1, stop_at: float | None = None) -> dict[str, Any]:
-    """(c) TRL's ``environment_factory`` loop (`build_env_factory_run`)."""
+    """(c) TRL's ``environment_factory`` loop (`trl_env_factory.build_env_factory_trainer`)."""
+    from trainer.experiments.trl_env_factory import build_env_factory_trainer
     from trainer.experiments.trl_runs import quiet_libraries
 
     quiet_libraries()
     cfg = _config(seed, steps, threads)
-    trainer, _ = build_env_factory_run(cfg, steps, threads)
+    trainer, _ = build_env_factory_trainer(cfg, steps=steps, out_dir=cfg.out_dir, threads=threads)
     rec = _empty()
 
     def outcomes(out):

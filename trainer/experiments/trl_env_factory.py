@@ -1,10 +1,14 @@
 """Our tool environments through TRL's own multi-turn loop (``GRPOTrainer(environment_factory=...)``).
 
+    trainer, setup = build_env_factory_trainer(load_config("examples/chain4.toml"), steps=60, out_dir="runs/ef")
+    trainer.train()
+
+    # by hand: the class, grammar and dataset for an environment, a tokenizer from `tool_tokenizer`
     setup = build_env_factory(env_factory, tokenizer, max_turns=12)
-    reward = EnvMessagesRlvpReward(rules, mode="token", call_markers=CALL_MARKERS, tool_tags=setup.tool_tags)
-    trainer = GrammarRlvpGRPOTrainer(model, reward_funcs=[reward], environment_factory=setup.environment,
-                                     train_dataset=setup.dataset(tasks), processing_class=tokenizer, ...)
-    setup.constrain(model)  # the call grammar on model.generate
+    trainer = MyGrammarRlvpGRPOTrainer(model, reward_funcs=[reward], environment_factory=setup.environment,
+                                       train_dataset=setup.dataset(tasks), processing_class=tokenizer, ...)
+    trainer.call_grammar = setup.grammar
+    constrain(trainer.model, setup.grammar)  # the call grammar on model.generate
 
 What TRL 1.16 asks of an environment (trl/trainer/grpo_trainer.py, ``environment_factory``): a
 class whose public methods are the tools (type hints and a Google-style docstring, which
@@ -409,3 +413,55 @@ def build_env_factory(
         initial_signals=dict(initial()) if initial is not None else {},
         env_factory=env_factory,
     )
+
+
+def build_env_factory_trainer(cfg: Any, *, steps: int, out_dir: str, threads: int | None = None) -> tuple[Any, Any]:
+    """TRL's own multi-turn loop on `cfg` (`trainer.config.TrainConfig`, ``model = "tiny"``):
+    `RlvpGRPOTrainer` with `GrammarLogprobsMixin`, ``environment_factory`` = `build_env_factory`'s
+    class on ``cfg.env``, the tiny policy of `trl_runs.tiny_policy` with `tool_tokenizer`'s
+    template, rewards = the environment's outcome (``get_reward``, column ``ChainEnv``) + rlvp
+    token credit (`RlvpReward` on ``cfg.rules`` behind `EnvMessagesMixin` and `EnvTagsMixin`),
+    the batch and optimiser of `trl_runs.grpo_config`, at most ``max_turns`` tool rounds, and the
+    `CallGrammar` on ``model.generate``.  Returns ``(trainer, EnvFactorySetup)``.
+
+    Raises:
+        ValueError: a config `trl_runs.tiny_policy` / `trl_runs.grpo_config` refuses.
+        RuleError: the rule file has errors.
+    """
+    import torch
+    from transformers.trainer_callback import PrinterCallback
+
+    from rlvp_dsl.integrations.trl import RlvpGRPOTrainer, RlvpReward
+    from trainer import envs
+    from trainer.experiments.trl_rollout import EnvTagsMixin
+    from trainer.experiments.trl_runs import grpo_config, process_schedule, tiny_policy
+
+    torch.set_num_threads(int(threads or cfg.threads))
+    factory = envs.env_factory(cfg.env, **cfg.env_args)
+    model, tok = tiny_policy(cfg, factory)
+    tool_tokenizer(tok)
+    max_turns = int(cfg.max_turns or factory().max_turns)
+    setup = build_env_factory(factory, tok, max_turns=max_turns)
+    tasks = envs.make_tasks(steps * cfg.tasks_per_iteration, cfg.seed, prefix=f"{cfg.env}-")
+
+    class EnvRlvpReward(EnvMessagesMixin, EnvTagsMixin, RlvpReward):
+        pass
+
+    reward = EnvRlvpReward(
+        cfg.rules, mode="token", process_weight=cfg.process_weight, call_markers=CALL_MARKERS, tool_tags=setup.tool_tags
+    )
+    cls = type("GrammarRlvpGRPOTrainer", (GrammarLogprobsMixin, RlvpGRPOTrainer), {})
+    args = grpo_config(cfg, steps=steps, out_dir=out_dir, max_completion_length=1024, max_tool_calling_iterations=max_turns)
+    trainer = cls(
+        model=model,
+        reward_funcs=[reward],
+        args=args,
+        train_dataset=setup.dataset(tasks),
+        processing_class=tok,
+        environment_factory=setup.environment,
+        process_schedule=process_schedule(cfg),
+    )
+    trainer.call_grammar = setup.grammar
+    constrain(trainer.model, setup.grammar)
+    trainer.remove_callback(PrinterCallback)
+    return trainer, setup
