@@ -42,7 +42,12 @@ def _config(seed: int, steps: int, threads: int):
     from trainer.config import load_config
 
     return load_config(
-        CONFIG, seed=seed, iterations=steps, threads=threads, out_dir=tempfile.mkdtemp(prefix="bench-"), checkpoint_every=0
+        CONFIG,
+        seed=seed,
+        iterations=steps,
+        threads=threads,
+        out_dir=tempfile.mkdtemp(prefix="bench-"),
+        checkpoint_every=0,
     )
 
 

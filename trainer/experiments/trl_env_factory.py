@@ -451,7 +451,9 @@ def build_env_factory_trainer(cfg: Any, *, steps: int, out_dir: str, threads: in
         cfg.rules, mode="token", process_weight=cfg.process_weight, call_markers=CALL_MARKERS, tool_tags=setup.tool_tags
     )
     cls = type("GrammarRlvpGRPOTrainer", (GrammarLogprobsMixin, RlvpGRPOTrainer), {})
-    args = grpo_config(cfg, steps=steps, out_dir=out_dir, max_completion_length=1024, max_tool_calling_iterations=max_turns)
+    args = grpo_config(
+        cfg, steps=steps, out_dir=out_dir, max_completion_length=1024, max_tool_calling_iterations=max_turns
+    )
     trainer = cls(
         model=model,
         reward_funcs=[reward],

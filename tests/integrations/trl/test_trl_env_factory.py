@@ -70,7 +70,9 @@ def run(tmp_path_factory):
     compute_loss = trainer._compute_loss
 
     def recording_loss(model, inputs):
-        batches.append({k: inputs[k].detach().clone() for k in ("advantages", "completion_ids", "completion_mask", "tool_mask")})
+        batches.append(
+            {k: inputs[k].detach().clone() for k in ("advantages", "completion_ids", "completion_mask", "tool_mask")}
+        )
         return compute_loss(model, inputs)
 
     trainer._calculate_rewards = recording_rewards
