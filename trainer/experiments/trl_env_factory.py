@@ -5,8 +5,9 @@
 
     # by hand: the class, grammar and dataset for an environment, a tokenizer from `tool_tokenizer`
     setup = build_env_factory(env_factory, tokenizer, max_turns=12)
-    trainer = MyGrammarRlvpGRPOTrainer(model, reward_funcs=[reward], environment_factory=setup.environment,
-                                       train_dataset=setup.dataset(tasks), processing_class=tokenizer, ...)
+    Trainer = type("T", (GrammarLogprobsMixin, RlvpGRPOTrainer), {})   # reward: EnvMessagesMixin + RlvpReward
+    trainer = Trainer(model, reward_funcs=[reward], environment_factory=setup.environment,
+                      train_dataset=setup.dataset(tasks), processing_class=tokenizer, ...)
     trainer.call_grammar = setup.grammar
     constrain(trainer.model, setup.grammar)  # the call grammar on model.generate
 
@@ -36,7 +37,7 @@ What this module adds, and why:
    ``LogitsProcessor`` on ``model.generate`` (each row's state read back from its ids).  TRL
    offers guided decoding only through vLLM; without it a random tiny model never writes a
    parsable call and there is no multi-turn episode to compare.  After ``max_turns`` tool
-   messages, or a tool message holding a `done word <build_env_factory>`, only EOS is allowed
+   messages, or a tool message holding one of `build_env_factory`'s done words, only EOS is allowed
    (TRL generates once more after every tool message; that turn is the EOS alone).
 4. `GrammarLogprobsMixin`: TRL's log-probs renormalised over the ids the grammar allowed, as
    `trl_rollout.ConstrainedLogprobsMixin` does for ``rollout_func`` runs.
