@@ -95,7 +95,9 @@ def test_returned_message_is_an_error_at_the_binding(tmp_path):
 
 
 def test_an_obligation_may_bind_the_message():
-    program = loads(TOOLS + "obligation o (+0.1, expire -0.1) {\n  open on call put\n  discharge on call get same message\n}\n")
+    program = loads(
+        TOOLS + "obligation o (+0.1, expire -0.1) {\n  open on call put\n  discharge on call get same message\n}\n"
+    )
     put = Event(0, CALL, tool="put", arguments={"id": "A"}, message=0)
     same = [put, _call(1, "A", 0), _call(2, "A", 1)]
     later = [put, _call(1, "A", 1)]
