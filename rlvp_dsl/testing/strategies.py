@@ -33,7 +33,10 @@ repeat and collide):
 * exact repeats of an earlier call (same tool and arguments) with a fresh status;
 * user and assistant turns: confirmations (``"yes"``, ``"I confirm."``), refusals,
   summaries, and every text the rules look for;
-* numeric env signals (``goals_remaining`` and any signal the rules name), small integers.
+* numeric env signals (``goals_remaining`` and any signal the rules name), small integers;
+* when the rules bind ``same message``: source messages (`Event.message`, `in_messages`), an
+  assistant turn or call sometimes joining the message before it; otherwise every event is a
+  message of its own, as before.
 
 Hypothesis is imported by this module only; the core library never needs it.
 """

@@ -206,3 +206,29 @@ def test_compiled_streamed_and_reference_agree(drafts, with_messages):
 def test_every_binding_keyword_prints_bare(binding):
     text = TOOLS + f"violation v (-0.1) {{\n  on call and seen (call same {binding})\n}}\n"
     assert f"same {binding})" in print_rule_file(_tree(text))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_generated_episodes_share_messages_only_when_the_rules_bind_them(data):
+    """`--check`'s episodes (rlvp_dsl.testing.episodes) group events into messages for rules that
+    bind `same message`, so such a rule can fire there; other rule files get the episodes as before."""
+    from rlvp_dsl.testing import episodes
+
+    grouped = data.draw(episodes(loads(ONE_CALL), min_events=1, max_events=8)).events
+    assert all(e.message is not None for e in grouped)
+    assert [e.message for e in grouped] == sorted(e.message for e in grouped)  # contiguous, in order
+    for a, b in zip(grouped, grouped[1:]):
+        if USER in (a.kind, b.kind):
+            assert a.message != b.message  # a user turn is a message of its own
+    plain = data.draw(episodes(loads(TOOLS + "violation v (-0.1) {\n  on call get error\n}\n"), max_events=8))
+    assert all(e.message is None for e in plain.events)
+
+
+def test_in_messages_joins_assistant_turns_and_calls_never_user_turns():
+    from rlvp_dsl.testing.strategies import in_messages
+
+    events = (Event(0, USER, text="u"), Event(1, ASSISTANT, text="a"), _call(2, "A", None), Event(3, USER, text="u"))
+    events += (_call(4, "B", None), _call(5, "C", None))
+    assert [e.message for e in in_messages(events, [True] * 6)] == [0, 1, 1, 2, 3, 3]
+    assert [e.message for e in in_messages(events, [False] * 6)] == [0, 1, 2, 3, 4, 5]
