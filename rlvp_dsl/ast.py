@@ -107,9 +107,10 @@ class SignalTest:
 
 @attrs.frozen
 class Binding:
-    """What ``same ...`` compares: an argument by name, each tool's ``target``, or the whole ``call``."""
+    """What ``same ...`` compares: an argument by name, each tool's ``target``, the whole ``call``,
+    or the source ``message`` (`Event.message`) the event belongs to."""
 
-    kind: str  # "arg" | "target" | "call"
+    kind: str  # "arg" | "target" | "call" | "message"
     arg: Name | None = None
     span: Span = _span()
 
@@ -337,6 +338,7 @@ class EpisodeEvent:
     text: str = ""
     signals: tuple[tuple[str, float], ...] = ()
     span: Span = _span()
+    message: int | None = None  # the `message { ... }` group it was written in (0, 1, ...); None: its own
 
 
 @attrs.frozen

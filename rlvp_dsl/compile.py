@@ -121,12 +121,15 @@ class Program:
             else:
                 steps.append(self._progress_step(i, rule))
         updates: list[SeenUpdate] = []
+        in_message: set[int] = set()
         for node in self.seen:
             p = self._pred(node.cond, kind, tool, tags)
             q = self._pred(node.since, kind, tool, tags) if node.since is not None else None
             if p is not None or q is not None:
                 updates.append((self.slots[id(node)], p, q, node.same, node.returned))
-        return Plan(tuple(steps), tuple(updates))
+                if node.same is not None and node.same.kind == "message":
+                    in_message.add(self.slots[id(node)])
+        return Plan(tuple(steps), tuple(updates), frozenset(in_message))
 
     def _violation_step(self, i: int, rule: ViolationRule, pred: Pred) -> Step:
         location, name, weight, kind, span = self.locations[i], rule.name, rule.weight, rule.kind, rule.span

@@ -140,8 +140,9 @@ DOCS: Mapping[str, CodeDoc] = {
     ),
     "RV205": CodeDoc(
         "An argument name (`arg X ...`, `same X`) that none of the tools the condition can match takes, "
-        "when their parameters are known (from a manifest); or `same target` where no matched tool "
-        "declares a target. The test could never hold.",
+        "when their parameters are known (from a manifest); `same target` where no matched tool "
+        "declares a target; or `returned message` (a source message is not a value a tool returns). "
+        "The test could never hold.",
         "Take the did-you-mean over the tools' parameters, or bind an argument those tools take. Tools "
         "declared inline have no known parameters besides their target: declare them with `tools from` "
         "a manifest to have argument names checked (RV307 flags likely typos meanwhile).",

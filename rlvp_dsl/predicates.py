@@ -59,7 +59,10 @@ def result_tokens(text: str) -> frozenset[str]:
 
 
 def binding_key(binding: ast.Binding, event: Event, tools: Mapping[str, ToolSpec]) -> str | None:
-    """The value `same BINDING` compares for this event, or None when it has none."""
+    """The value `same BINDING` compares for this event, or None when it has none.  `message`:
+    the event's source message (any kind of event; None for an event of no message)."""
+    if binding.kind == "message":
+        return None if event.message is None else str(event.message)
     if event.kind != CALL:
         return None
     if binding.kind == "call":

@@ -78,12 +78,14 @@ class _Episode:
 
     def seen_at(self, seen: ast.Seen, i: int) -> int | None:
         """The latest event j the agent had observed at i (j < i, not in i's message) with
-        cond(j) and the same binding value, with no observed `since` event after j."""
+        cond(j) and the same binding value, with no observed `since` event after j.  With
+        `same message`, the latest earlier event j of i's own message, in event order."""
         want = self.key(seen.same, self.events[i]) if seen.same is not None else None
         if seen.same is not None and want is None:
             return None
+        inside = seen.same is not None and seen.same.kind == "message"
         for j in range(i - 1, -1, -1):
-            if self.events[j].same_message(self.events[i]):
+            if not inside and self.events[j].same_message(self.events[i]):
                 continue  # issued together with i: not yet observed
             if self.holds(seen.cond, j) and (
                 seen.same is None

@@ -44,13 +44,18 @@ DecidedUpdate = tuple[int, bool, bool, ast.Binding | None, bool]
 
 
 class Plan:
-    """What to run for one event class (kind, tool, tags): rule steps, then `seen` updates."""
+    """What to run for one event class (kind, tool, tags): rule steps, then `seen` updates.
+    `in_message`: the slots of ``seen (... same message)``, which look inside the event's own
+    message and so are updated in event order, never held (docs/language.md)."""
 
-    __slots__ = ("steps", "updates")
+    __slots__ = ("steps", "updates", "in_message")
 
-    def __init__(self, steps: tuple[Step, ...], updates: tuple[SeenUpdate, ...]) -> None:
+    def __init__(
+        self, steps: tuple[Step, ...], updates: tuple[SeenUpdate, ...], in_message: frozenset[int] = frozenset()
+    ) -> None:
         self.steps = steps
         self.updates = updates
+        self.in_message = in_message
 
 
 class CompiledRules(Protocol):
@@ -168,10 +173,14 @@ class Scorer:
                 (slot, p is not None and p(event, states), q is not None and q(event, states), same, returned)
                 for slot, p, q, same, returned in plan.updates
             ]
-            if event.message is not None:  # issued with its message's other events: none has seen them
-                held.hold(event, now)
-            else:
+            if event.message is None:
                 self._apply(event, now)
+            elif plan.in_message:  # `same message` slots see the message's earlier events at once
+                inside = plan.in_message
+                self._apply(event, [u for u in now if u[0] in inside])
+                held.hold(event, [u for u in now if u[0] not in inside])
+            else:  # issued with its message's other events: none has seen them
+                held.hold(event, now)
         if event.kind == CALL:
             self.calls_before += 1
 

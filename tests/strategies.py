@@ -147,7 +147,10 @@ def conditions(table: ToolTable, depth: int = 2):
         inner = draw(sub)
         text = f"seen ({inner}"
         if draw(st.booleans()):
-            text += f" {draw(st.sampled_from(('same', 'returned')))} {draw(_binding(table))}"
+            how = draw(st.sampled_from(("same", "returned")))
+            # `same message` looks inside the event's own message; `returned message` is an error (RV205)
+            bindings = _binding(table) | st.just("message") if how == "same" else _binding(table)
+            text += f" {how} {draw(bindings)}"
         if draw(st.booleans()):
             text += f" since {draw(sub)}"
         return text + ")"
@@ -204,7 +207,7 @@ def obligations(draw, table: ToolTable, name: str) -> str:
     discharge = draw(discharge_conditions(table) | st.just("assistant"))
     same = ""
     if draw(st.booleans()) and not discharge.startswith("assistant") and not opener.startswith("assistant"):
-        same = f" same {draw(_binding(table))}"
+        same = f" same {draw(_binding(table) | st.just('message'))}"
     deadline = draw(
         st.one_of(
             st.just(""),

@@ -41,6 +41,14 @@ def check_expr(state: CheckState, expr: ast.Expr) -> None:
             _check_regex(state, node)
         elif isinstance(node, ast.And):
             _check_args_in(state, node)
+        elif isinstance(node, ast.Seen) and node.returned and node.same is not None and node.same.kind == "message":
+            state.error(
+                "RV205",
+                "`returned message` cannot hold: a source message is not a value a tool returns",
+                node.same.span,
+                "`same message` finds an earlier event of this event's own message; `returned ARG` "
+                "finds an earlier result that holds this event's argument",
+            )
         elif isinstance(node, ast.Seen) and node.same is not None and not node.returned:
             check_binding(state, node.same, state.universe.possible(node.cond), "the `seen` condition", "RV205")
     if isinstance(expr, ast.ArgTest):
@@ -77,7 +85,7 @@ def check_binding(
     state: CheckState, binding: ast.Binding, classes: frozenset[EventClass], where: str, code: str
 ) -> bool:
     """False (after an error `code`) when no tool that `where` can match carries a value for `binding`."""
-    if binding.kind == "call" or has_unknown(classes):
+    if binding.kind in ("call", "message") or has_unknown(classes):  # every call has both
         return True
     tools = [state.tools[t] for t in tools_of(classes)]
     if binding.kind == "target":

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from lark import Token, v_args
 from lark.tree import Meta
 
@@ -23,6 +25,10 @@ Children = list[Any]
 
 #: A test event's outcome as written: (status, error text).
 Status = tuple[str, str]
+
+
+class _MessageGroup(list[ast.EpisodeEvent]):
+    """The events of one `message { ... }` group of an inline episode, before numbering."""
 
 
 class _JsonObject(list[tuple[str, object]]):
@@ -57,8 +63,22 @@ class InlineTestTransformer:
     def episode_file(self, children: list[Token]) -> tuple[None, str]:
         return None, self._string(children[0])
 
-    def episode_inline(self, children: list[ast.EpisodeEvent]) -> tuple[tuple[ast.EpisodeEvent, ...], None]:
-        return tuple(children), None
+    def episode_inline(
+        self, children: list[ast.EpisodeEvent | _MessageGroup]
+    ) -> tuple[tuple[ast.EpisodeEvent, ...], None]:
+        """The events in order; those of the k-th `message { ... }` group carry ``message=k``."""
+        events: list[ast.EpisodeEvent] = []
+        groups = 0
+        for child in children:
+            if isinstance(child, _MessageGroup):
+                events.extend(attrs.evolve(e, message=groups) for e in child)
+                groups += 1
+            else:
+                events.append(child)
+        return tuple(events), None
+
+    def episode_message(self, children: list[ast.EpisodeEvent]) -> _MessageGroup:
+        return _MessageGroup(children)
 
     @v_args(meta=True)
     def user_event(self, meta: Meta, children: list[Token]) -> ast.EpisodeEvent:

@@ -169,7 +169,7 @@ def _binding(binding: ast.Binding) -> str:
         if binding.arg is None:
             raise ValueError("an argument binding needs the argument's name")
         return print_name(binding.arg)
-    if binding.kind in ("target", "call"):
+    if binding.kind in ("target", "call", "message"):
         return binding.kind
     raise ValueError(f"unknown binding kind {binding.kind!r}")
 
@@ -386,6 +386,24 @@ def _episode_event(event: ast.EpisodeEvent) -> str:
     return text
 
 
+def _episode_events(events: tuple[ast.EpisodeEvent, ...]) -> list[str]:
+    """The events' lines; a run of events of one message group inside ``message { ... }``."""
+    lines: list[str] = []
+    k = 0
+    while k < len(events):
+        group = events[k].message
+        if group is None:
+            lines.append(_episode_event(events[k]))
+            k += 1
+            continue
+        end = k
+        while end < len(events) and events[end].message == group:
+            end += 1
+        lines += ["message {"] + ["  " + _episode_event(e) for e in events[k:end]] + ["}"]
+        k = end
+    return lines
+
+
 def _expect_target(rule: ast.Name) -> str:
     """The rule an `expect` names: ``repeat_error`` and ``blind_destructive`` (the default names of
     those rules) are written as the grammar's words, not in backticks."""
@@ -396,7 +414,7 @@ def _test_block(item: ast.InlineTest) -> str:
     if item.episode_file is not None:
         lines = ["episode " + print_string(item.episode_file)]
     else:
-        lines = ["episode {"] + ["  " + _episode_event(e) for e in item.events or ()] + ["}"]
+        lines = ["episode {"] + ["  " + line for line in _episode_events(item.events or ())] + ["}"]
     for expect in item.expects:
         target = "total" if expect.rule is None else _expect_target(expect.rule)
         where = "" if expect.at is None else f" at {expect.at} {expect.index}"

@@ -262,6 +262,10 @@ class _ToAst(InlineTestTransformer, Transformer_NonRecursive[Token, tuple[ast.It
     def call_binding(self, meta: Meta, children: Children) -> ast.Binding:
         return ast.Binding("call", None, self._span(meta))
 
+    @v_args(meta=True)
+    def message_binding(self, meta: Meta, children: Children) -> ast.Binding:
+        return ast.Binding("message", None, self._span(meta))
+
     def deadline_clause(self, children: list[ast.Deadline]) -> ast.Deadline:
         return children[0]
 

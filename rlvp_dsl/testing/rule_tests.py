@@ -69,10 +69,11 @@ def episode_of_test(test: RuleTest) -> Episode:
                         error_text=e.error_text or (f"{e.status}" if e.status != "ok" else ""),
                         result=e.result,
                         signals=dict(e.signals),
+                        message=e.message,
                     )
                 )
             else:
-                events.append(Event(i, e.kind, text=e.text))
+                events.append(Event(i, e.kind, text=e.text, message=e.message))
         return Episode(f"test {block.name!r}", tuple(events), source=test.file)
     from ..readers import ReaderError, read_episodes
 

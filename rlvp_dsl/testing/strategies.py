@@ -33,7 +33,10 @@ repeat and collide):
 * exact repeats of an earlier call (same tool and arguments) with a fresh status;
 * user and assistant turns: confirmations (``"yes"``, ``"I confirm."``), refusals,
   summaries, and every text the rules look for;
-* numeric env signals (``goals_remaining`` and any signal the rules name), small integers.
+* numeric env signals (``goals_remaining`` and any signal the rules name), small integers;
+* when the rules bind ``same message``: source messages (`Event.message`, `in_messages`), an
+  assistant turn or call sometimes joining the message before it; otherwise every event is a
+  message of its own, as before.
 
 Hypothesis is imported by this module only; the core library never needs it.
 """
@@ -96,6 +99,7 @@ class Vocabulary:
     error_texts: tuple[str, ...] = ERROR_TEXTS
     signals: tuple[str, ...] = ()
     signal_values: tuple[float, ...] = SIGNAL_VALUES
+    messages: bool = False  # the rules bind `same message`: episodes group events into source messages
 
     def values_for(self, arg: str) -> tuple[Any, ...]:
         return self.values.get(arg, self.default_values)
@@ -181,13 +185,17 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple[Any, ...] = VALUE
     signal_values: list[float] = list(SIGNAL_VALUES)
     arg_names: list[str] = []
     said: set[int] = set()
+    binds_message = False
     for rule in _rules_of(rules):
+        same = getattr(rule, "same", None)  # an obligation's binding
+        binds_message |= same is not None and same.kind == "message"
         if isinstance(rule, ProgressRule):
             _add({"s": signals}, "s", rule.signal)
             if rule.start is not None:
                 signal_values.extend(v for v in (rule.start - 1, rule.start) if v not in signal_values)
         for root in conditions(rule):
             for node in walk(root):
+                binds_message |= isinstance(node, ast.Seen) and node.same is not None and node.same.kind == "message"
                 if id(node) not in said:
                     _mine(node, args, texts, signals, signal_values, arg_names)
                 if (
@@ -212,6 +220,7 @@ def vocabulary(tools: Any, *, rules: Any = None, values: tuple[Any, ...] = VALUE
         error_texts=ERROR_TEXTS + tuple(t for t in texts.get("error_text", ()) if t not in ERROR_TEXTS),
         signals=tuple(signals),
         signal_values=tuple(signal_values),
+        messages=binds_message,
     )
 
 
@@ -394,9 +403,25 @@ def episodes(
     if messages:
         drafts += [_message_strategy(vocab, USER, 0), _message_strategy(vocab, ASSISTANT, 0)]
     targets = {t.name: t.target for t in vocab.tools}
-    return st.lists(st.one_of(drafts), min_size=min_events, max_size=max_events).map(
-        lambda items: Episode(episode_id, _resolve(items, targets))
-    )
+    items = st.lists(st.one_of(drafts), min_size=min_events, max_size=max_events)
+    if vocab.messages:  # rules about how the agent packs its messages: draw which events share one
+        joins = st.lists(st.booleans(), min_size=max_events, max_size=max_events)
+        return st.tuples(items, joins).map(lambda t: Episode(episode_id, in_messages(_resolve(t[0], targets), t[1])))
+    return items.map(lambda items: Episode(episode_id, _resolve(items, targets)))
+
+
+def in_messages(events: Iterable[Event], joins: Iterable[bool]) -> tuple[Event, ...]:
+    """The events with source messages (`Event.message`): a user turn is a message of its own; an
+    assistant turn or a call joins the message before it when that is not a user's and its `joins`
+    flag is true (issued together), else starts the next one."""
+    out: list[Event] = []
+    message, open_assistant = -1, False
+    for event, join in zip(events, joins):
+        if event.kind == USER or not open_assistant or not join:
+            message += 1
+        open_assistant = event.kind != USER
+        out.append(attrs.evolve(event, message=message))
+    return tuple(out)
 
 
 def _resolve(items: list[Event | _Related], targets: Mapping[str, str | None]) -> tuple[Event, ...]:

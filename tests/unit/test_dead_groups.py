@@ -131,8 +131,9 @@ SHARED = ROOT.parent / "shared" / "data" / "tau2_simulations"
 @pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not found at {SHARED}")
 def test_the_claims_of_docs_results_on_the_shared_simulations(capsys):
     """docs/results.md, issue 19: on the shared airline simulations the revised rules rank failed
-    episodes by gold-action progress (tau-b >= +0.3, CI above 0), keep 7 of the 13 outcome-dead
-    groups live, and correlate with success at least as well as the rules before (+0.17)."""
+    episodes by gold-action progress (tau-b >= +0.3, CI above 0), keep 9 of the 13 outcome-dead
+    groups live (the issue's 2/3: `one_call_at_a_time` makes tasks 7 and 32 live), and correlate
+    with success at least as well as the rules before (+0.17)."""
     argv = [str(SHARED), str(ROOT / "rules/tau2_airline.rlvp"), str(ROOT / "rules/tau2_telecom.rlvp")]
     assert dg.main([*argv, "--resamples", "300", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -140,7 +141,7 @@ def test_the_claims_of_docs_results_on_the_shared_simulations(capsys):
     assert (airline["dead_groups"], airline["failed_with_gold"]) == (13, 148)
     ours = airline["sources"][str(ROOT / "rules/tau2_airline.rlvp")]
     assert ours["tau_b"] >= 0.3 and ours["ci95"][0] > 0
-    assert ours["live_dead_groups"] == 7 and ours["corr_success"] >= 0.17
+    assert ours["live_dead_groups"] == 9 and ours["corr_success"] >= 0.17
     assert airline["sources"]["call count (agent calls)"]["live_dead_groups"] == 8
     telecom = doc["domains"]["telecom"]["sources"][str(ROOT / "rules/tau2_telecom.rlvp")]
     assert telecom["tau_b"] > 0 and telecom["corr_success"] > 0
