@@ -258,6 +258,17 @@ DOCS: Mapping[str, CodeDoc] = {
         "violation blind_cancel (-0.3) {\n  on call cancel_reservation\n"
         "  unless seen (call get_reservation_details ok same reservation_ids)\n}\n",
     ),
+    "RV308": CodeDoc(
+        "A warning: `same message` (the source message the events came in, `Event.message`) in a file "
+        "where some tool is known to take an argument called `message` (a declared `target`, a "
+        "manifest parameter, or an argument a `test` episode passes). `message` became a keyword with "
+        "the source-message binding; a file written before it, where `same message` bound the "
+        "argument, now compares source messages instead.",
+        "For the argument, write it in backticks: ``same `message` ``. If the source message is meant, "
+        "the warning can stay (the rule is right).",
+        "tool send_message : write target `message`\n"
+        "violation resend (-0.1) {\n  on call send_message and seen (call send_message ok same message)\n}\n",
+    ),
 }
 
 

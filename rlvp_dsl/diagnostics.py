@@ -72,6 +72,7 @@ CODES: Mapping[str, str] = {
     # usage lints (rlvp_dsl/usage_lints.py): how the file is written
     "RV306": "warning: a rule set with no rules (it gives no credit)",
     "RV307": "warning: an argument name no tool is known to take, close to one that is (a likely typo)",
+    "RV308": "warning: `same message` where a tool takes an argument called message",
 }
 
 

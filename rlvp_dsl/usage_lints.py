@@ -10,6 +10,10 @@ RV307  an argument name (``arg X ...``, ``same X``) that no tool is known to tak
        a condition can match, the checker already rejects an unknown name (RV205); this lint
        covers tools declared inline, whose parameters are not known, so it only warns, and
        only when a known name is close (``difflib``, as every did-you-mean here).
+RV308  ``same message`` (the source message the events came in) in a file where some tool is
+       known to take an argument called ``message``: before ``message`` was a keyword, ``same
+       message`` bound that argument, so a file written then now means something else.  Writing
+       the argument in backticks (`` same `message` ``) binds the argument and silences this.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from .source import Span
 
 
 def usage_lint(ruleset: RuleSet, path: str) -> list[Diagnostic]:
-    """The RV306/RV307 warnings of a checked rule set read from `path`."""
+    """The RV306/RV307/RV308 warnings of a checked rule set read from `path`."""
     if not ruleset.rules:
         what = "no rules" if not ruleset.tools else f"no rules, only {counted(len(ruleset.tools), 'tool declaration')}"
         return [
@@ -38,7 +42,7 @@ def usage_lint(ruleset: RuleSet, path: str) -> list[Diagnostic]:
                 WARNING,
             )
         ]
-    return _argument_typos(ruleset)
+    return _argument_typos(ruleset) + _message_bindings(ruleset)
 
 
 def _known_names(ruleset: RuleSet) -> set[str]:
@@ -70,6 +74,44 @@ def _argument_names(node: object) -> list[ast.Name]:
             node_type: Any = type(item)  # an attrs class (checked above)
             stack.extend(getattr(item, f.name) for f in attrs.fields(node_type))
     return out
+
+
+def _bindings(node: object) -> list[ast.Binding]:
+    """Every `same`/`returned` binding inside a rule's conditions."""
+    out: list[ast.Binding] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, ast.Binding):
+            out.append(item)
+        elif attrs.has(type(item)) and not isinstance(item, (ast.Name, Span)):
+            node_type: Any = type(item)
+            stack.extend(getattr(item, f.name) for f in attrs.fields(node_type))
+    return out
+
+
+def _message_bindings(ruleset: RuleSet) -> list[Diagnostic]:
+    if "message" not in _known_names(ruleset):
+        return []
+    out: list[Diagnostic] = []
+    for rule in ruleset.rules:
+        same = [rule.same] if isinstance(rule, ObligationRule) and rule.same is not None else []
+        for binding in _bindings([*conditions(rule), *same]):
+            if binding.kind == "message":
+                out.append(
+                    Diagnostic(
+                        "RV308",
+                        "`same message` binds the source message the events came in, not the argument "
+                        "'message' that a tool of this file takes",
+                        binding.span,
+                        "for the argument write it in backticks: same `message`; for the source message "
+                        "the rule is right as written",
+                        WARNING,
+                    )
+                )
+    return sorted(out, key=lambda d: (d.span.line, d.span.column))
 
 
 def _argument_typos(ruleset: RuleSet) -> list[Diagnostic]:

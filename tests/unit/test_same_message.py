@@ -232,3 +232,27 @@ def test_in_messages_joins_assistant_turns_and_calls_never_user_turns():
     events += (_call(4, "B", None), _call(5, "C", None))
     assert [e.message for e in in_messages(events, [True] * 6)] == [0, 1, 1, 2, 3, 3]
     assert [e.message for e in in_messages(events, [False] * 6)] == [0, 1, 2, 3, 4, 5]
+
+
+def test_same_message_warns_where_a_tool_takes_an_argument_called_message(tmp_path):
+    """RV308: a file where `message` is a known argument (a target, a manifest parameter, a test
+    episode's argument) gets a warning at each bare `same message`; the backticked argument and a file
+    with no such argument get none."""
+    rule = "violation resend (-0.1) {\n  on call send and seen (call send ok same message)\n}\n"
+    path = tmp_path / "r.rlvp"
+    for tools in ("tool send : write target `message`\n", "tool send : write\n"):
+        path.write_text(tools + rule)
+        found = [
+            (d.code, d.severity, d.span.line, d.span.column) for d in check_file(str(path), lints=True).diagnostics
+        ]
+        assert found == ([("RV308", "warning", 3, 44)] if "target" in tools else [])
+    path.write_text("tool send : write target `message`\n" + rule.replace("same message", "same `message`"))
+    assert check_file(str(path), lints=True).diagnostics == []
+    with_test = (
+        "tool send : write\n"
+        + rule
+        + 'test "t" {\n  episode { call send {"message": "hi"} ok }\n  expect resend == 0\n}\n'
+    )
+    path.write_text(with_test)
+    [d] = check_file(str(path), lints=True).diagnostics
+    assert d.code == "RV308" and "same `message`" in d.help
