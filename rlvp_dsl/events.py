@@ -160,6 +160,81 @@ class Event:
         return self.message is not None and self.message == other.message
 
 
+#: `Event`'s fields in order: `trusted_event` sets each through its slot (a test checks the two agree).
+_EVENT_FIELDS = tuple(a.name for a in attrs.fields(Event))
+_SLOT = {name: Event.__dict__[name].__set__ for name in _EVENT_FIELDS}  # the slots' own setters
+
+
+def trusted_event(
+    index: int,
+    kind: str,
+    tool: str | None,
+    arguments: dict[str, Any],
+    raw_arguments: str | None,
+    status: str,
+    error_text: str,
+    result: str,
+    text: str,
+    tags: frozenset[str],
+    signals: dict[str, Any],
+    call_id: str | None,
+    requestor: str,
+    message: int | None,
+    ambiguous: bool,
+    *,
+    _new: Any = object.__new__,
+    _index: Any = _SLOT["index"],
+    _kind: Any = _SLOT["kind"],
+    _tool: Any = _SLOT["tool"],
+    _arguments: Any = _SLOT["arguments"],
+    _raw_arguments: Any = _SLOT["raw_arguments"],
+    _status: Any = _SLOT["status"],
+    _error_text: Any = _SLOT["error_text"],
+    _result: Any = _SLOT["result"],
+    _text: Any = _SLOT["text"],
+    _tags: Any = _SLOT["tags"],
+    _signals: Any = _SLOT["signals"],
+    _call_id: Any = _SLOT["call_id"],
+    _requestor: Any = _SLOT["requestor"],
+    _message: Any = _SLOT["message"],
+    _ambiguous: Any = _SLOT["ambiguous"],
+) -> Event:
+    """An `Event` built without `Event`'s validators and converters: the trusted path of code
+    that already guarantees what they check -- the readers' `EpisodeBuilder`, nothing a user
+    hands in.  About 0.9 µs an event against 2.4 µs through the constructor (a 15-field frozen
+    attrs class: the constructor's two ``in_`` validators and three converters are most of it).
+
+    Every field is given, in `Event`'s order.  The caller guarantees, for the result to be the
+    event ``Event(...)`` would build from the same values (equal, same hash, every field equal;
+    tests/readers/test_trusted_events.py checks it on every shared trajectory):
+
+    * `kind` is one of `EVENT_KINDS` and `status` one of `STATUSES` (the validators);
+    * `arguments` and `signals` are plain dicts the event may own -- fresh copies no one
+      else holds or will change (the constructor copies them; this path does not);
+    * `tags` is a ``frozenset`` (the constructor converts any iterable).
+
+    Raises nothing and checks nothing: a caller that breaks the contract builds a broken
+    event.  Anything else builds events with ``Event(...)``.
+    """
+    self = _new(Event)
+    _index(self, index)
+    _kind(self, kind)
+    _tool(self, tool)
+    _arguments(self, arguments)
+    _raw_arguments(self, raw_arguments)
+    _status(self, status)
+    _error_text(self, error_text)
+    _result(self, result)
+    _text(self, text)
+    _tags(self, tags)
+    _signals(self, signals)
+    _call_id(self, call_id)
+    _requestor(self, requestor)
+    _message(self, message)
+    _ambiguous(self, ambiguous)
+    return self  # type: ignore[no-any-return]
+
+
 @attrs.frozen(eq=True)
 class Episode:
     """One rollout: its events in order, where it came from, and its outcome.
@@ -195,6 +270,22 @@ class Episode:
             "source": self.source,
             "events": [e.to_json() for e in self.events],
         }
+
+
+_EPISODE_SLOT = {a.name: Episode.__dict__[a.name].__set__ for a in attrs.fields(Episode)}
+
+
+def trusted_episode(
+    id: str, events: tuple[Event, ...], outcome: float | None, source: str, meta: dict[str, Any]
+) -> Episode:
+    """An `Episode` built without its converters and index check: the trusted path of the
+    readers' `EpisodeBuilder`, as `trusted_event` is for events.  The caller guarantees
+    `events` is a tuple with ``events[i].index == i`` and `meta` a fresh dict the episode may
+    own; the result equals ``Episode(...)``'s from the same values.  Checks nothing."""
+    self = object.__new__(Episode)
+    for name, value in (("id", id), ("events", events), ("outcome", outcome), ("source", source), ("meta", meta)):
+        _EPISODE_SLOT[name](self, value)
+    return self
 
 
 @attrs.frozen

@@ -15,7 +15,19 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
-from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, OK, USER, Episode, Event
+from rlvp_dsl.events import (
+    ASSISTANT,
+    CALL,
+    ERROR,
+    MALFORMED,
+    NO_RESULT,
+    OK,
+    USER,
+    Episode,
+    Event,
+    trusted_episode,
+    trusted_event,
+)
 
 from .arguments import parse_arguments
 from .error_signals import ErrorSignal
@@ -28,6 +40,7 @@ ERROR_TEXT_LIMIT = 2000
 USER_SIDE_TAG = "user_side"
 _USER_SIDE_TAGS = frozenset({USER_SIDE_TAG})
 _NO_TAGS: frozenset[str] = frozenset()
+_NONE: frozenset[int] = frozenset()
 
 
 def is_reward(value: Any) -> bool:
@@ -260,39 +273,46 @@ class EpisodeBuilder:
         return bool(self._pending)
 
     def events(self) -> list[Event]:
-        """The events in order, indexed from 0."""
-        ambiguous, unknown = self._ambiguous()
+        """The events in order, indexed from 0.
+
+        Built through `trusted_event`: the builder owns every dict it hands over (arguments,
+        signals: copies it made) and only ever sets a kind and a status of the events module's
+        constants, which is that path's contract."""
+        ambiguous, unknown = self._ambiguous() if self._answers > 1 else (_NONE, _NONE)
         out: list[Event] = []
-        for item in self._items:
-            index = len(out)
-            if isinstance(item, tuple):
-                out.append(Event(index=index, kind=item[0], text=item[1], message=item[2], signals=item[3]))
+        append = out.append
+        for index, item in enumerate(self._items):
+            if type(item) is tuple:
+                append(trusted_event(index, item[0], None, {}, None, OK, "", "", item[1], _NO_TAGS, item[3],
+                                     None, "assistant", item[2], False))
                 continue
             status, error_text, result = item.status, item.error_text, item.result
             if item.problem:
                 status, error_text = MALFORMED, item.problem
             elif not item.answered:
                 status = NO_RESULT
-            elif id(item) in unknown:
+            elif unknown and id(item) in unknown:
                 status, error_text, result = NO_RESULT, AMBIGUOUS_TEXT.format(tool=item.tool), ""
-            out.append(
-                Event(
-                    index=index,
-                    kind=CALL,
-                    tool=item.tool,
-                    arguments=item.arguments,
-                    raw_arguments=item.raw_arguments,
-                    status=status,
-                    error_text=error_text,
-                    result=result,
-                    call_id=item.call_id,
-                    requestor=item.requestor,
+            requestor = item.requestor
+            append(
+                trusted_event(
+                    index,
+                    CALL,
+                    item.tool,
+                    item.arguments,
+                    item.raw_arguments,
+                    status,
+                    error_text,
+                    result,
+                    "",
                     # calls the user (simulator) makes -- tau2 telecom's phone tools -- carry the
                     # tag `user_side`, so rules can leave them out: `call not tag user_side`
-                    tags=_USER_SIDE_TAGS if item.requestor == "user" else _NO_TAGS,
-                    message=item.message,
-                    signals=item.signals,
-                    ambiguous=id(item) in ambiguous,
+                    _USER_SIDE_TAGS if requestor == "user" else _NO_TAGS,
+                    item.signals,
+                    item.call_id,
+                    requestor,
+                    item.message,
+                    bool(ambiguous) and id(item) in ambiguous,
                 )
             )
         return out
@@ -310,6 +330,4 @@ class EpisodeBuilder:
             full_meta["ambiguous_results"] = ambiguous
         if self.bad_names:
             full_meta["bad_tool_names"] = list(self.bad_names)
-        return Episode(
-            id=id, events=events, outcome=None if outcome is None else float(outcome), source=source, meta=full_meta
-        )
+        return trusted_episode(id, tuple(events), None if outcome is None else float(outcome), source, full_meta)

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
-from rlvp_dsl.events import CALL, MALFORMED, Episode
+from rlvp_dsl.events import CALL, MALFORMED, Episode, Event
 from rlvp_dsl.gcpause import collector_paused
 from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
 
@@ -282,12 +282,14 @@ def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
     object are: the bad value stays on its call, the rest of the file is read."""
     out = []
     for episode in episodes:
-        events = list(episode.events)
-        for k, event in enumerate(events):
+        events: list[Event] | None = None  # a copy, made at the first call to change
+        for k, event in enumerate(episode.events):
             args = event.arguments
-            if event.kind == CALL and args and any(isinstance(v, (dict, list)) for v in args.values()):
+            if args and event.kind == CALL and any(isinstance(v, (dict, list)) for v in args.values()):
                 where = nested_too_deep(args, MAX_DEPTH - 1)  # the arguments sit one level inside their call
                 if where is not None:
+                    if events is None:
+                        events = list(episode.events)
                     events[k] = attrs.evolve(
                         event,
                         status=MALFORMED,
@@ -296,7 +298,7 @@ def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
                             f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"
                         ),
                     )
-        out.append(episode if events == list(episode.events) else attrs.evolve(episode, events=events))
+        out.append(episode if events is None else attrs.evolve(episode, events=events))
     return out
 
 
@@ -414,43 +416,42 @@ def read_report(
     files: list[str] = []
     skipped: list[SkippedFile] = []
     errors: list[ReaderError] = []
-    for path in _walk(paths):
-        file = os.fspath(path)
-        data = None
-        try:
-            with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
-                text, data, jsonl = _load(path, file)
-                fmt = format
-                if fmt is None:
-                    fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
-                    if fmt is None:
-                        skipped.append(SkippedFile(_shown(file), reason))
-                        continue
-                read = _read_given if format is not None else _read_loaded
-                try:
-                    found = _shallow(
-                        read(
-                            path,
-                            file,
-                            text,
-                            data,
-                            fmt,
-                            error_signal,
-                            line_errors=errors if keep_going else None,
-                            jsonl=jsonl,
-                        ),
-                        file,
-                    )
-                except RecursionError:
-                    raise _too_deep(file, data) from None
-                episodes.extend(found)
-        except ReaderError as exc:
-            if not keep_going:
-                raise
-            errors.append(exc)
-            continue
-        files.append(_shown(file))
+    # one pause for the whole read (JSON values and episodes are acyclic: see rlvp_dsl.gcpause); each
+    # file's parsed JSON dies with `_read_file`'s frame, so the collector, resumed, never walks it
+    with collector_paused():
+        for path in _walk(paths):
+            file = os.fspath(path)
+            try:
+                found = _read_file(path, file, format, error_signal, errors if keep_going else None)
+            except ReaderError as exc:
+                if not keep_going:
+                    raise
+                errors.append(exc)
+                continue
+            if isinstance(found, SkippedFile):
+                skipped.append(found)
+                continue
+            episodes.extend(found)
+            files.append(_shown(file))
     return ReadReport(episodes=episodes, files=files, skipped=skipped, errors=errors)
+
+
+def _read_file(
+    path: Path, file: str, format: str | None, error_signal: ErrorSignal | None, line_errors: list[ReaderError] | None
+) -> list[Episode] | SkippedFile:
+    """One file of `read_report`: its episodes, or why it is skipped (not a trajectory)."""
+    data = None
+    text, data, jsonl = _load(path, file)
+    fmt = format
+    if fmt is None:
+        fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+        if fmt is None:
+            return SkippedFile(_shown(file), reason)
+    read = _read_given if format is not None else _read_loaded
+    try:
+        return _shallow(read(path, file, text, data, fmt, error_signal, line_errors=line_errors, jsonl=jsonl), file)
+    except RecursionError:
+        raise _too_deep(file, data) from None
 
 
 def read_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], **kw: Any) -> list[Episode]:
