@@ -285,19 +285,25 @@ def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
         events: list[Event] | None = None  # a copy, made at the first call to change
         for k, event in enumerate(episode.events):
             args = event.arguments
-            if args and event.kind == CALL and any(isinstance(v, (dict, list)) for v in args.values()):
-                where = nested_too_deep(args, MAX_DEPTH - 1)  # the arguments sit one level inside their call
-                if where is not None:
-                    if events is None:
-                        events = list(episode.events)
-                    events[k] = attrs.evolve(
-                        event,
-                        status=MALFORMED,
-                        arguments={},
-                        error_text=(
-                            f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"
-                        ),
-                    )
+            if not args or event.kind != CALL:
+                continue
+            for value in args.values():
+                if isinstance(value, (dict, list)):
+                    break
+            else:
+                continue  # flat arguments (most calls): nothing can nest too deep
+            where = nested_too_deep(args, MAX_DEPTH - 1)  # the arguments sit one level inside their call
+            if where is not None:
+                if events is None:
+                    events = list(episode.events)
+                events[k] = attrs.evolve(
+                    event,
+                    status=MALFORMED,
+                    arguments={},
+                    error_text=(
+                        f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"
+                    ),
+                )
         out.append(episode if events is None else attrs.evolve(episode, events=events))
     return out
 

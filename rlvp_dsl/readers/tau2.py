@@ -73,8 +73,22 @@ def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, com
     if not isinstance(messages, list):
         raise ReaderError(file, record, "messages", expected_got("a list of messages", messages))
     builder = EpisodeBuilder(signal)
-    begin = builder.begin_message
+    begin, turn, result = builder.begin_message, builder.turn, builder.result
     for position, message in enumerate(messages):
+        # the two commonest messages first, as `_message` reads them: a turn of text without
+        # calls, and a tool's text result (no MCP result inside); everything else goes there
+        if type(message) is dict:
+            content = message.get("content")
+            if type(content) is str:
+                role = message.get("role")
+                if role == "tool":
+                    if not ('"isError"' in content and content.lstrip().startswith("{")):
+                        begin()
+                        result(content, call_id=message.get("id"), records=(message,))
+                        continue
+                elif (role == "assistant" or role == "user") and message.get("tool_calls") is None:
+                    turn(ASSISTANT if role == "assistant" else USER, content)
+                    continue
         begin()
         _message(message, record, position, file, builder)
     reward_info = sim.get("reward_info")
@@ -101,10 +115,6 @@ def _message(message: Any, record: str, position: int, file: str, builder: Episo
     role = message.get("role")
     content = message.get("content")
     if role == "tool":
-        if type(content) is str and not ('"isError"' in content and content.lstrip().startswith("{")):
-            # the common case, as `tool_result` reads it: the text itself, no MCP result inside
-            builder.result(content, call_id=message.get("id"), records=(message,))
-            return
         if not isinstance(content, _CONTENT_TYPES):
             raise ReaderError(file, _where(record, position), "content", expected_got("text or null", content))
         text, records = tool_result(content)
