@@ -25,6 +25,7 @@ The path ``-`` is standard input (named ``<stdin>`` in ids and messages), read o
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -38,11 +39,6 @@ from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
 from .errors import ReaderError, load_json_text
 from .error_signals import DEFAULT_ERROR_SIGNALS, ErrorSignal, error_signal as resolve_signal
 from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
-from .atif import is_atif, read_atif
-from .openai_chat import read_openai_json, read_openai_jsonl
-from .swe_agent import read_swe_agent
-from .tau2 import read_tau2
-from .tau_bench_v1 import read_tau_bench_v1
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
 #: File name endings read when walking a folder.
@@ -53,13 +49,31 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
-_READERS: dict[str, Callable[[Any, str, str, ErrorSignal], list[Episode]]] = {
-    "tau2": read_tau2,
-    "tau_bench_v1": read_tau_bench_v1,
-    "openai": read_openai_json,
-    "swe_agent": read_swe_agent,
-    "atif": read_atif,
+#: Each format's reader, ``(module of this package, function)``: imported on first use, so that a
+#: process reading one format (rlvp-score on tau2 results) imports no other format's reader.
+_READERS: dict[str, tuple[str, str]] = {
+    "tau2": ("tau2", "read_tau2"),
+    "tau_bench_v1": ("tau_bench_v1", "read_tau_bench_v1"),
+    "openai": ("openai_chat", "read_openai_json"),
+    "swe_agent": ("swe_agent", "read_swe_agent"),
+    "atif": ("atif", "read_atif"),
 }
+
+
+def _reader(fmt: str) -> Callable[..., Any]:
+    """The reader function of `fmt` (a key of `_READERS`, or ``openai_jsonl``), its module imported now."""
+    module, name = _READERS[fmt] if fmt != "openai_jsonl" else ("openai_chat", "read_openai_jsonl")
+    return getattr(importlib.import_module(f".{module}", __package__), name)  # type: ignore[no-any-return]
+
+
+def is_atif(data: Any) -> bool:
+    """Whether parsed JSON looks like an ATIF trajectory (``schema_version`` ``ATIF-...`` and a ``steps`` list)."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("schema_version"), str)
+        and data["schema_version"].startswith("ATIF-")
+        and isinstance(data.get("steps"), list)
+    )
 
 #: Formats read with another format's default error signal: ATIF results with the chat default
 #: (``error``/``is_error`` true in a result's ``extra``, or text starting ``Error``).
@@ -230,8 +244,8 @@ def _read_loaded(
             raise ReaderError(
                 shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
             )
-        return read_openai_jsonl(text, shown, name, signal, line_errors=line_errors)
-    return _READERS[fmt](data, shown, name, signal)
+        return _reader("openai_jsonl")(text, shown, name, signal, line_errors=line_errors)
+    return _reader(fmt)(data, shown, name, signal)
 
 
 def _read_given(
