@@ -25,6 +25,7 @@ Message events have status ``ok`` and no tool.
 from __future__ import annotations
 
 import json
+import json.encoder
 from typing import Any, Iterable, Mapping
 
 import attrs
@@ -54,10 +55,9 @@ def normalise_value(value: Any) -> str:
     return canonical_json(value)
 
 
-try:  # CPython's C encoder, made once: json.dumps builds an encoder object per call (2.5x the time)
-    from json.encoder import c_make_encoder as _c_make_encoder, encode_basestring as _encode_basestring
-except ImportError:  # pragma: no cover - Python builds without the _json accelerator
-    _c_make_encoder = None
+# CPython's C encoder, made once: json.dumps builds an encoder object per call (2.5x the time);
+# None on Python builds without the _json accelerator
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
 
 
 def _canonical_json_dumps(value: Any) -> str:
@@ -68,7 +68,7 @@ if _c_make_encoder is not None:
     # markers=None: no cycle check (JSON values have no cycles); a cyclic value recurses out, and
     # json.dumps, run again on it, raises its own "Circular reference detected"
     _encode = _c_make_encoder(
-        None, json.JSONEncoder().default, _encode_basestring, None, ":", ",", True, False, True
+        None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",", True, False, True
     )
 
     def canonical_json(value: Any) -> str:

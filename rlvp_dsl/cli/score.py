@@ -192,9 +192,7 @@ def _compare(args: ScoreArgs) -> int:
         program_a, sources_a = _load_rules(args)
         program_b, sources_b = _load_rules(attrs.evolve(args, rules=rules_b))
         try:
-            report = _read_trajectories(
-                attrs.evolve(args, trajectories=trajectories), program_a, _error_signal(args)
-            )
+            report = _read_trajectories(attrs.evolve(args, trajectories=trajectories), program_a, _error_signal(args))
         except Stop as stop:
             raise Stop(EXIT_USAGE, stop.message) from None
         if report.errors:

@@ -41,7 +41,11 @@ class _Version(argparse.Action):
     metadata, ``importlib.metadata``: a cost every run would pay if the parser computed it)."""
 
     def __call__(
-        self, parser: argparse.ArgumentParser, namespace: Any, values: str | Sequence[Any] | None, option: str | None = None
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: Any,
+        values: str | Sequence[Any] | None,
+        option: str | None = None,
     ) -> None:
         print(version_text("rlvp-score"))  # to standard output, as argparse's own "version" action
         parser.exit()

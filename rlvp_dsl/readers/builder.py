@@ -338,8 +338,25 @@ class EpisodeBuilder:
         append = out.append
         for index, item in enumerate(self._items):
             if type(item) is tuple:
-                append(trusted_event(index, item[0], None, {}, None, OK, "", "", item[1], _NO_TAGS, item[3],
-                                     None, "assistant", item[2], False))
+                append(
+                    trusted_event(
+                        index,
+                        item[0],
+                        None,
+                        {},
+                        None,
+                        OK,
+                        "",
+                        "",
+                        item[1],
+                        _NO_TAGS,
+                        item[3],
+                        None,
+                        "assistant",
+                        item[2],
+                        False,
+                    )
+                )
                 continue
             status, error_text, result = item.status, item.error_text, item.result
             if item.problem:

@@ -60,10 +60,11 @@ _READERS: dict[str, tuple[str, str]] = {
 }
 
 
-def _reader(fmt: str) -> Callable[..., Any]:
+def _reader(fmt: str) -> Callable[..., list[Episode]]:
     """The reader function of `fmt` (a key of `_READERS`, or ``openai_jsonl``), its module imported now."""
     module, name = _READERS[fmt] if fmt != "openai_jsonl" else ("openai_chat", "read_openai_jsonl")
-    return getattr(importlib.import_module(f".{module}", __package__), name)  # type: ignore[no-any-return]
+    reader: Callable[..., list[Episode]] = getattr(importlib.import_module(f".{module}", __package__), name)
+    return reader
 
 
 def is_atif(data: Any) -> bool:
@@ -74,6 +75,7 @@ def is_atif(data: Any) -> bool:
         and data["schema_version"].startswith("ATIF-")
         and isinstance(data.get("steps"), list)
     )
+
 
 #: Formats read with another format's default error signal: ATIF results with the chat default
 #: (``error``/``is_error`` true in a result's ``extra``, or text starting ``Error``).
@@ -314,9 +316,7 @@ def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
                     event,
                     status=MALFORMED,
                     arguments={},
-                    error_text=(
-                        f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"
-                    ),
+                    error_text=(f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"),
                 )
         out.append(episode if events is None else attrs.evolve(episode, events=events))
     return out

@@ -23,11 +23,10 @@ from typing import Any
 
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
-from .arguments import message_text
+from .arguments import message_text, tool_result
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
 from .errors import ReaderError, expected_got
-from .openai_chat import tool_result
 
 ROLES = ("assistant", "user", "tool", "system")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -126,7 +125,9 @@ def _message(message: Any, record: str, position: int, file: str, builder: Episo
         raise ReaderError(file, _where(record, position), "content", expected_got("text or null", content))
     if role == "system":
         return
-    builder.message(ASSISTANT if role == "assistant" else USER, content if type(content) is str else message_text(content))
+    builder.message(
+        ASSISTANT if role == "assistant" else USER, content if type(content) is str else message_text(content)
+    )
     calls = message.get("tool_calls")
     if calls is None:
         return
