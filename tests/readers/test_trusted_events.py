@@ -8,10 +8,13 @@ from __future__ import annotations
 import inspect
 from pathlib import Path
 
+import json
+
 import attrs
 import pytest
+from hypothesis import given, strategies as st
 
-from rlvp_dsl.events import Episode, Event, trusted_episode, trusted_event
+from rlvp_dsl.events import Episode, Event, canonical_json, normalise_value, trusted_episode, trusted_event
 from rlvp_dsl.readers import episode_from_messages, read_report
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,3 +103,30 @@ def test_messages_in_memory_are_copied() -> None:
     arguments["reservation_id"] = "CHANGED"
     assert episode.events[1].arguments["reservation_id"] == "ABC123"
     assert episode.events[1].status == "error"
+
+
+#: JSON values as a parser gives them: every scalar (floats with exponents, NaN, non-ASCII text
+#: and control characters), nested lists and objects.
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(JSON)
+def test_canonical_json_is_json_dumps(value: object) -> None:
+    """`canonical_json` (one C encoder made once, what `Event.argument_key` and the scorer's
+    bindings use) writes the text ``json.dumps`` with those options writes."""
+    assert canonical_json(value) == json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if not isinstance(value, str):
+        assert normalise_value(value) == canonical_json(value)
+
+
+def test_canonical_json_errors_as_json_dumps() -> None:
+    cyclic: list[object] = []
+    cyclic.append(cyclic)
+    with pytest.raises(ValueError, match="Circular reference detected"):
+        canonical_json(cyclic)
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        canonical_json({"a": object()})
