@@ -132,7 +132,7 @@ class EpisodeBuilder:
 
     def __init__(self, error_signal: ErrorSignal):
         self.error_signal = error_signal
-        self._items: list[Any] = []  # (kind, text, message) tuples or _Slot
+        self._items: list[Event | _Slot] = []  # message events, made as they come, and calls being built
         self._message: int | None = None  # the source message being read (None: none declared)
         self._pending: list[_Slot] = []
         self.orphan_results = 0
@@ -159,7 +159,10 @@ class EpisodeBuilder:
             raise ValueError(f"message kind must be user or assistant, got {kind!r}")
         if (text and not text.isspace()) or signals:  # isspace: what strip() removes, without a copy
             self._in_run = False
-            self._items.append((kind, text, self._message, dict(signals) if signals else {}))
+            items = self._items
+            own = dict(signals) if signals else {}
+            items.append(trusted_event(len(items), kind, None, {}, None, OK, "", "", text, _NO_TAGS, own,
+                                       None, "assistant", self._message, False))  # fmt: skip
 
     def turn(self, kind: str, text: str) -> None:
         """`begin_message` then `message` (`kind` ``user`` or ``assistant``, `text` a str, no
@@ -170,7 +173,9 @@ class EpisodeBuilder:
             raise ValueError(f"message kind must be user or assistant, got {kind!r}")
         if text and not text.isspace():
             self._in_run = False
-            self._items.append((kind, text, message, {}))
+            items = self._items
+            items.append(trusted_event(len(items), kind, None, {}, None, OK, "", "", text, _NO_TAGS, {},
+                                       None, "assistant", message, False))  # fmt: skip
 
     def call(
         self,
@@ -337,26 +342,8 @@ class EpisodeBuilder:
         out: list[Event] = []
         append = out.append
         for index, item in enumerate(self._items):
-            if type(item) is tuple:
-                append(
-                    trusted_event(
-                        index,
-                        item[0],
-                        None,
-                        {},
-                        None,
-                        OK,
-                        "",
-                        "",
-                        item[1],
-                        _NO_TAGS,
-                        item[3],
-                        None,
-                        "assistant",
-                        item[2],
-                        False,
-                    )
-                )
+            if isinstance(item, Event):  # a message turn: made as it came (`message`, `turn`)
+                append(item)
                 continue
             status, error_text, result = item.status, item.error_text, item.result
             if item.problem:
