@@ -25,6 +25,7 @@ Message events have status ``ok`` and no tool.
 from __future__ import annotations
 
 import json
+import json.encoder
 from typing import Any, Iterable, Mapping
 
 import attrs
@@ -51,7 +52,40 @@ def normalise_value(value: Any) -> str:
     """
     if isinstance(value, str):
         return value
+    return canonical_json(value)
+
+
+# CPython's C encoder, made once: json.dumps builds an encoder object per call (2.5x the time);
+# None on Python builds without the _json accelerator
+_c_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+
+
+def _canonical_json_dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+if _c_make_encoder is not None:
+    # markers=None: no cycle check (JSON values have no cycles); a cyclic value recurses out, and
+    # json.dumps, run again on it, raises its own "Circular reference detected"
+    _encode = _c_make_encoder(
+        None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ":", ",", True, False, True
+    )
+
+    def canonical_json(value: Any) -> str:
+        """``json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)``, the
+        same text (CPython's C encoder, the one json.dumps uses, made once here): a call's
+        arguments as `Event.argument_key` compares them.
+
+        Raises:
+            TypeError, ValueError: as json.dumps (a value that is not JSON, a cycle).
+        """
+        try:
+            return "".join(_encode(value, 0))
+        except RecursionError:
+            return _canonical_json_dumps(value)
+
+else:  # pragma: no cover
+    canonical_json = _canonical_json_dumps
 
 
 def _freeze_mapping(value: Mapping[str, Any] | None) -> Mapping[str, Any]:
@@ -128,7 +162,7 @@ class Event:
         if self.status == MALFORMED and not self.arguments:
             args = self.raw_arguments or ""
         else:
-            args = json.dumps(self.arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            args = canonical_json(self.arguments)
         return f"{self.tool}\x00{args}"
 
     def to_json(self) -> dict[str, Any]:
@@ -158,6 +192,81 @@ class Event:
     def same_message(self, other: "Event") -> bool:
         """True when both events belong to one source message (issued together)."""
         return self.message is not None and self.message == other.message
+
+
+#: `Event`'s fields in order: `trusted_event` sets each through its slot (a test checks the two agree).
+_EVENT_FIELDS = tuple(a.name for a in attrs.fields(Event))
+_SLOT = {name: Event.__dict__[name].__set__ for name in _EVENT_FIELDS}  # the slots' own setters
+
+
+def trusted_event(
+    index: int,
+    kind: str,
+    tool: str | None,
+    arguments: dict[str, Any],
+    raw_arguments: str | None,
+    status: str,
+    error_text: str,
+    result: str,
+    text: str,
+    tags: frozenset[str],
+    signals: dict[str, Any],
+    call_id: str | None,
+    requestor: str,
+    message: int | None,
+    ambiguous: bool,
+    *,
+    _new: Any = object.__new__,
+    _index: Any = _SLOT["index"],
+    _kind: Any = _SLOT["kind"],
+    _tool: Any = _SLOT["tool"],
+    _arguments: Any = _SLOT["arguments"],
+    _raw_arguments: Any = _SLOT["raw_arguments"],
+    _status: Any = _SLOT["status"],
+    _error_text: Any = _SLOT["error_text"],
+    _result: Any = _SLOT["result"],
+    _text: Any = _SLOT["text"],
+    _tags: Any = _SLOT["tags"],
+    _signals: Any = _SLOT["signals"],
+    _call_id: Any = _SLOT["call_id"],
+    _requestor: Any = _SLOT["requestor"],
+    _message: Any = _SLOT["message"],
+    _ambiguous: Any = _SLOT["ambiguous"],
+) -> Event:
+    """An `Event` built without `Event`'s validators and converters: the trusted path of code
+    that already guarantees what they check -- the readers' `EpisodeBuilder`, nothing a user
+    hands in.  About 0.9 µs an event against 2.4 µs through the constructor (a 15-field frozen
+    attrs class: the constructor's two ``in_`` validators and three converters are most of it).
+
+    Every field is given, in `Event`'s order.  The caller guarantees, for the result to be the
+    event ``Event(...)`` would build from the same values (equal, same hash, every field equal;
+    tests/readers/test_trusted_events.py checks it on every shared trajectory):
+
+    * `kind` is one of `EVENT_KINDS` and `status` one of `STATUSES` (the validators);
+    * `arguments` and `signals` are plain dicts the event may own -- fresh copies no one
+      else holds or will change (the constructor copies them; this path does not);
+    * `tags` is a ``frozenset`` (the constructor converts any iterable).
+
+    Raises nothing and checks nothing: a caller that breaks the contract builds a broken
+    event.  Anything else builds events with ``Event(...)``.
+    """
+    self = _new(Event)
+    _index(self, index)
+    _kind(self, kind)
+    _tool(self, tool)
+    _arguments(self, arguments)
+    _raw_arguments(self, raw_arguments)
+    _status(self, status)
+    _error_text(self, error_text)
+    _result(self, result)
+    _text(self, text)
+    _tags(self, tags)
+    _signals(self, signals)
+    _call_id(self, call_id)
+    _requestor(self, requestor)
+    _message(self, message)
+    _ambiguous(self, ambiguous)
+    return self  # type: ignore[no-any-return]
 
 
 @attrs.frozen(eq=True)
@@ -195,6 +304,22 @@ class Episode:
             "source": self.source,
             "events": [e.to_json() for e in self.events],
         }
+
+
+_EPISODE_SLOT = {a.name: Episode.__dict__[a.name].__set__ for a in attrs.fields(Episode)}
+
+
+def trusted_episode(
+    id: str, events: tuple[Event, ...], outcome: float | None, source: str, meta: dict[str, Any]
+) -> Episode:
+    """An `Episode` built without its converters and index check: the trusted path of the
+    readers' `EpisodeBuilder`, as `trusted_event` is for events.  The caller guarantees
+    `events` is a tuple with ``events[i].index == i`` and `meta` a fresh dict the episode may
+    own; the result equals ``Episode(...)``'s from the same values.  Checks nothing."""
+    self = object.__new__(Episode)
+    for name, value in (("id", id), ("events", events), ("outcome", outcome), ("source", source), ("meta", meta)):
+        _EPISODE_SLOT[name](self, value)
+    return self
 
 
 @attrs.frozen

@@ -58,6 +58,15 @@ def result_tokens(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
+#: (event, its `Event.argument_key`): the last key `binding_key` computed (one tuple, replaced whole).
+_last_call_key: tuple[Event | None, str] = (None, "")
+
+
+def _remember_call_key(event: Event, key: str) -> None:
+    global _last_call_key
+    _last_call_key = (event, key)
+
+
 def binding_key(binding: ast.Binding, event: Event, tools: Mapping[str, ToolSpec]) -> str | None:
     """The value `same BINDING` compares for this event, or None when it has none.  `message`:
     the event's source message (any kind of event; None for an event of no message)."""
@@ -66,7 +75,14 @@ def binding_key(binding: ast.Binding, event: Event, tools: Mapping[str, ToolSpec
     if event.kind != CALL:
         return None
     if binding.kind == "call":
-        return event.argument_key()
+        # the scorer asks twice per call event (the conditions on the state before it, then the
+        # `seen` update after): the last event's key is kept, by identity (events are immutable)
+        last = _last_call_key
+        if last[0] is event:
+            return last[1]
+        key = event.argument_key()
+        _remember_call_key(event, key)
+        return key
     if binding.kind == "target":
         info = tools.get(event.tool or "")
         name = info.target if info is not None else None
@@ -255,8 +271,11 @@ def _closure(node: ast.Expr, kids: list[Pred], slots: Mapping[int, int], tools: 
         binding = node.same
 
         def seen_bound(e: Event, s: States) -> bool:
+            seen = s[slot]
+            if not seen:  # nothing recorded yet: no key to compute (most calls of most episodes)
+                return False
             key = binding_key(binding, e, tools)
-            return key is not None and key in s[slot]
+            return key is not None and key in seen
 
         return seen_bound
     raise TypeError(f"not a condition node: {node!r}")

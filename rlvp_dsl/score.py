@@ -139,9 +139,33 @@ class Scorer:
             ValueError: as `step`.
         """
         out: list[Credit] = []
+        # `_admit` then `_step` per event, written out: this loop is the scorer's hot path (an
+        # event's whole cost is a few attribute reads and its plan's steps); keep it in step with them
+        plan_of, states, held, apply = self.program.plan, self.states, self.held, self._apply
+        finished = self.finished
         for event in events:
-            self._admit(event)
-            self._step(event, out)
+            if finished or type(event) is not Event or event.index != self.next_index:
+                self._admit(event)  # raises, or admits an instance of a subclass of Event
+            else:
+                self.next_index += 1
+            message = event.message
+            if held.items and message != held.message:
+                for done, decided in held.release():
+                    apply(done, decided)
+            plan = plan_of(event)
+            for step in plan.steps:
+                step(event, states, out, self)
+            if plan.updates:
+                now: list[DecidedUpdate] = [
+                    (slot, p is not None and p(event, states), q is not None and q(event, states), same, returned)
+                    for slot, p, q, same, returned in plan.updates
+                ]
+                if message is not None:
+                    held.hold(event, now)
+                else:
+                    apply(event, now)
+            if event.kind == CALL:
+                self.calls_before += 1
         out.extend(self.finish())
         return out
 

@@ -17,11 +17,12 @@ docs/scoring.md.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 from collections import Counter
 from typing import TYPE_CHECKING
+
+import attrs
 
 from . import (
     EXIT_INPUT_ERRORS,
@@ -35,15 +36,12 @@ from . import (
     stopped,
 )
 from .score_args import ScoreArgs, parser
-from .score_notes import data_notes, domain_hints, domain_of, domains_text, select_domains
-from .score_hash import credit_hash, episode_digest
-from .score_output import Scored, csv_text, explain_text, json_document, summary_text, write_csv, write_html
-from ..compile import compile_ruleset
-from ..diagnostics import counted, diagnostics_fields, render_text, sort_and_cap
-from ..input_files import NotARegularFile, check_regular
-from ..pipeline import check_file
 
+# What scoring needs (the rule file's checker and compiler, the readers, the reports) is imported by
+# the function that uses it, once the command line has parsed: ``--help``, ``--version`` and a usage
+# error import none of it (tests/unit/test_score_imports.py).
 if TYPE_CHECKING:
+    from .score_output import Scored
     from ..compile import Program
     from ..events import Episode
     from ..readers import ErrorSignal, ReadReport
@@ -53,7 +51,7 @@ if TYPE_CHECKING:
 _TRAJECTORY_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
 
 
-@dataclasses.dataclass(frozen=True)
+@attrs.frozen
 class Results:
     """What rlvp-score scored: the compiled `program` and its `sources` (for the HTML report), the
     trajectories' `report`, the episodes per `domains` read, and each kept episode with its credits."""
@@ -132,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlvp-score: error: {COMPARE_USAGE}", file=sys.stderr)  # (argparse would say only "trajectories")
         return EXIT_USAGE
     args = ScoreArgs(**vars(parser().parse_args(argv)))
+    from .score_notes import data_notes
+
     if args.ray or args.ray_out is not None:
         from ..integrations.ray import score_command
 
@@ -175,7 +175,7 @@ def _compare_problem(args: ScoreArgs) -> str:
     for flag, path in (("--csv", args.csv), ("--html", args.html)):
         if path is not None and clobbers_input(path, [rules_b]):
             return f"{flag} {path} would overwrite the input {rules_b}: write it somewhere else"
-    return _usage_problem(dataclasses.replace(args, trajectories=args.trajectories[1:]))
+    return _usage_problem(attrs.evolve(args, trajectories=args.trajectories[1:]))
 
 
 def _compare(args: ScoreArgs) -> int:
@@ -183,17 +183,16 @@ def _compare(args: ScoreArgs) -> int:
     read: a comparison of part of them would be said as one of all), scored under both, measured
     (`rlvp_dsl.compare.compare`) and printed or written (cli/score_compare.py)."""
     from ..compare import compare
+    from ..diagnostics import counted
     from .score_compare import CompareOutputs, write_comparison
 
     rules_b, trajectories = args.trajectories[0], args.trajectories[1:]
     try:
         refuse(_compare_problem(args))
         program_a, sources_a = _load_rules(args)
-        program_b, sources_b = _load_rules(dataclasses.replace(args, rules=rules_b))
+        program_b, sources_b = _load_rules(attrs.evolve(args, rules=rules_b))
         try:
-            report = _read_trajectories(
-                dataclasses.replace(args, trajectories=trajectories), program_a, _error_signal(args)
-            )
+            report = _read_trajectories(attrs.evolve(args, trajectories=trajectories), program_a, _error_signal(args))
         except Stop as stop:
             raise Stop(EXIT_USAGE, stop.message) from None
         if report.errors:
@@ -202,7 +201,7 @@ def _compare(args: ScoreArgs) -> int:
                 f"{counted(len({e.file for e in report.errors}), 'trajectory file')} did not read (above): --compare "
                 "compares all the episodes given or none; fix the file or leave it out",
             )
-        episodes, _ = _choose_episodes(dataclasses.replace(args, trajectories=trajectories), report)
+        episodes, _ = _choose_episodes(attrs.evolve(args, trajectories=trajectories), report)
     except Stop as stop:
         return stopped("rlvp-score", stop)
     scored_a = [(episode, program_a.score(episode)) for episode in episodes]
@@ -219,6 +218,11 @@ def _load_rules(args: ScoreArgs) -> tuple[Program, dict[str, SourceFile]]:
     Raises:
         Stop: the rule file is missing, a folder, a special file or a trajectory (exit 2), or it has errors (exit 1).
     """
+    from ..compile import compile_ruleset
+    from ..diagnostics import diagnostics_fields, render_text, sort_and_cap
+    from ..input_files import NotARegularFile, check_regular
+    from ..pipeline import check_file
+
     try:
         check_regular(args.rules)
     except NotARegularFile as exc:
@@ -304,6 +308,8 @@ def _choose_episodes(args: ScoreArgs, report: ReadReport) -> tuple[list[Episode]
     Raises:
         Stop: no episode is of the domains asked for (exit 1).
     """
+    from .score_notes import domain_hints, domain_of, domains_text, select_domains
+
     episodes = list(report.episodes)
     domains = Counter(domain_of(e) for e in episodes)
     if not args.domain:
@@ -334,6 +340,9 @@ def _write_and_print(args: ScoreArgs, results: Results) -> int:
     """Write the --html report and the --csv rows, then print the JSON document (--json) or the
     text report (--explain first); the exit status: 1 when a trajectory file could not be read
     (the others are scored), 2 when an output cannot be written."""
+    from ..diagnostics import counted
+    from .score_output import csv_text, explain_text, json_document, summary_text, write_csv, write_html
+
     program, report, scored = results.program, results.report, results.scored
     status = EXIT_INPUT_ERRORS if report.errors else EXIT_OK
     if args.html is not None and not write_html(args.html, program, scored, results.sources, args.rules):
@@ -362,6 +371,7 @@ def _write_and_print(args: ScoreArgs, results: Results) -> int:
 
 def _write_atif(folder: str, results: Results) -> bool:
     """The scored episodes as ATIF files in `folder` (rlvp_dsl.readers.atif.write_atif); False (said) when it cannot be written."""
+    from ..diagnostics import counted
     from ..readers.atif import write_atif
 
     try:
@@ -377,6 +387,8 @@ def _write_atif(folder: str, results: Results) -> bool:
 
 def _scored_hash(scored: list[Scored]) -> str:
     """`credit_hash` of the scored episodes (the one `rlvp-score --ray` prints for the same input)."""
+    from .score_hash import credit_hash, episode_digest
+
     return credit_hash([episode_digest(e.id, [(c.event_index, c.rule, c.value) for c in cs]) for e, cs in scored])
 
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
+from typing import Any, Sequence
+
+import attrs
 
 from . import nonempty, version_text, whole_number
-from ..readers.loading import FORMATS
+
+#: The trajectory formats ``--format`` takes: `rlvp_dsl.readers.loading.FORMATS`, named here so that
+#: building the parser (and ``--help``) imports no reader (tests/unit/test_score_imports.py checks the two agree).
+FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
 
 
-@dataclasses.dataclass(frozen=True)
+@attrs.frozen
 class ScoreArgs:
     """rlvp-score's command line as `parser` reads it: one field per option (see its help)."""
 
@@ -31,6 +36,21 @@ class ScoreArgs:
     compare: bool = False
 
 
+class _Version(argparse.Action):
+    """``--version``: `version_text` worked out when asked for (it reads the installed package's
+    metadata, ``importlib.metadata``: a cost every run would pay if the parser computed it)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: Any,
+        values: str | Sequence[Any] | None,
+        option: str | None = None,
+    ) -> None:
+        print(version_text("rlvp-score"))  # to standard output, as argparse's own "version" action
+        parser.exit()
+
+
 def parser() -> argparse.ArgumentParser:
     """rlvp-score's options (their names are `ScoreArgs`'s fields)."""
     p = argparse.ArgumentParser(
@@ -43,7 +63,14 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("rules", help="the .rlvp rule file (with --compare: rule file A, then rule file B)")
     p.add_argument("trajectories", nargs="+", help="trajectory files or folders; - reads standard input")
-    p.add_argument("--version", action="version", version=version_text("rlvp-score"))
+    p.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        dest=argparse.SUPPRESS,
+        default=argparse.SUPPRESS,
+        help="show program's version number and exit",
+    )
     p.add_argument(
         "--format",
         choices=list(FORMATS),

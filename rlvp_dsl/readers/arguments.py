@@ -1,5 +1,6 @@
 """Decoding what a record says: a call's arguments (`parse_arguments`, the one place every
-reader decodes them) and a message's content as text (`message_text`)."""
+reader decodes them), a message's content as text (`message_text`) and a tool message's content
+as text and the records that may flag an error (`tool_result`)."""
 
 from __future__ import annotations
 
@@ -77,3 +78,24 @@ def message_text(content: Any) -> str:
                 pieces.append(json.dumps(part, ensure_ascii=False, sort_keys=True))
         return "\n".join(pieces)
     return json.dumps(content, ensure_ascii=False, sort_keys=True)
+
+
+def tool_result(content: Any) -> tuple[str, list[Any]]:
+    """The text of a tool message's content and the records that may carry an error flag.
+
+    An MCP ``tools/call`` result (an object, or JSON text of one, with a ``content``
+    list) contributes its text parts and itself as a flag record.
+    """
+    mcp = None
+    if isinstance(content, dict) and isinstance(content.get("content"), list):
+        mcp = content
+    elif isinstance(content, str) and content.lstrip().startswith("{") and '"isError"' in content:
+        try:
+            value = loads(content)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict) and isinstance(value.get("content"), list):
+            mcp = value
+    if mcp is not None:
+        return message_text(mcp["content"]), [mcp]
+    return message_text(content), []

@@ -47,22 +47,13 @@ from .arguments import message_text
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
 from .errors import ReaderError, expected_got
+from .loading import is_atif  # detection lives with the other formats' (loading imports this module lazily)
 
 #: The version `trajectory_from_episode` writes.
 SCHEMA_VERSION = "ATIF-v1.7"
 _SOURCES = ("system", "user", "agent")
 #: Meta keys the writer puts in fields of their own (not in ``extra.rlvp_meta``).
 _OWN_META = ("policy", "completion_token_ids", "atif_agent")
-
-
-def is_atif(data: Any) -> bool:
-    """Whether parsed JSON looks like an ATIF trajectory (``schema_version`` ``ATIF-...`` and a ``steps`` list)."""
-    return (
-        isinstance(data, dict)
-        and isinstance(data.get("schema_version"), str)
-        and data["schema_version"].startswith("ATIF-")
-        and isinstance(data.get("steps"), list)
-    )
 
 
 def read_atif(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:

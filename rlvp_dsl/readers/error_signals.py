@@ -90,8 +90,16 @@ class ErrorSignal:
         return False
 
     def is_error(self, text: str, *records: Any) -> bool:
-        """True when the result (its text and its raw records) signals an error."""
-        return self.flagged(*records) or self.text_matches(text)
+        """True when the result (its text and its raw records) signals an error: `flagged` or
+        `text_matches` (written out: the readers ask once per tool result)."""
+        flags = self.flags
+        if flags:
+            for record in records:
+                if isinstance(record, dict):
+                    for name in flags:
+                        if record.get(name) is True:
+                            return True
+        return bool(self.prefixes or self.markers) and self.text_matches(text)
 
 
 #: Observation markers of a failed SWE-agent command (substrings, case-sensitive).

@@ -25,24 +25,20 @@ The path ``-`` is standard input (named ``<stdin>`` in ids and messages), read o
 
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import attrs
 
-from rlvp_dsl.events import CALL, MALFORMED, Episode
+from rlvp_dsl.events import CALL, MALFORMED, Episode, Event
 from rlvp_dsl.gcpause import collector_paused
 from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
 
 from .errors import ReaderError, load_json_text
 from .error_signals import DEFAULT_ERROR_SIGNALS, ErrorSignal, error_signal as resolve_signal
 from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
-from .atif import is_atif, read_atif
-from .openai_chat import read_openai_json, read_openai_jsonl
-from .swe_agent import read_swe_agent
-from .tau2 import read_tau2
-from .tau_bench_v1 import read_tau_bench_v1
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
 #: File name endings read when walking a folder.
@@ -53,13 +49,33 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 STDIN = "-"
 STDIN_NAME = "<stdin>"
 
-_READERS: dict[str, Callable[[Any, str, str, ErrorSignal], list[Episode]]] = {
-    "tau2": read_tau2,
-    "tau_bench_v1": read_tau_bench_v1,
-    "openai": read_openai_json,
-    "swe_agent": read_swe_agent,
-    "atif": read_atif,
+#: Each format's reader, ``(module of this package, function)``: imported on first use, so that a
+#: process reading one format (rlvp-score on tau2 results) imports no other format's reader.
+_READERS: dict[str, tuple[str, str]] = {
+    "tau2": ("tau2", "read_tau2"),
+    "tau_bench_v1": ("tau_bench_v1", "read_tau_bench_v1"),
+    "openai": ("openai_chat", "read_openai_json"),
+    "swe_agent": ("swe_agent", "read_swe_agent"),
+    "atif": ("atif", "read_atif"),
 }
+
+
+def _reader(fmt: str) -> Callable[..., list[Episode]]:
+    """The reader function of `fmt` (a key of `_READERS`, or ``openai_jsonl``), its module imported now."""
+    module, name = _READERS[fmt] if fmt != "openai_jsonl" else ("openai_chat", "read_openai_jsonl")
+    reader: Callable[..., list[Episode]] = getattr(importlib.import_module(f".{module}", __package__), name)
+    return reader
+
+
+def is_atif(data: Any) -> bool:
+    """Whether parsed JSON looks like an ATIF trajectory (``schema_version`` ``ATIF-...`` and a ``steps`` list)."""
+    return (
+        isinstance(data, dict)
+        and isinstance(data.get("schema_version"), str)
+        and data["schema_version"].startswith("ATIF-")
+        and isinstance(data.get("steps"), list)
+    )
+
 
 #: Formats read with another format's default error signal: ATIF results with the chat default
 #: (``error``/``is_error`` true in a result's ``extra``, or text starting ``Error``).
@@ -230,8 +246,8 @@ def _read_loaded(
             raise ReaderError(
                 shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
             )
-        return read_openai_jsonl(text, shown, name, signal, line_errors=line_errors)
-    return _READERS[fmt](data, shown, name, signal)
+        return _reader("openai_jsonl")(text, shown, name, signal, line_errors=line_errors)
+    return _reader(fmt)(data, shown, name, signal)
 
 
 def _read_given(
@@ -282,21 +298,27 @@ def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
     object are: the bad value stays on its call, the rest of the file is read."""
     out = []
     for episode in episodes:
-        events = list(episode.events)
-        for k, event in enumerate(events):
+        events: list[Event] | None = None  # a copy, made at the first call to change
+        for k, event in enumerate(episode.events):
             args = event.arguments
-            if event.kind == CALL and args and any(isinstance(v, (dict, list)) for v in args.values()):
-                where = nested_too_deep(args, MAX_DEPTH - 1)  # the arguments sit one level inside their call
-                if where is not None:
-                    events[k] = attrs.evolve(
-                        event,
-                        status=MALFORMED,
-                        arguments={},
-                        error_text=(
-                            f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"
-                        ),
-                    )
-        out.append(episode if events == list(episode.events) else attrs.evolve(episode, events=events))
+            if not args or event.kind != CALL:
+                continue
+            for value in args.values():
+                if isinstance(value, (dict, list)):
+                    break
+            else:
+                continue  # flat arguments (most calls): nothing can nest too deep
+            where = nested_too_deep(args, MAX_DEPTH - 1)  # the arguments sit one level inside their call
+            if where is not None:
+                if events is None:
+                    events = list(episode.events)
+                events[k] = attrs.evolve(
+                    event,
+                    status=MALFORMED,
+                    arguments={},
+                    error_text=(f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"),
+                )
+        out.append(episode if events is None else attrs.evolve(episode, events=events))
     return out
 
 
@@ -414,43 +436,42 @@ def read_report(
     files: list[str] = []
     skipped: list[SkippedFile] = []
     errors: list[ReaderError] = []
-    for path in _walk(paths):
-        file = os.fspath(path)
-        data = None
-        try:
-            with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
-                text, data, jsonl = _load(path, file)
-                fmt = format
-                if fmt is None:
-                    fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
-                    if fmt is None:
-                        skipped.append(SkippedFile(_shown(file), reason))
-                        continue
-                read = _read_given if format is not None else _read_loaded
-                try:
-                    found = _shallow(
-                        read(
-                            path,
-                            file,
-                            text,
-                            data,
-                            fmt,
-                            error_signal,
-                            line_errors=errors if keep_going else None,
-                            jsonl=jsonl,
-                        ),
-                        file,
-                    )
-                except RecursionError:
-                    raise _too_deep(file, data) from None
-                episodes.extend(found)
-        except ReaderError as exc:
-            if not keep_going:
-                raise
-            errors.append(exc)
-            continue
-        files.append(_shown(file))
+    # one pause for the whole read (JSON values and episodes are acyclic: see rlvp_dsl.gcpause); each
+    # file's parsed JSON dies with `_read_file`'s frame, so the collector, resumed, never walks it
+    with collector_paused():
+        for path in _walk(paths):
+            file = os.fspath(path)
+            try:
+                found = _read_file(path, file, format, error_signal, errors if keep_going else None)
+            except ReaderError as exc:
+                if not keep_going:
+                    raise
+                errors.append(exc)
+                continue
+            if isinstance(found, SkippedFile):
+                skipped.append(found)
+                continue
+            episodes.extend(found)
+            files.append(_shown(file))
     return ReadReport(episodes=episodes, files=files, skipped=skipped, errors=errors)
+
+
+def _read_file(
+    path: Path, file: str, format: str | None, error_signal: ErrorSignal | None, line_errors: list[ReaderError] | None
+) -> list[Episode] | SkippedFile:
+    """One file of `read_report`: its episodes, or why it is skipped (not a trajectory)."""
+    data = None
+    text, data, jsonl = _load(path, file)
+    fmt = format
+    if fmt is None:
+        fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
+        if fmt is None:
+            return SkippedFile(_shown(file), reason)
+    read = _read_given if format is not None else _read_loaded
+    try:
+        return _shallow(read(path, file, text, data, fmt, error_signal, line_errors=line_errors, jsonl=jsonl), file)
+    except RecursionError:
+        raise _too_deep(file, data) from None
 
 
 def read_paths(paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], **kw: Any) -> list[Episode]:

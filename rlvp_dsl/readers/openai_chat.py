@@ -25,34 +25,13 @@ from rlvp_dsl.events import ASSISTANT, USER, Episode
 
 from .call_markers import THINK_MARKERS, marked_calls
 from .arguments import message_text
+from .arguments import tool_result as tool_result  # re-exported: its home until the tau2 reader needed it alone
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
 from .errors import ReaderError, expected_got, load_json_text
-from .json_text import loads
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
 _CONTENT_TYPES = (str, list, dict, type(None))
-
-
-def tool_result(content: Any) -> tuple[str, list[Any]]:
-    """The text of a tool message's content and the records that may carry an error flag.
-
-    An MCP ``tools/call`` result (an object, or JSON text of one, with a ``content``
-    list) contributes its text parts and itself as a flag record.
-    """
-    mcp = None
-    if isinstance(content, dict) and isinstance(content.get("content"), list):
-        mcp = content
-    elif isinstance(content, str) and content.lstrip().startswith("{") and '"isError"' in content:
-        try:
-            value = loads(content)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict) and isinstance(value.get("content"), list):
-            mcp = value
-    if mcp is not None:
-        return message_text(mcp["content"]), [mcp]
-    return message_text(content), []
 
 
 def _call_parts(entry: Any) -> tuple[Any, Any, Any, str, str]:

@@ -30,11 +30,10 @@ from typing import Any
 
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
-from .arguments import message_text, parse_arguments
+from .arguments import message_text, parse_arguments, tool_result
 from .builder import EpisodeBuilder
 from .error_signals import ErrorSignal
 from .errors import ReaderError, expected_got
-from .openai_chat import tool_result
 
 #: Commands that act on the file currently open in SWE-agent's editor window.
 WINDOW_COMMANDS = frozenset(

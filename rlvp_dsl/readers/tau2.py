@@ -23,11 +23,10 @@ from typing import Any
 
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
-from .arguments import message_text
+from .arguments import message_text, tool_result
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
 from .errors import ReaderError, expected_got
-from .openai_chat import tool_result
 
 ROLES = ("assistant", "user", "tool", "system")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -73,9 +72,24 @@ def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, com
     if not isinstance(messages, list):
         raise ReaderError(file, record, "messages", expected_got("a list of messages", messages))
     builder = EpisodeBuilder(signal)
+    begin, turn, result = builder.begin_message, builder.turn, builder.result
     for position, message in enumerate(messages):
-        builder.begin_message()
-        _message(message, f"{record}.messages[{position}]", file, builder)
+        # the two commonest messages first, as `_message` reads them: a turn of text without
+        # calls, and a tool's text result (no MCP result inside); everything else goes there
+        if type(message) is dict:
+            content = message.get("content")
+            if type(content) is str:
+                role = message.get("role")
+                if role == "tool":
+                    if not ('"isError"' in content and content.lstrip().startswith("{")):
+                        begin()
+                        result(content, call_id=message.get("id"), records=(message,))
+                        continue
+                elif (role == "assistant" or role == "user") and message.get("tool_calls") is None:
+                    turn(ASSISTANT if role == "assistant" else USER, content)
+                    continue
+        begin()
+        _message(message, record, position, file, builder)
     reward_info = sim.get("reward_info")
     reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
     if not is_reward(reward):
@@ -90,43 +104,60 @@ def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, com
     return builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta)
 
 
-def _message(message: Any, where: str, file: str, builder: EpisodeBuilder) -> None:
-    if not isinstance(message, dict):
-        raise ReaderError(file, where, detail=expected_got("a message object", message))
+def _message(message: Any, record: str, position: int, file: str, builder: EpisodeBuilder) -> None:
+    """One message of ``record`` (``simulations[i]``) at `position`.  Its place,
+    ``simulations[i].messages[k]``, is worded only when a problem needs it: most messages
+    have none, and this runs once per message of every file."""
+    if type(message) is not dict:
+        if not isinstance(message, dict):
+            raise ReaderError(file, _where(record, position), detail=expected_got("a message object", message))
     role = message.get("role")
-    if role not in ROLES:
-        raise ReaderError(file, where, "role", expected_got("one of " + "/".join(ROLES), role))
     content = message.get("content")
-    if not isinstance(content, _CONTENT_TYPES):
-        raise ReaderError(file, where, "content", expected_got("text or null", content))
-    if role == "system":
-        return
     if role == "tool":
+        if not isinstance(content, _CONTENT_TYPES):
+            raise ReaderError(file, _where(record, position), "content", expected_got("text or null", content))
         text, records = tool_result(content)
         builder.result(text, call_id=message.get("id"), records=[message, *records])
         return
-    builder.message(ASSISTANT if role == "assistant" else USER, message_text(content))
+    if role not in ROLES:
+        raise ReaderError(file, _where(record, position), "role", expected_got("one of " + "/".join(ROLES), role))
+    if type(content) is not str and not isinstance(content, _CONTENT_TYPES):
+        raise ReaderError(file, _where(record, position), "content", expected_got("text or null", content))
+    if role == "system":
+        return
+    builder.message(
+        ASSISTANT if role == "assistant" else USER, content if type(content) is str else message_text(content)
+    )
     calls = message.get("tool_calls")
     if calls is None:
         return
     if not isinstance(calls, list):
-        raise ReaderError(file, where, "tool_calls", expected_got("a list of tool calls or null", calls))
+        raise ReaderError(
+            file, _where(record, position), "tool_calls", expected_got("a list of tool calls or null", calls)
+        )
     cut = ""
     if _get(message, "raw_data", "finish_reason") == "length":
         cut = "call cut off by the length limit (finish_reason 'length')"
-    for position, entry in enumerate(calls):
+    last = len(calls) - 1
+    for k, entry in enumerate(calls):
         if not isinstance(entry, dict):
             builder.call(None, None, problem=f"tool call must be a JSON object, got {type(entry).__name__}")
             continue
         requestor = entry.get("requestor") or role
-        if requestor not in ("assistant", "user"):
+        if requestor != "assistant" and requestor != "user":
             requestor = role
-        last_cut = cut if position == len(calls) - 1 else ""  # the length limit cuts the last call only
+        name = entry.get("name")
         builder.call(
-            entry.get("name"),
+            name,
             entry.get("arguments"),
             call_id=entry.get("id"),
             requestor=requestor,
-            problem=last_cut,
-            where=f"{where}.tool_calls[{position}]",
+            problem=cut if k == last else "",  # the length limit cuts the last call only
+            # the call's place is worded only for a name that is not a tool name (its one use)
+            where="" if type(name) is str and name.strip() else f"{_where(record, position)}.tool_calls[{k}]",
         )
+
+
+def _where(record: str, position: int) -> str:
+    """``simulations[i].messages[k]``: a message's place, for an error or a problem."""
+    return f"{record}.messages[{position}]"
