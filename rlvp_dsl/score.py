@@ -160,10 +160,14 @@ class Scorer:
                     (slot, p is not None and p(event, states), q is not None and q(event, states), same, returned)
                     for slot, p, q, same, returned in plan.updates
                 ]
-                if message is not None:
-                    held.hold(event, now)
-                else:
+                if message is None:
                     apply(event, now)
+                elif plan.in_message:  # as in `_step`
+                    inside = plan.in_message
+                    apply(event, [u for u in now if u[0] in inside])
+                    held.hold(event, [u for u in now if u[0] not in inside])
+                else:
+                    held.hold(event, now)
             if event.kind == CALL:
                 self.calls_before += 1
         out.extend(self.finish())

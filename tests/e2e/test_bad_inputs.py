@@ -1550,7 +1550,7 @@ def test_rlvp_score_csv_to_a_full_disk_exits_2_not_0(tmp_path):
     "name,stop_at",
     [
         ("rlvp-compile", "lark"),
-        ("rlvp-score", "lark"),
+        ("rlvp-score", "rlvp_dsl.cli.score_args"),
         ("rlvp-compile", "rlvp_dsl.pipeline"),
         ("rlvp-train", "trainer.config"),
         ("rlvp-train", "click"),
