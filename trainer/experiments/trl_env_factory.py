@@ -53,7 +53,7 @@ from typing import Any, Callable, Sequence
 import attrs
 
 from trainer.envs.base import Task, ToolCall, ToolEnv
-from trainer.experiments.trl_rollout import CALL_MARKERS, episode_messages, task_message, tool_tags
+from trainer.experiments.trl_rollout import CALL_MARKERS, allowed_logprobs, episode_messages, task_message, tool_tags
 from trainer.sampling.call_grammar import CallFormat, CallTrie
 from trainer.sampling.rollout import system_prompt
 from trainer.sampling.tokenizer import encode
@@ -322,14 +322,7 @@ class GrammarLogprobsMixin:
                 if ids is not None:
                     allow[b, t] = False
                     allow[b, t, list(ids)] = True
-        logsm = torch.log_softmax(logits.masked_fill(~allow, float("-inf")), dim=-1)
-        logp = logsm.gather(-1, input_ids[:, -T:, None]).squeeze(-1)
-        ent = None
-        if compute_entropy:
-            with torch.no_grad():
-                p = logsm.exp()
-                ent = -(p * torch.where(p > 0, logsm, torch.zeros_like(logsm))).sum(-1)
-        return logp, ent, None
+        return allowed_logprobs(logits, allow, input_ids[:, -T:], compute_entropy)
 
 
 class EnvMessagesMixin:

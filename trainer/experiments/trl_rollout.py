@@ -412,6 +412,28 @@ class EnvRollout:
         return allow.to(completion_ids.device)
 
 
+def allowed_logprobs(logits: Any, allow: Any, ids: Any, compute_entropy: bool) -> tuple[Any, Any, None]:
+    """Log-probs of `ids` renormalised over the allowed ids, as TRL's
+    ``_get_per_token_logps_and_entropies`` returns them: ``(logp [B, T], entropy [B, T] or None, None)``.
+
+    Args:
+        logits: ``[B, T, V]`` float logits (temperature applied).
+        allow: ``[B, T, V]`` bool, True where the call mask allowed the id.
+        ids: ``[B, T]`` the tokens whose log-probs are wanted.
+        compute_entropy: also return the entropy of the renormalised distribution (no gradient).
+    """
+    import torch
+
+    logsm = torch.log_softmax(logits.masked_fill(~allow, float("-inf")), dim=-1)  # (B, T, V)
+    logp = logsm.gather(-1, ids[..., None]).squeeze(-1)  # (B, T)
+    ent = None
+    if compute_entropy:
+        with torch.no_grad():
+            p = logsm.exp()
+            ent = -(p * torch.where(p > 0, logsm, torch.zeros_like(logsm))).sum(-1)
+    return logp, ent, None
+
+
 class ConstrainedLogprobsMixin:
     """TRL's per-token log-probs renormalised over the ids the call mask allowed when each
     token was sampled (the compact trainer's ``constrained_logprobs``): the ratio, the
@@ -428,7 +450,6 @@ class ConstrainedLogprobsMixin:
         compute_aux_loss=False,
         **kwargs,
     ):
-        import torch
 
         if not hasattr(self.rollout_func, "allowed_mask"):
             raise TypeError("ConstrainedLogprobsMixin needs an EnvRollout as rollout_func (it knows the call mask)")
@@ -436,11 +457,4 @@ class ConstrainedLogprobsMixin:
         logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, -T - 1 : -1].float()  # (B, T, V)
         logits = logits / self.temperature
         allow = self.rollout_func.allowed_mask(input_ids[:, -T:], attention_mask[:, -T:], logits.shape[-1])
-        logsm = torch.log_softmax(logits.masked_fill(~allow, float("-inf")), dim=-1)  # (B, T, V)
-        logp = logsm.gather(-1, input_ids[:, -T:, None]).squeeze(-1)  # (B, T)
-        ent = None
-        if compute_entropy:
-            with torch.no_grad():
-                p = logsm.exp()
-                ent = -(p * torch.where(p > 0, logsm, torch.zeros_like(logsm))).sum(-1)
-        return logp, ent, None
+        return allowed_logprobs(logits, allow, input_ids[:, -T:], compute_entropy)
