@@ -88,5 +88,5 @@ train_start=$SECONDS
 # differ from machine to machine (float summation order), the medians should not.
 rlvp-train examples/chain4.toml --compare grpo,rlvp --seeds 0,1,2,3,4 --jobs 2 --out runs/compare --overwrite
 echo
-echo "step 5 took $(took "$train_start") on $(nproc 2>/dev/null || echo '?') cores; steps 1-5 $(took "$job_start"), after a set-up of $setup_took"
+echo "step 5 took $(took "$train_start") on $(nproc --all 2>/dev/null || echo '?') cores; steps 1-5 $(took "$job_start"), after a set-up of $setup_took"
 echo "learning curves: runs/compare/curves.png   summary: runs/compare/summary.md, runs/compare/summary.json"

@@ -49,9 +49,10 @@ def type_error(key: str, value: Any, want: str) -> str | None:
 
 def line_of(text: str, key: str) -> int | None:
     """The 1-based line where ``key = ...`` is set in the TOML ``text`` (first match), else the line
-    of a ``[key]`` table header (``env_args`` written as a table), if found."""
+    of a ``[key]`` or ``[section.key]`` table header (``env_args`` written as a table, e.g.
+    ``[env.env_args]`` as examples/bfcl.toml does), if found."""
     pattern = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
-    header = re.compile(rf"""^\s*\[\s*["']?{re.escape(key)}["']?\s*\]""")
+    header = re.compile(rf"""^\s*\[\s*(?:["']?\w+["']?\s*\.\s*)?["']?{re.escape(key)}["']?\s*\]""")
     lines = text.splitlines()
     for n, line in enumerate(lines, 1):
         if pattern.match(line):

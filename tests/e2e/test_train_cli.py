@@ -81,6 +81,10 @@ def test_a_bad_knob_in_an_env_args_table_names_the_table_line(tmp_path):
     done = invoke(path, "--out", tmp_path / "out")
     assert done.exit_code == 1 and f"rlvp-train: error: {path}:{line}: env_args = " in done.output, done.output
     assert "knob 'vary_tokens' must be true or false (got 'no')" in done.output
+    # the same as a dotted [env.env_args] table (examples/bfcl.toml writes it so): its header line
+    path.write_text(path.read_text().replace("[env_args]", "[env.env_args]"))
+    done = invoke(path, "--out", tmp_path / "out")
+    assert done.exit_code == 1 and f"rlvp-train: error: {path}:{line}: env_args = " in done.output, done.output
 
 
 def test_output_folder_that_is_a_file_is_an_io_error(tmp_path):

@@ -74,8 +74,8 @@ def test_bfcl_part_quick_on_cpu(tmp_path, monkeypatch):
     assert summary["failed"] == []
     grpo, rlvp = summary["results"]
     assert [(r["part"], r["method"], r["steps"], r["episodes"]) for r in (grpo, rlvp)] == [
-        ("bfcl", "grpo", 2, 64),
-        ("bfcl", "rlvp", 2, 64),
+        ("bfcl", "grpo", 2, 96),  # 6 groups (examples/bfcl.toml: one per task) x 8 x 2 iterations
+        ("bfcl", "rlvp", 2, 96),
     ]
     rows = {
         m: [json.loads(x) for x in (tmp_path / f"bfcl_{m}" / "metrics.jsonl").read_text().splitlines()]
