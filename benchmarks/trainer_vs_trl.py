@@ -224,7 +224,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1, help="torch threads per worker (default 1)")
     ap.add_argument("--trainers", default=",".join(TRAINERS), help=f"comma-separated subset of {', '.join(TRAINERS)}")
     ap.add_argument("--python", help="interpreter of the workers (default: this one when it has trl)")
-    ap.add_argument("--out", default="runs/bench_trl")
+    ap.add_argument(
+        "--out",
+        default="runs/bench_trl",
+        help="folder for raw.json (every run's numbers) and table.md (default: %(default)s)",
+    )
     a = ap.parse_args(argv)
     kinds = [k.strip() for k in a.trainers.split(",") if k.strip()]
     unknown = [k for k in kinds if k not in TRAINERS]

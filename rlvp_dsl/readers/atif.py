@@ -46,7 +46,7 @@ from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, USER, 
 from .arguments import message_text
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
-from .errors import ReaderError, expected_got
+from .errors import ReaderError, expected_field, expected_got
 from .loading import is_atif  # detection lives with the other formats' (loading imports this module lazily)
 
 #: The version `trajectory_from_episode` writes.
@@ -99,7 +99,7 @@ def _trajectory(data: Any, file: str, record: str, default_id: str, signal: Erro
             raise ReaderError(file, where, detail=expected_got("a step object", step))
         source = step.get("source")
         if source not in _SOURCES:
-            raise ReaderError(file, where, "source", expected_got("one of system/user/agent", source))
+            raise ReaderError(file, where, "source", expected_field("one of system/user/agent", step, "source"))
         content = step.get("message")
         if not isinstance(content, (str, list)):
             raise ReaderError(file, where, "message", expected_got("text or a list of content parts", content))

@@ -8,7 +8,7 @@ MCP's ``isError`` -- is recognised in `rlvp_dsl.readers.error_signals`.)
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from .json_text import json_problem, loads
 
@@ -51,6 +51,14 @@ def expected_got(expected: str, got: Any) -> str:
         if len(shown) > 60:
             shown = shown[:57] + "..."
     return f"expected {expected}, got {shown}"
+
+
+def expected_field(expected: str, record: Mapping[str, Any], key: str) -> str:
+    """`expected_got` for ``record[key]``; ``missing, expected X`` when `record` has no `key` (a
+    JSON ``null`` is shown as ``None``, an absent key as missing)."""
+    if key not in record:
+        return f"missing, expected {expected}"
+    return expected_got(expected, record[key])
 
 
 def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:

@@ -28,7 +28,7 @@ from .arguments import message_text
 from .arguments import tool_result as tool_result  # re-exported: its home until the tau2 reader needed it alone
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
-from .errors import ReaderError, expected_got, load_json_text
+from .errors import ReaderError, expected_field, expected_got, load_json_text
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -93,7 +93,7 @@ def read_messages(
             raise ReaderError(file, where, detail=expected_got("a message object", message))
         role = message.get("role")
         if role not in ROLES:
-            raise ReaderError(file, where, "role", expected_got("one of " + "/".join(ROLES[:4]), role))
+            raise ReaderError(file, where, "role", expected_field("one of " + "/".join(ROLES[:4]), message, "role"))
         content = message.get("content")
         if not isinstance(content, _CONTENT_TYPES):
             raise ReaderError(file, where, "content", expected_got("text, a list of content parts or null", content))

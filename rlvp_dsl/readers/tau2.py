@@ -26,7 +26,7 @@ from rlvp_dsl.events import ASSISTANT, USER, Episode
 from .arguments import message_text, tool_result
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
-from .errors import ReaderError, expected_got
+from .errors import ReaderError, expected_field, expected_got
 
 ROLES = ("assistant", "user", "tool", "system")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -120,7 +120,9 @@ def _message(message: Any, record: str, position: int, file: str, builder: Episo
         builder.result(text, call_id=message.get("id"), records=[message, *records])
         return
     if role not in ROLES:
-        raise ReaderError(file, _where(record, position), "role", expected_got("one of " + "/".join(ROLES), role))
+        raise ReaderError(
+            file, _where(record, position), "role", expected_field("one of " + "/".join(ROLES), message, "role")
+        )
     if type(content) is not str and not isinstance(content, _CONTENT_TYPES):
         raise ReaderError(file, _where(record, position), "content", expected_got("text or null", content))
     if role == "system":

@@ -485,6 +485,16 @@ def test_bad_role_names_record_and_field(tmp_path):
         f"{path}: simulations[1].messages[1]: field 'role': expected one of assistant/user/tool/system, got 'robot'"
     )
     assert (info.value.record, info.value.field) == ("simulations[1].messages[1]", "role")
+    # an absent role is "missing"; a JSON null is shown as None (tau2 and OpenAI chat alike)
+    absent = _write(tmp_path, "absent.json", {"simulations": [{"messages": [{"content": "x"}]}]})
+    with pytest.raises(ReaderError, match=r"messages\[0\]: field 'role': missing, expected one of assistant/"):
+        read_episodes(absent)
+    null = _write(tmp_path, "null.json", {"simulations": [{"messages": [{"role": None, "content": "x"}]}]})
+    with pytest.raises(ReaderError, match=r"field 'role': expected one of assistant/user/tool/system, got None$"):
+        read_episodes(null)
+    chat = _write(tmp_path, "chat.json", {"messages": [{"content": "x"}]})
+    with pytest.raises(ReaderError, match=r"messages\[0\]: field 'role': missing, expected one of"):
+        read_episodes(chat)
 
 
 def test_invalid_json_and_bad_jsonl_line(tmp_path):
