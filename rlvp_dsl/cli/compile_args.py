@@ -154,12 +154,16 @@ def usage_problem(args: CompileArgs) -> str:
     return ""
 
 
+def _first_given(flags: tuple[tuple[str, object], ...]) -> str | None:
+    """The first flag of ``(flag, given)`` pairs that was given, else None."""
+    return next((flag for flag, given in flags if given), None)
+
+
 def _conflict(args: CompileArgs) -> str:
     """A flag that does nothing in this mode (so the user's intent would be silently dropped), or ""."""
     if args.fmt:
-        given = [
-            flag
-            for flag, on in (
+        flag = _first_given(
+            (
                 ("--auto-from-tags", args.auto_from_tags),
                 ("--emit-program", args.emit_program),
                 ("-o", args.output),
@@ -169,18 +173,16 @@ def _conflict(args: CompileArgs) -> str:
                 ("--manifest", args.manifest),
                 ("--examples", args.examples != DEFAULT_EXAMPLES),
             )
-            if on
-        ]
-        if given:
+        )
+        if flag:
             return (
-                f"{given[0]} does not go with --fmt (it rewrites the layout of rule files; "
+                f"{flag} does not go with --fmt (it rewrites the layout of rule files; "
                 "--fmt --check checks the layout only)"
             )
         return ""
     if args.auto_from_tags:
-        given = [
-            flag
-            for flag, on in (
+        flag = _first_given(
+            (
                 ("--emit-program", args.emit_program),
                 ("--json", args.json),
                 ("--test", args.test),
@@ -188,11 +190,10 @@ def _conflict(args: CompileArgs) -> str:
                 ("--warnings-as-errors", args.warnings_as_errors),
                 ("--max-diagnostics", args.max_diagnostics != MAX_PER_FILE),
             )
-            if on
-        ]
-        if given:
+        )
+        if flag:
             return (
-                f"{given[0]} does not go with --auto-from-tags (it writes rules; check them afterwards with "
+                f"{flag} does not go with --auto-from-tags (it writes rules; check them afterwards with "
                 "rlvp-compile RULES.rlvp)"
             )
         return ""
