@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import math
 
-import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -56,6 +55,7 @@ import attrs
 
 from . import ast
 from .analysis import EventClass, Universe
+from .canonical import CanonicalForms, flatten, form_key
 from .diagnostics import WARNING, Diagnostic
 from .events import ASSISTANT, CALL, MALFORMED, NO_RESULT, USER
 from .ir import (
@@ -65,7 +65,6 @@ from .ir import (
     RuleSet,
     ViolationRule,
     binding_to_json,
-    expr_to_json,
     rule_bound,
 )
 from .source import Span
@@ -112,23 +111,6 @@ def _warn(code: str, message: str, span: Span, help: str) -> Diagnostic:
     return Diagnostic(code, message, span, help, WARNING)
 
 
-def _key(j: Any) -> str:
-    return json.dumps(j, sort_keys=True, ensure_ascii=False)
-
-
-def _flat(node: ast.Expr, kind: type[ast.And] | type[ast.Or]) -> list[ast.Expr]:
-    """The operands of a chain of `kind` (And or Or), nested chains flattened, iteratively."""
-    out: list[ast.Expr] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, kind):
-            stack.extend(reversed(n.items))
-        else:
-            out.append(n)
-    return out
-
-
 _SCOPE = (ast.CallAtom, ast.KindAtom, ast.TagAtom, ast.StatusAtom)
 
 #: A rule with at most this many scope conjuncts finds the rules it narrows by looking up each subset
@@ -142,81 +124,11 @@ _Rule = TypeVar("_Rule", ViolationRule, ObligationRule, ProgressRule)
 _Keys = frozenset[str]
 
 
-class _Linter:
+class _Linter(CanonicalForms):
     def __init__(self, ruleset: RuleSet) -> None:
+        super().__init__(Universe(ruleset.tools))
         self.ruleset = ruleset
-        self.universe = Universe(ruleset.tools)
         self.rules = ruleset.rules
-        self._tagged: dict[str, frozenset[EventClass]] = {}
-
-    # ---- canonical form ----------------------------------------------------
-    def normal(self, expr: ast.Expr | None) -> Any:
-        """A canonical s-expression: `and`/`or` flattened, deduplicated and sorted; `not not x` is x;
-        a bare `call` dropped from a conjunction another operand already confines to calls."""
-        if expr is None:
-            return None
-        if isinstance(expr, ast.And):
-            return self._join("and", self.conjuncts(expr))
-        if isinstance(expr, ast.Or):
-            found: dict[str, Any] = {}
-            for item in _flat(expr, ast.Or):
-                j = self.normal(item)
-                found[_key(j)] = j
-            return self._join("or", sorted(found.items()))
-        if isinstance(expr, ast.Not):
-            if isinstance(expr.item, ast.Not):
-                return self.normal(expr.item.item)
-            return ["not", self.normal(expr.item)]
-        if isinstance(expr, ast.Seen):
-            out = ["seen", self.normal(expr.cond), binding_to_json(expr.same), self.normal(expr.since)]
-            return out + ["returned"] if expr.returned else out
-        return expr_to_json(expr)
-
-    @staticmethod
-    def _join(op: str, items: list[tuple[str, Any]]) -> Any:
-        if len(items) == 1:
-            return items[0][1]
-        return [op, *(j for _, j in items)]
-
-    def conjuncts(self, expr: ast.Expr) -> list[tuple[str, Any]]:
-        """The normalised conjuncts of a condition as sorted (key, json) pairs."""
-        items = _flat(expr, ast.And)
-        messages = self.universe.messages  # confined to calls = no message class (the test costs O(1))
-        if any(self.universe.possible(i).isdisjoint(messages) for i in items if not _bare_call(i)):
-            items = [i for i in items if not _bare_call(i)]
-        found: dict[str, Any] = {}
-        for item in items:
-            j = self.normal(item)
-            found[_key(j)] = j
-        return sorted(found.items())
-
-    def conjunct_nodes(self, expr: ast.Expr) -> dict[str, ast.Expr]:
-        """The conjuncts of a condition by canonical key (the nodes, for scope tests)."""
-        return {_key(self.normal(i)): i for i in _flat(expr, ast.And)}
-
-    def surely(self, node: ast.Expr) -> frozenset[EventClass]:
-        """The event classes whose every event satisfies `node` (an under-approximation)."""
-        u = self.universe
-        if isinstance(node, ast.And):
-            out = u.all
-            for k in node.items:
-                out = out & self.surely(k)
-            return out
-        if isinstance(node, ast.Or):
-            out = frozenset[EventClass]()
-            for k in node.items:
-                out = out | self.surely(k)
-            return out
-        if isinstance(node, (ast.CallAtom, ast.KindAtom, ast.StatusAtom)):
-            return u.possible(node)  # exact: determined by the class
-        if isinstance(node, ast.TagAtom):
-            tag = node.tag.text
-            if tag not in self._tagged:  # once per tag, not once per obligation
-                self._tagged[tag] = u.calls_of([t for t, info in u.tools.items() if tag in info.tags])
-            return self._tagged[tag]
-        if isinstance(node, ast.Const):
-            return u.all if node.value else frozenset()
-        return frozenset()
 
     # ---- RV301 ---------------------------------------------------------------
     def no_penalty_path(self) -> list[Diagnostic]:
@@ -378,7 +290,7 @@ class _Linter:
     def _same_obligations(self, rules: Sequence[CheckedRule]) -> list[Diagnostic]:
         """RV302 for obligations: one warning per group with equal open, discharge and same (on its second)."""
         out = []
-        key = lambda r: _key([self.normal(r.open), self.normal(r.discharge), binding_to_json(r.same)])  # noqa: E731
+        key = lambda r: form_key([self.normal(r.open), self.normal(r.discharge), binding_to_json(r.same)])  # noqa: E731
         for group in self._groups(rules, ObligationRule, key):
             a, r = group[0], group[1]
             out.append(
@@ -414,18 +326,18 @@ class _Linter:
     def implies(self, a: ast.Expr, d: ast.Expr) -> bool:
         """True when every event satisfying `a` surely satisfies `d` (sound, incomplete)."""
         if isinstance(a, ast.Or):
-            return all(self.implies(k, d) for k in _flat(a, ast.Or))
+            return all(self.implies(k, d) for k in flatten(a, ast.Or))
         have = {k for k, _ in self.conjuncts(a)}
         classes = self.universe.possible(a)
         return self._implied(have, classes, d)
 
     def _implied(self, have: set[str], classes: frozenset[EventClass], d: ast.Expr) -> bool:
-        if _key(self.normal(d)) in have:
+        if form_key(self.normal(d)) in have:
             return True
         if isinstance(d, ast.And):
-            return all(self._implied(have, classes, k) for k in _flat(d, ast.And))
+            return all(self._implied(have, classes, k) for k in flatten(d, ast.And))
         if isinstance(d, ast.Or):
-            return any(self._implied(have, classes, k) for k in _flat(d, ast.Or))
+            return any(self._implied(have, classes, k) for k in flatten(d, ast.Or))
         return classes <= self.surely(d)
 
     def self_discharging(self) -> list[Diagnostic]:
@@ -504,10 +416,6 @@ class _Linter:
                     )
                 )
         return out
-
-
-def _bare_call(node: ast.Expr) -> bool:
-    return isinstance(node, ast.CallAtom) and not node.tools
 
 
 def _kind_only(j: Any) -> bool:
