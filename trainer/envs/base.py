@@ -31,6 +31,7 @@ from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 import attrs
 
+from rlvp_dsl.events import CALL, ERROR, OK, Event
 from rlvp_dsl.tools import ToolSpec
 
 MANIFEST_FORMAT = "rlvp-tools/1"
@@ -69,6 +70,21 @@ class ToolResult:
     text: str
     done: bool = False
     signals: Mapping[str, float] = attrs.field(factory=dict, converter=dict, hash=False)
+
+    def event(self, index: int, call: ToolCall, tags: frozenset[str] = frozenset()) -> Event:
+        """The ``call`` event of `call` answered by this result, as rlvp scores it: status ``ok`` or
+        ``error``, the text as the result or the error text, the signals, the tool's `tags`."""
+        return Event(
+            index=index,
+            kind=CALL,
+            tool=call.tool,
+            arguments=dict(call.arguments),
+            status=OK if self.ok else ERROR,
+            error_text="" if self.ok else self.text,
+            result=self.text if self.ok else "",
+            tags=tags,
+            signals=dict(self.signals),
+        )
 
 
 def all_calls(spec: ToolSpec) -> list[ToolCall]:

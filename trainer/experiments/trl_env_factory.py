@@ -139,22 +139,9 @@ class EnvToolWrapper:
     def messages(self) -> list[dict[str, Any]]:
         """This episode's calls as `trl_rollout.episode_messages` writes them (errors flagged
         ``"error": True``, signals under ``signals``): what `RlvpReward` reads."""
-        from rlvp_dsl.events import CALL, ERROR, OK, Episode, Event
+        from rlvp_dsl.events import Episode
 
-        events = []
-        for k, (call, result) in enumerate(self.calls):
-            events.append(
-                Event(
-                    index=k,
-                    kind=CALL,
-                    tool=call.tool,
-                    arguments=dict(call.arguments),
-                    status=OK if result.ok else ERROR,
-                    result=result.text if result.ok else "",
-                    error_text="" if result.ok else result.text,
-                    signals=dict(result.signals),
-                )
-            )
+        events = [result.event(k, call) for k, (call, result) in enumerate(self.calls)]
         return episode_messages(Episode("episode", tuple(events)))
 
 

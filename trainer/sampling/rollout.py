@@ -42,7 +42,7 @@ from __future__ import annotations
 
 from typing import Callable, Protocol, Sequence
 
-from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, OK, USER, Episode, Event
+from rlvp_dsl.events import ASSISTANT, CALL, MALFORMED, USER, Episode, Event
 from trainer.envs.base import END_TURN, Task, ToolCall, ToolEnv, all_calls, is_conversation
 from trainer.sampling.call_grammar import CallFormat, CallTrie
 from trainer.sampling.generation import CachedSampler, GenConfig, TurnSample
@@ -208,19 +208,7 @@ class _Group:
         else:
             result = ep.env.step(sample.call)
             observation = result.text
-            ep.events.append(
-                Event(
-                    index=index,
-                    kind=CALL,
-                    tool=sample.call.tool,
-                    arguments=dict(sample.call.arguments),
-                    status=OK if result.ok else ERROR,
-                    error_text="" if result.ok else result.text,
-                    result=result.text if result.ok else "",
-                    tags=self.tags.get(sample.call.tool, frozenset()),
-                    signals=dict(result.signals),
-                )
-            )
+            ep.events.append(result.event(index, sample.call, self.tags.get(sample.call.tool, frozenset())))
             finished = result.done
         ep.calls += 1
         ep.turn_calls += 1
