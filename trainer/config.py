@@ -361,30 +361,30 @@ KNOWN_TABLES = (
 )
 
 
-def _flatten(data: dict[str, Any], where: str, seen: dict[str, str] | None = None) -> dict[str, Any]:
+def _flatten(data: dict[str, Any], where: str, table: str = "", seen: dict[str, str] | None = None) -> dict[str, Any]:
+    """The settings of `data` in one flat dict (tables other than `_DICT_FIELDS` are for
+    readability only); `where` names the file, `table` the table being read (``[loss]``, "" at the
+    top level).  ConfigError (`key` set) for an unknown table or key, or a key set twice."""
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     seen = {} if seen is None else seen
     flat: dict[str, Any] = {}
+    inside = f" in [{table}]" if table else ""
     for key, value in data.items():
         if isinstance(value, dict) and key not in _DICT_FIELDS:
             near = difflib.get_close_matches(key, KNOWN_TABLES, n=1, cutoff=0.75)
             if near and key not in KNOWN_TABLES and key not in names:
                 raise ConfigError(f"{where}: unknown table '[{key}]'; did you mean '[{near[0]}]'?", key=key)
-            flat.update(_flatten(value, f"{where}[{key}]", seen))
+            flat.update(_flatten(value, where, f"{table}.{key}" if table else key, seen))
             continue
         if key not in names:
             hint = difflib.get_close_matches(key, sorted(names), n=1)
             raise ConfigError(
-                f"{where}: unknown key '{key}'" + (f"; did you mean '{hint[0]}'?" if hint else ""), key=key
+                f"{where}: unknown key '{key}'{inside}" + (f"; did you mean '{hint[0]}'?" if hint else ""), key=key
             )
         if key in seen:
-            first, second = (
-                f"[{w.partition('[')[2].rstrip(']')}]" if "[" in w else "the top level" for w in (seen[key], where)
-            )
-            raise ConfigError(
-                f"{where.partition('[')[0]}: '{key}' is set twice, in {first} and in {second}; keep one", key=key
-            )
-        seen[key] = where
+            first, second = (f"[{t}]" if t else "the top level" for t in (seen[key], table))
+            raise ConfigError(f"{where}: '{key}' is set twice, in {first} and in {second}; keep one", key=key)
+        seen[key] = table
         flat[key] = value
     return flat
 

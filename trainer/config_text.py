@@ -60,6 +60,22 @@ def line_of(text: str, key: str) -> int | None:
     return next((n for n, line in enumerate(lines, 1) if header.match(line)), None)
 
 
+def table_key_line(text: str, table: str, key: str) -> int | None:
+    """The 1-based line where ``key = ...`` is set inside the ``[table]`` (or ``[section.table]``)
+    table of the TOML ``text``, if that table is written as one and sets it; else None."""
+    start = line_of(text, table)
+    lines = text.splitlines()
+    if start is None or "=" in lines[start - 1].split("#")[0]:
+        return None  # no such table, or written inline (`table = { ... }`)
+    pattern = re.compile(rf"""^\s*["']?{re.escape(key)}["']?\s*=""")
+    for n, line in enumerate(lines[start:], start + 1):
+        if line.lstrip().startswith("["):
+            return None
+        if pattern.match(line):
+            return n
+    return None
+
+
 def key_location(path: str | os.PathLike, key: str) -> str:
     """``path:line`` where ``key = ...`` is set in the config file ``path``, else ``path``."""
     try:

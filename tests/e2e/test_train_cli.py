@@ -71,20 +71,31 @@ def test_a_bad_environment_names_the_config_line_and_value(tmp_path):
         )
 
 
-def test_a_bad_knob_in_an_env_args_table_names_the_table_line(tmp_path):
-    """env_args written as a [env_args] table: a bad knob is blamed on the table's header line."""
+def test_a_bad_knob_in_an_env_args_table_names_the_knobs_line(tmp_path):
+    """env_args written as a [env_args] (or dotted [env.env_args]) table: a bad knob is blamed on its
+    own line, with its value as written."""
     text = CONFIG.read_text()
     assert "env_args = { vary_tokens = false }" in text
     path = tmp_path / "c.toml"
-    path.write_text(text.replace("env_args = { vary_tokens = false }\n", "") + '\n[env_args]\nvary_tokens = "no"\n')
-    line = path.read_text().splitlines().index("[env_args]") + 1
+    for header in ("[env_args]", "[env.env_args]"):
+        path.write_text(text.replace("env_args = { vary_tokens = false }\n", "") + f'\n{header}\nvary_tokens = "no"\n')
+        line = path.read_text().splitlines().index('vary_tokens = "no"') + 1
+        done = invoke(path, "--out", tmp_path / "out")
+        assert done.exit_code == 1, done.output
+        assert f'rlvp-train: error: {path}:{line}: vary_tokens = "no": ' in done.output, done.output
+        assert "knob 'vary_tokens' must be true or false (got 'no')" in done.output
+
+
+def test_an_unknown_key_in_a_table_names_its_line_and_table(tmp_path):
+    """A typo'd key inside a table: file:line, the table, the did-you-mean."""
+    path = tmp_path / "c.toml"
+    path.write_text(CONFIG.read_text() + "\n[extra]\nlog_evry = 3\n")
+    line = len(path.read_text().splitlines())
     done = invoke(path, "--out", tmp_path / "out")
-    assert done.exit_code == 1 and f"rlvp-train: error: {path}:{line}: env_args = " in done.output, done.output
-    assert "knob 'vary_tokens' must be true or false (got 'no')" in done.output
-    # the same as a dotted [env.env_args] table (examples/bfcl.toml writes it so): its header line
-    path.write_text(path.read_text().replace("[env_args]", "[env.env_args]"))
-    done = invoke(path, "--out", tmp_path / "out")
-    assert done.exit_code == 1 and f"rlvp-train: error: {path}:{line}: env_args = " in done.output, done.output
+    assert done.exit_code == 1, done.output
+    assert (
+        f"rlvp-train: error: {path}:{line}: unknown key 'log_evry' in [extra]; did you mean 'log_every'?" in done.output
+    ), done.output
 
 
 def test_output_folder_that_is_a_file_is_an_io_error(tmp_path):

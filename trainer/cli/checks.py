@@ -16,7 +16,7 @@ import click
 from rlvp_dsl.cli import EXIT_USAGE
 from trainer.cli.common import PROG, Failure
 from trainer.config import ConfigError, TrainConfig
-from trainer.config_text import key_location
+from trainer.config_text import key_location, table_key_line
 from trainer.methods import METHODS
 
 
@@ -125,8 +125,18 @@ def check_env(config: str, cfg: TrainConfig) -> None:
         env_factory(cfg.env, **cfg.env_args)
     except ValueError as exc:
         knob = next((k for k in cfg.env_args if f"'{k}'" in str(exc) or "bad knob" in str(exc)), None)
+        line = knob and _knob_line(config, knob)
+        if line:  # the knob's own line in an env_args table
+            raise ConfigError(f"{config}:{line}: {knob} = {_toml(cfg.env_args[knob])}: {exc}") from None
         key, value = ("env_args", cfg.env_args) if knob else ("env", cfg.env)
         raise ConfigError(f"{key_location(config, key)}: {key} = {_toml(value)}: {exc}") from None
+
+
+def _knob_line(config: str, knob: str) -> int | None:
+    try:
+        return table_key_line(Path(config).read_text(encoding="utf-8"), "env_args", knob)
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _toml(value) -> str:
