@@ -284,12 +284,12 @@ def _read_trajectories(args: ScoreArgs, program: Program, error_signal: ErrorSig
     for error in report.errors:
         print(f"rlvp-score: error: {error}", file=sys.stderr)
     if not report.episodes:
-        lines = ["no episodes found in " + ", ".join("standard input" if t == "-" else t for t in args.trajectories)]
-        lines += [f"  skipped {skipped.path}: {skipped.reason}" for skipped in report.skipped]
-        rejected = {error.file for error in report.errors}
+        given = ", ".join("standard input" if t == "-" else t for t in args.trajectories)
+        lines = [f"  skipped {skipped.path}: {skipped.reason}" for skipped in report.skipped]
+        errors = [str(error.file or "") for error in report.errors]  # "path" or "path:line:col"
         lines += [
             f"  {file}: every episode of it was rejected (the errors above)"
-            if file in rejected
+            if any(e == file or e.startswith(f"{file}:") for e in errors)
             else f"  {file}: a trajectory file that holds no episodes (no simulations, entries or lines)"
             for file in report.files
         ]
@@ -297,7 +297,9 @@ def _read_trajectories(args: ScoreArgs, program: Program, error_signal: ErrorSig
             f"  {folder}: a folder with no trajectory files (*.json, *.jsonl, *.ndjson, *.traj)"
             for folder in _empty_folders(args.trajectories)
         ]
-        raise Stop(EXIT_INPUT_ERRORS, "\n".join(lines))
+        if not lines and errors:  # every file failed to read: the errors above say it all
+            raise Stop(EXIT_INPUT_ERRORS, f"no episodes could be read from {given} (the errors above)")
+        raise Stop(EXIT_INPUT_ERRORS, "\n".join([f"no episodes found in {given}", *lines]))
     return report
 
 

@@ -773,6 +773,27 @@ def test_score_says_when_every_episode_of_a_file_was_rejected(tmp_path):
     assert "not a trajectory: JSON null" in done.stderr and "not a trajectory: an empty JSON object" in done.stderr
 
 
+def test_score_on_truncated_files_names_the_cut_and_nothing_else(tmp_path):
+    """A JSONL file whose only line is cut off: the line:col error, then the file as rejected (never "holds
+    no episodes"); a cut JSON file, which never became a file of episodes: the error and one summary line."""
+    line = (REPO / "examples" / "episodes" / "airline_chat.jsonl").read_text().splitlines()[0]
+    (tmp_path / "cut.jsonl").write_text(line[:200])
+    (tmp_path / "cut.json").write_text((REPO / "examples" / "episodes" / "airline_tau2_results.json").read_text()[:500])
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "cut.jsonl")
+    assert (
+        done.returncode == 1
+        and f"{tmp_path / 'cut.jsonl'}:1:" in done.stderr
+        and "is the file truncated?" in done.stderr
+    )
+    assert f"{tmp_path / 'cut.jsonl'}: every episode of it was rejected (the errors above)" in done.stderr
+    assert "holds no episodes" not in done.stderr and "Traceback" not in done.stderr
+    done = run("score", "rules/tau2_airline.rlvp", tmp_path / "cut.json")
+    assert done.returncode == 1 and "is the file truncated?" in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"rlvp-score: error: no episodes could be read from {tmp_path / 'cut.json'} (the errors above)"
+    )
+
+
 def test_the_check_command_in_the_bfcl_rules_header_passes():
     """rules/bfcl.rlvp's header names the command that checks it; that command exits 0 with every
     property ok (it needs no bfcl-eval: the manifest is a file of the repository)."""
