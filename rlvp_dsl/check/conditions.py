@@ -12,7 +12,7 @@ from ..diagnostics import did_you_mean, quoted
 from ..regex import RegexSyntaxError, compile_regex
 from ..syntax.errors import keyword_suggestion
 from .state import CheckState
-from .tags import misdeclared
+from .tags import STANDARD_TAGS, misdeclared
 
 
 def check_expr(state: CheckState, expr: ast.Expr) -> None:
@@ -33,7 +33,9 @@ def check_expr(state: CheckState, expr: ast.Expr) -> None:
             if node.tag.text not in known_tags:
                 hint = (
                     misdeclared(state, node.tag.text)
-                    or did_you_mean(node.tag.text, known_tags)
+                    or did_you_mean(
+                        node.tag.text, set(known_tags) | STANDARD_TAGS
+                    )  # the standard tags too: `writ` -> `write`
                     or (f"no declared tool carries it; declared tags: {', '.join(sorted(declared_tags)) or 'none'}")
                 )
                 state.error("RV202", f"unknown tag {quoted(node.tag.text)}", node.tag.span, hint)

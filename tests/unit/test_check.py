@@ -38,6 +38,15 @@ def test_unknown_tag_lists_known_tags_when_nothing_is_close():
     assert d.code == "RV202" and "destructive, read, write" in d.help
 
 
+def test_unknown_tag_suggests_the_standard_tag_over_a_misspelt_declared_one():
+    """`tool d : wrte` and `on call tag writ`: the did-you-mean is the standard 'write' (one letter off),
+    not the declared 'wrte'; the declaration gets its own RV212 pointing at 'write'."""
+    found = check_text("tool d : wrte, destructive\nviolation v (-1) { on call tag writ }\n").diagnostics
+    by_code = {d.code: d for d in found}
+    assert by_code["RV202"].help == "did you mean 'write'?"
+    assert "close to the standard tag 'write'" in by_code["RV212"].message
+
+
 def test_duplicate_constant_and_conflicting_targets():
     """A constant defined twice and a tool with two targets are RV203."""
     text = TOOLS + "tool get_item : read target other\nconst A = -1\nconst A = -2\n"
