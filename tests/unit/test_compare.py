@@ -2,7 +2,7 @@
 
 import pytest
 
-from trainer.experiments.compare import MACHINE_NOTE, markdown_table, summarise
+from trainer.experiments.compare import COLLAPSE_NOTE, MACHINE_NOTE, markdown_table, summarise
 from trainer.metrics import episodes_to_success, median, seed_stats, summarise_run
 from trainer.experiments.plots import plot_curves
 
@@ -53,7 +53,7 @@ def test_summary_table_and_plot(tmp_path):
     grpo = next(x for x in table.splitlines() if x.startswith("| grpo |"))
     # one of two seeds never got there: the median of (64, never) is never
     assert grpo.startswith("| grpo | 2 | never [64–never] (1/2) | 3 [1–5] | 0.24 [0.00–0.48] | 0/2 |"), grpo
-    assert MACHINE_NOTE in table
+    assert MACHINE_NOTE in table and table.endswith(COLLAPSE_NOTE + "\n" + MACHINE_NOTE)
     assert summarise_run(results["grpo"][0])["dead_iterations"] == 5
     out = plot_curves(results, tmp_path / "c.png")
     assert out.stat().st_size > 1000

@@ -248,10 +248,17 @@ MACHINE_NOTE = (
 )
 
 
+#: The line under every comparison table that says what "collapsed" counts (and does not).
+COLLAPSE_NOTE = (
+    "collapsed: seeds whose trailing success reached 0.8 and whose final success ended below 0.5; "
+    "a seed that never reached 0.8 is not counted, whatever its final success."
+)
+
+
 def markdown_table(summary: dict[str, Any], threshold: float = 0.5) -> str:
     """The summary as a Markdown table: per method, median [min–max] over seeds of each column
     (`_fmt`), the collapsed seeds (``k/n``: trailing success reached 0.8, final below 0.5;
-    `trainer.metrics.summarise_run`), then `MACHINE_NOTE`."""
+    `trainer.metrics.summarise_run`), then `COLLAPSE_NOTE` and `MACHINE_NOTE`."""
     pct = int(round(threshold * 100))
     lines = [
         f"| method | seeds | episodes to {pct} % | dead iters | final success | collapsed "
@@ -265,7 +272,7 @@ def markdown_table(summary: dict[str, Any], threshold: float = 0.5) -> str:
             f"{agg.get('collapsed', 0)}/{agg['n']} | {_fmt(agg['violations_per_episode'], 2)} | "
             f"{_fmt(agg['episodes_generated'], 0)} |"
         )
-    return "\n".join(lines) + "\n\n" + MACHINE_NOTE
+    return "\n".join(lines) + "\n\n" + COLLAPSE_NOTE + "\n" + MACHINE_NOTE
 
 
 def compare(
