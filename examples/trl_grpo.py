@@ -64,8 +64,10 @@ def fmt_episodes(value: float | None) -> str:
 
 def table(summaries: dict[str, dict], threshold: float) -> str:
     pct = int(round(threshold * 100))
+    last = min(5, *(s["iterations"] for s in summaries.values()))  # `summarise_run`'s final_k, or fewer steps
+    steps = "the last step" if last == 1 else f"last {last} steps"
     lines = [
-        f"| trainer | dead groups | success (last 5 steps) | episodes to {pct} % | episodes generated | s/step |",
+        f"| trainer | dead groups | success ({steps}) | episodes to {pct} % | episodes generated | s/step |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for method, s in summaries.items():
