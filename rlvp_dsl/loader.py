@@ -23,7 +23,7 @@ from .diagnostics import Diagnostic
 from .input_files import check_regular, read_input_bytes
 from .manifests import Manifest, ManifestError, load_manifest
 from .parser import parse as parse_source
-from .source import NO_SPAN, SourceFile, Span
+from .source import NO_SPAN, SourceFile, Span, undecodable
 
 #: Parses one source: (its tree, or None when it has syntax errors; the diagnostics).
 Parse = Callable[[SourceFile], "tuple[ast.RuleFile | None, list[Diagnostic]]"]
@@ -58,7 +58,7 @@ def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, li
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         return None, [
-            Diagnostic("RV001", f"{path} is not UTF-8 text (byte {exc.start})", at, help="save the file as UTF-8")
+            Diagnostic("RV001", f"{path} is not UTF-8 text: {undecodable(exc)}", at, help="save the file as UTF-8")
         ]
     return SourceFile(path, text), []
 

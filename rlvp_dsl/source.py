@@ -80,3 +80,18 @@ class SourceFile:
     @property
     def end_span(self) -> Span:
         return self.span(len(self.text))
+
+
+def undecodable(exc: UnicodeDecodeError) -> str:
+    """Where text stops being UTF-8, for an error message: ``line 4, column 31 (byte 0xe9)``.
+
+    `exc` must come from decoding a whole file's bytes at once (``data.decode("utf-8")``, or
+    ``"utf-8-sig"``: its ``object`` is then the bytes after the BOM); its ``object[start:end]`` are
+    the bytes that are not UTF-8.  Lines and columns are 1-based, columns in code points (as
+    `Span`), the bytes before the bad one on its line decoded with replacement characters."""
+    data, start = exc.object, exc.start
+    line_start = data.rfind(b"\n", 0, start) + 1
+    column = len(data[line_start:start].decode("utf-8", errors="replace")) + 1
+    shown = " ".join(f"0x{b:02x}" for b in data[start : max(exc.end, start + 1)][:4])
+    line = data.count(b"\n", 0, start) + 1
+    return f"line {line}, column {column} (byte {shown})"

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvp_dsl.input_files import read_input_bytes
+from rlvp_dsl.source import undecodable
 from trainer.config_text import line_of, type_error
 
 try:  # Python 3.11+
@@ -411,7 +412,7 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
             raise ConfigError(f"{path}: {exc}") from None
         raise ConfigError(f"{path}:{where[1]}:{where[2]}: {str(exc)[: where.start()]}") from None
     except UnicodeDecodeError as exc:
-        raise ConfigReadError(f"{path}: not UTF-8 text (byte {exc.start}): a config is a TOML file") from None
+        raise ConfigReadError(f"{path}: not UTF-8 text: {undecodable(exc)}: a config is a TOML file") from None
     except OSError as exc:
         raise ConfigReadError(f"{path}: cannot read the config: {exc.strerror or exc}") from None
     if not data:

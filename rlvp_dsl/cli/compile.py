@@ -61,6 +61,7 @@ from ..diagnostics import (
 from ..input_files import read_stdin_bytes
 from ..loader import read_source
 from ..pipeline import CheckResult, check_file, check_text
+from ..source import undecodable
 from ..syntax.fmt import format_source
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ def _stdin_text() -> tuple[str | None, str]:
     try:
         return data.decode("utf-8-sig"), ""
     except UnicodeDecodeError as exc:
-        return None, f"standard input is not UTF-8 text (byte {exc.start})"
+        return None, f"standard input is not UTF-8 text: {undecodable(exc)}"
 
 
 # ---- --fmt ------------------------------------------------------------------------------------

@@ -80,6 +80,7 @@ from typing import Any
 import attrs
 
 from ..input_files import check_regular
+from ..source import undecodable
 from ..readers.json_text import json_problem, loads as json_loads
 from ..tools import ToolSpec
 from .records import (
@@ -138,14 +139,14 @@ def load_manifest(path: str) -> Manifest:
     """
     try:
         check_regular(path, stdin=False)  # a device never ends, a FIFO blocks
-        with open(path, encoding="utf-8-sig") as handle:
-            text = handle.read()
+        with open(path, "rb") as handle:
+            text = handle.read().decode("utf-8-sig")  # decoded whole: the error's offsets are the file's
     except FileNotFoundError:
         raise ManifestNotFound(path, "file not found") from None
     except IsADirectoryError:
         raise ManifestIsADirectory(path, "is a directory, not a manifest file") from None
     except UnicodeDecodeError as exc:
-        raise ManifestError(path, f"not UTF-8 text (byte {exc.start})") from None
+        raise ManifestError(path, f"not UTF-8 text: {undecodable(exc)}") from None
     except OSError as exc:
         raise ManifestError(path, f"cannot read: {exc.strerror}") from None
     try:

@@ -276,7 +276,7 @@ CASES = [
         "compile",
         ("{d}/r.rlvp",),
         2,
-        ("{d}/r.rlvp is not UTF-8 text (byte 0)",),
+        ("{d}/r.rlvp is not UTF-8 text: line 1, column 1 (byte 0xff)",),
         {"r.rlvp": b"\xff\xfe tool get : read\n"},
     ),
     Case(
@@ -1069,7 +1069,7 @@ CASES += [
         "train",
         ("{d}/c.toml",),
         2,
-        ("{d}/c.toml: not UTF-8 text (byte 10)",),
+        ("{d}/c.toml: not UTF-8 text: line 1, column 11 (byte 0xff)",),
         {"c.toml": b'method = "\xff"\n'},
     ),
     Case(
