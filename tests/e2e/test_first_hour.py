@@ -861,7 +861,9 @@ def test_compile_reads_a_rule_file_from_standard_input():
     bad = run("compile", "-", stdin=b"violaton x (-1) { on call }\n")
     assert bad.returncode == 1 and "<stdin>:1:1: error[RV101]: unexpected name 'violaton'; did you mean" in bad.stderr
     binary = run("compile", "-", stdin=bytes(range(256)))
-    assert binary.returncode == 2 and "standard input is not UTF-8 text: line 2, column 118 (byte 0x80)" in binary.stderr
+    assert (
+        binary.returncode == 2 and "standard input is not UTF-8 text: line 2, column 118 (byte 0x80)" in binary.stderr
+    )
     assert run("compile", "-", "-", stdin=text).returncode == 2
 
 
