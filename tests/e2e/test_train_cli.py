@@ -240,7 +240,10 @@ def test_a_config_that_cannot_be_read_is_an_io_error_exit_2(tmp_path):
     path = tmp_path / "bin.toml"
     path.write_bytes(b"\xff\xfe\x00binary")
     done = invoke(path)
-    assert done.exit_code == 2 and f"rlvp-train: error: {path}: not UTF-8 text: line 1, column 1 (byte 0xff)" in done.output
+    assert (
+        done.exit_code == 2
+        and f"rlvp-train: error: {path}: not UTF-8 text: line 1, column 1 (byte 0xff)" in done.output
+    )
 
 
 def test_a_misspelt_choice_gets_a_did_you_mean(tmp_path):
