@@ -1,7 +1,7 @@
 """The checked rule set, kept between runs: a rule file checked once without errors is not parsed
 or checked again until something it depends on changes.
 
-`rlvp-score`, `load_program` and `loads` (and `check_file`/`check_text` with ``cache=True``) look
+`rlvp-score` and `load_program` (and `check_file`/`check_text` with ``cache=True``) look
 here first.  A hit returns the rule set, the diagnostics (warnings: an error-free result is the
 only kind kept) and the sources exactly as the check gave them, without importing lark, the parser
 or the checker; the program is then compiled as usual (a `Program` holds closures: it is not kept).
@@ -192,13 +192,25 @@ def lookup(path: str, text: str | None, lints: bool) -> Checked | None:
     changed, or the file cannot be read back (any error: the caller then checks in full)."""
     if disabled():
         return None
+    from .diagnostics import Diagnostic
+    from .ir import RuleSet
+    from .source import SourceFile
+
     try:
         with open(entry_path(path, text, lints), "rb") as handle:
             inputs = pickle.load(handle)
-            if not all(_unchanged(tuple(item), text) for item in inputs):
+            if not (isinstance(inputs, list) and inputs and all(_unchanged(tuple(i), text) for i in inputs)):
                 return None
             ruleset, diagnostics, sources = pickle.load(handle)
     except Exception:  # missing, truncated, corrupt, from another version: a miss
+        return None
+    if not (
+        isinstance(ruleset, RuleSet)
+        and isinstance(diagnostics, list)
+        and all(isinstance(d, Diagnostic) for d in diagnostics)
+        and isinstance(sources, dict)
+        and all(isinstance(f, SourceFile) for f in sources.values())
+    ):
         return None
     return ruleset, diagnostics, sources
 

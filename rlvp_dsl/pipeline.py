@@ -3,8 +3,8 @@
 `check_file` / `check_text` return everything a tool needs (rule set, diagnostics,
 sources); `load_program` / `loads` are the strict versions that raise `RuleError`.
 
-`load_program`, `loads` (and `check_file`/`check_text` with ``cache=True``) keep an error-free
-check in the user's cache folder and reuse it while no input changed (`rlvp_dsl.check_cache`):
+`load_program` (and `check_file`/`check_text` with ``cache=True``) keeps an error-free
+check in the user's cache folder and reuses it while no input changed (`rlvp_dsl.check_cache`):
 a hit imports neither lark nor the checker.  The stages are imported when a check runs.
 """
 
@@ -112,10 +112,11 @@ def load_program(path: str) -> Program:
 
 
 def loads(text: str, path: str = "<string>") -> Program:
-    """Check and compile rule text (the check cached as `load_program`'s).
+    """Check and compile rule text.  Not cached: the caller holds the text already, and generated
+    texts (tests, tools) would fill the cache folder; ``check_text(text, path, cache=True)`` caches it.
 
     Raises:
         RuleError: the text has errors.
         TypeError: `text` is not a string.
     """
-    return _program(check_text(text, path, cache=True))
+    return _program(check_text(text, path))
