@@ -85,6 +85,11 @@ def disabled() -> bool:
     return os.environ.get("RLVP_NO_CACHE", "") not in ("", "0")
 
 
+def _off() -> bool:
+    """No checked-rule-set cache: turned off, or no package source to key it by."""
+    return disabled() or not package_digest()
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -121,17 +126,22 @@ def _search_locations(name: str) -> list[str]:
 def package_digest() -> str:
     """sha256 over the path (inside the package) and content of every ``*.py`` and ``*.lark`` file of
     the installed ``rlvp_dsl`` package and its grammar folder (``rlvp_dsl.grammars``, a folder of its
-    own in a development checkout), and of lark's ``__init__.py``; about 1.5 ms for 1 MB of source."""
+    own in a development checkout), and of lark's ``__init__.py``; about 1.5 ms for 1 MB of source.
+    "" (no cache) when no source file is found: a package imported from a zip, say."""
     digest = hashlib.sha256()
     roots = _search_locations("rlvp_dsl") + _search_locations("rlvp_dsl.grammars")
+    files_seen = 0
     for root in dict.fromkeys(roots):
         for path in _tree_files([root], (".py", ".lark")):
+            files_seen += 1
             digest.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape") + b"\0")
             try:
                 with open(path, "rb") as handle:
                     digest.update(_sha(handle.read()).encode("ascii"))
             except OSError:
                 digest.update(b"unreadable")
+    if not files_seen:  # not a folder of files (a zip, say): nothing to tell releases apart by, so no cache
+        return ""
     lark_spec = importlib.util.find_spec("lark")
     if lark_spec is not None and lark_spec.origin:
         try:
@@ -190,7 +200,7 @@ def _unchanged(item: Input, text: str | None) -> bool:
 def lookup(path: str, text: str | None, lints: bool) -> Checked | None:
     """The cached result of checking `path` (or `text` named `path`), or None: no cache file, an input
     changed, or the file cannot be read back (any error: the caller then checks in full)."""
-    if disabled():
+    if _off():
         return None
     from .diagnostics import Diagnostic
     from .ir import RuleSet
@@ -234,7 +244,7 @@ def store(path: str, text: str | None, lints: bool, checked: Checked, manifests:
     """Keep an error-free `checked` result of `path`; `manifests`: `manifest_inputs` taken before the
     check read them.  Nothing is kept when an input changed during the check, or when the folder
     cannot be written (no error: the cache is an optimisation)."""
-    if disabled():
+    if _off():
         return
     _, _, sources = checked
     inputs: list[Input] = []

@@ -229,6 +229,9 @@ def test_no_cache_when_turned_off_or_unwritable(tmp_path: Path, cache: Path, mon
     monkeypatch.setenv("RLVP_NO_CACHE", "1")
     assert check_file(rules, cache=True).ok and not cache.exists()
     monkeypatch.delenv("RLVP_NO_CACHE")
+    with pytest.MonkeyPatch.context() as mp:  # no package source found (imported from a zip): no key, no cache
+        mp.setattr(check_cache, "package_digest", lambda: "")
+        assert check_file(rules, cache=True).ok and not cache.exists()
     blocker = tmp_path / "a_file"
     blocker.write_text("")
     monkeypatch.setenv("RLVP_CACHE_DIR", str(blocker / "cache"))  # cannot be made
