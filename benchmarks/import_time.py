@@ -14,7 +14,11 @@ Each figure is the median of `runs` processes scoring the same rule file and tra
 And two caches: **warm** (the parser tables and the checked rule set already saved) and **cold**
 (no cache folder can be made: every process parses and checks).  Run alone::
 
-    python benchmarks/import_time.py RULES.rlvp TRAJECTORY... [--runs 7]
+    python benchmarks/import_time.py RULES.rlvp TRAJECTORY... [--runs 7] [--no-bytecode]
+
+The .pyc files are written by a first run and read by the measured ones, as an installed package
+has them (``PYTHONPYCACHEPREFIX`` in the temporary folder: nothing is written into the checkout);
+``--no-bytecode`` measures processes that compile every module instead.
 
 `benchmarks/score_vs_invariant.py` prints the same lines in its whole-process section.
 """
@@ -86,9 +90,11 @@ def score_commands(args: list[str], wheel: Path) -> dict[str, list[str]]:
     }
 
 
-def measure(args: list[str], runs: int) -> dict[tuple[str, str], float]:
+def measure(args: list[str], runs: int, bytecode: bool = True) -> dict[tuple[str, str], float]:
     """Median milliseconds of import time per (install, cache): installs "installed"/"wheel", caches
-    "warm"/"cold"; the runs alternate so that a change of load hits all four alike."""
+    "warm"/"cold"; the runs alternate so that a change of load hits all four alike.  `bytecode`: the
+    .pyc files written by a first run and read after (as an install has them); False: every module
+    compiled in every process (``PYTHONDONTWRITEBYTECODE=1``, as some sandboxes run)."""
     with tempfile.TemporaryDirectory() as tmp:
         wheel = wheel_layout(Path(tmp, "site"))
         blocker = Path(tmp, "not_a_folder")
@@ -102,8 +108,13 @@ def measure(args: list[str], runs: int) -> dict[tuple[str, str], float]:
         paths = {"installed": str(REPO), "wheel": ""}  # this checkout's code in both
 
         def env(install: str, cache: str) -> dict[str, str]:
-            out = {**caches[cache], "PYTHONPATH": paths[install], "PYTHONPYCACHEPREFIX": str(Path(tmp, "pycache"))}
-            out.pop("PYTHONDONTWRITEBYTECODE", None)  # an install has its .pyc files: compiling is not importing
+            out = {**caches[cache], "PYTHONPATH": paths[install]}
+            if bytecode:  # an install has its .pyc files: compiling is not importing
+                out["PYTHONPYCACHEPREFIX"] = str(Path(tmp, "pycache"))
+                out.pop("PYTHONDONTWRITEBYTECODE", None)
+            else:  # the libraries' own .pyc files are read, ours never written
+                out["PYTHONDONTWRITEBYTECODE"] = "1"
+                out.pop("PYTHONPYCACHEPREFIX", None)
             return out
 
         for install, command in commands.items():  # the .pyc files written, the caches filled
@@ -134,10 +145,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("rlvp_score_args", nargs="+", help="rlvp-score's arguments: RULES TRAJECTORY...")
     ap.add_argument("--runs", type=int, default=7, help="processes per figure (median)")
+    ap.add_argument("--no-bytecode", action="store_true", help="no .pyc files: every module compiled in every process")
     args = ap.parse_args()
     load = os.getloadavg()[0]
     print(f"python {sys.version.split()[0]}; {os.cpu_count()} cores, load average {load:.1f}")
-    for line in report_lines(measure(args.rlvp_score_args, args.runs), args.runs):
+    if args.no_bytecode:
+        print("no .pyc files (PYTHONDONTWRITEBYTECODE=1): each process compiles every module it imports")
+    for line in report_lines(measure(args.rlvp_score_args, args.runs, bytecode=not args.no_bytecode), args.runs):
         print(line)
     return 0
 
