@@ -6,7 +6,7 @@ here first.  A hit returns the rule set, the diagnostics (warnings: an error-fre
 only kind kept) and the sources exactly as the check gave them, without importing lark, the parser
 or the checker; the program is then compiled as usual (a `Program` holds closures: it is not kept).
 
-Where: the parser-table folder (`cache_dir`: ``$RLVP_CACHE_DIR``, else ``$XDG_CACHE_HOME/rlvp``,
+Where: the parser-table folder (`rlvp_dsl.user_cache`: ``$RLVP_CACHE_DIR``, else ``$XDG_CACHE_HOME/rlvp``,
 else ``~/.cache/rlvp``), one file per rule file (``checked-<hash>.pickle``), written atomically (a
 temporary file, then a rename).  Turn both caches off with ``RLVP_NO_CACHE=1``; a folder that cannot
 be written only means no cache.  At most `MAX_ENTRIES` files are kept (the oldest written go first).
@@ -41,10 +41,10 @@ from typing import TYPE_CHECKING, Any
 
 from . import ast
 from .input_files import read_input_bytes
+from .user_cache import cache_dir as cache_dir  # the folder (rlvp_dsl.user_cache), re-exported
+from .user_cache import cache_folder, disabled
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from .diagnostics import Diagnostic
     from .ir import RuleSet
     from .source import SourceFile
@@ -62,27 +62,6 @@ Input = tuple[str, str, str]
 
 #: A checked result: (rule set, diagnostics, sources by path).
 Checked = tuple["RuleSet", "list[Diagnostic]", "dict[str, SourceFile]"]
-
-
-def cache_folder() -> str:
-    """The cache folder: ``$RLVP_CACHE_DIR``, else ``$XDG_CACHE_HOME/rlvp``, else ``~/.cache/rlvp``."""
-    given = os.environ.get("RLVP_CACHE_DIR")
-    if given:
-        return given
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "rlvp")
-
-
-def cache_dir() -> Path:
-    """`cache_folder` as a `Path` (pathlib is imported here: a cache hit never needs it)."""
-    from pathlib import Path
-
-    return Path(cache_folder())
-
-
-def disabled() -> bool:
-    """Whether ``RLVP_NO_CACHE`` turns the caches off (any value but "", "0")."""
-    return os.environ.get("RLVP_NO_CACHE", "") not in ("", "0")
 
 
 def _off() -> bool:

@@ -29,8 +29,8 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..check_cache import cache_dir as cache_dir  # where the tables are kept (re-exported)
-from ..check_cache import disabled
+from ..user_cache import cache_dir as cache_dir  # where the tables are kept (re-exported)
+from ..user_cache import disabled
 
 if TYPE_CHECKING:
     from lark import Lark, Token, Tree
