@@ -2,20 +2,25 @@
 
 `check_file` / `check_text` return everything a tool needs (rule set, diagnostics,
 sources); `load_program` / `loads` are the strict versions that raise `RuleError`.
+
+`load_program` (and `check_file`/`check_text` with ``cache=True``) keeps an error-free
+check in the user's cache folder and reuses it while no input changed (`rlvp_dsl.check_cache`):
+a hit imports neither lark nor the checker.  The stages are imported when a check runs.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import attrs
 
-from .check import check
-from .compile import Program, compile_ruleset
 from .diagnostics import Diagnostic, RuleError, has_errors
 from .ir import RuleSet
-from .lints import lint
-from .loader import Parse, load_files, load_manifests
 from .source import SourceFile
-from .usage_lints import usage_lint
+
+if TYPE_CHECKING:
+    from .compile import Program
+    from .loader import Parse
 
 
 @attrs.frozen
@@ -31,29 +36,50 @@ class CheckResult:
         return self.ruleset is not None and not has_errors(self.diagnostics)
 
 
-def _check(path: str, text: str | None, lints: bool, parse: Parse | None = None) -> CheckResult:
+def _check(path: str, text: str | None, lints: bool, parse: Parse | None = None, cache: bool = False) -> CheckResult:
+    cache = cache and parse is None  # a custom parse (the language server's) is never cached
+    if cache:
+        from . import check_cache
+
+        hit = check_cache.lookup(path, text, lints)
+        if hit is not None:
+            return CheckResult(*hit)
+    from .check import check
+    from .loader import load_files, load_manifests
+
     files, sources, diagnostics = load_files(path, text=text, parse=parse)
     if has_errors(diagnostics):
         return CheckResult(None, diagnostics, sources)
+    read_first = check_cache.manifest_inputs(files) if cache else []
     manifests, problems = load_manifests(files)
     ruleset, checked = check(files, manifests)
     problems = problems + checked
     if lints and not has_errors(problems):
+        from .lints import lint
+        from .usage_lints import usage_lint
+
         problems = problems + lint(ruleset) + usage_lint(ruleset, path)  # warnings RV3xx (lints.py, usage_lints.py)
-    return CheckResult(ruleset, diagnostics + problems, sources)
+    result = CheckResult(ruleset, diagnostics + problems, sources)
+    if cache and result.ok:
+        check_cache.store(path, text, lints, (ruleset, result.diagnostics, sources), read_first)
+    return result
 
 
-def check_file(path: str, *, lints: bool = False) -> CheckResult:
+def check_file(path: str, *, lints: bool = False, cache: bool = False) -> CheckResult:
     """Parse and check a rule file and its includes; never raises for bad input.
 
     With `lints`, a file without errors is also linted (`rlvp_dsl.lints` and
-    `rlvp_dsl.usage_lints`: RV3xx warnings, as `rlvp-compile` shows them)."""
-    return _check(path, None, lints)
+    `rlvp_dsl.usage_lints`: RV3xx warnings, as `rlvp-compile` shows them).  With `cache`, an
+    error-free result is kept in (and taken from) the user's cache folder (`rlvp_dsl.check_cache`):
+    equal to the check's, diagnostics included."""
+    return _check(path, None, lints, cache=cache)
 
 
-def check_text(text: str, path: str = "<string>", *, lints: bool = False, parse: Parse | None = None) -> CheckResult:
+def check_text(
+    text: str, path: str = "<string>", *, lints: bool = False, parse: Parse | None = None, cache: bool = False
+) -> CheckResult:
     """Like `check_file` for text in memory (includes resolve relative to `path`; `parse`: see
-    `rlvp_dsl.loader.load_files`).
+    `rlvp_dsl.loader.load_files`; `cache` is ignored with a `parse`).
 
     Raises:
         TypeError: `text` is not a string (bytes: decode them first).
@@ -63,27 +89,31 @@ def check_text(text: str, path: str = "<string>", *, lints: bool = False, parse:
             f"rule text must be a string (got {type(text).__name__}); "
             "for a file, call check_file(path) or load_program(path)"
         )
-    return _check(path, text, lints, parse)
+    return _check(path, text, lints, parse, cache)
 
 
 def _program(result: CheckResult) -> Program:
     if not result.ok:
         raise RuleError(result.diagnostics, result.sources)
     assert result.ruleset is not None  # a file checked without errors has its rule set
+    from .compile import compile_ruleset
+
     return compile_ruleset(result.ruleset)
 
 
 def load_program(path: str) -> Program:
-    """Read, check and compile a rule file.
+    """Read, check and compile a rule file (the check taken from the cache when no input changed:
+    `rlvp_dsl.check_cache`).
 
     Raises:
         RuleError: the file (or an include) has errors; ``str(err)`` renders them.
     """
-    return _program(check_file(path))
+    return _program(check_file(path, cache=True))
 
 
 def loads(text: str, path: str = "<string>") -> Program:
-    """Check and compile rule text.
+    """Check and compile rule text.  Not cached: the caller holds the text already, and generated
+    texts (tests, tools) would fill the cache folder; ``check_text(text, path, cache=True)`` caches it.
 
     Raises:
         RuleError: the text has errors.

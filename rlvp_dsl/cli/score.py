@@ -230,7 +230,7 @@ def _load_rules(args: ScoreArgs) -> tuple[Program, dict[str, SourceFile]]:
     if not os.path.isfile(args.rules):
         what = "is a directory, not a rule file" if os.path.isdir(args.rules) else "rule file not found"
         raise Stop(EXIT_USAGE, f"{what}: {args.rules}")
-    result = check_file(args.rules)
+    result = check_file(args.rules, cache=True)  # an unchanged rule file is not parsed nor checked again
     if not result.ok and os.path.splitext(args.rules)[1].lower() in _TRAJECTORY_SUFFIXES:
         raise Stop(
             EXIT_USAGE,

@@ -5,19 +5,25 @@ user sees it (`keyword 'violation'`, `a name`, `end of file` -- never `__ANON_0`
 `$END` or `LPAR`), what was expected, the unclosed block when the file ends inside
 one, a did-you-mean for a misspelled keyword (`violaton` -> `violation`), and a hint from a
 table of known mistakes (lark's `match_examples`).
+
+lark is imported when an error is rendered (`syntax_diagnostic`), not by this module: the checker
+imports `keyword_suggestion` from here, and a run whose rule set comes from the cache
+(`rlvp_dsl.check_cache`) imports no lark at all.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-
-from lark import Token
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
+from typing import TYPE_CHECKING
 
 from ..diagnostics import Diagnostic, quoted, shorten
 from ..source import SourceFile
 from .grammar import get_parser, keywords
+
+if TYPE_CHECKING:
+    from lark import Token
+    from lark.exceptions import UnexpectedInput
 
 # ---- describing terminals in the language's words -------------------------
 
@@ -264,6 +270,8 @@ def _generic_hint(expected: set[str]) -> str:
 
 
 def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnostic]:
+    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF
+
     parser = get_parser()
     text = source.text
     if isinstance(exc, UnexpectedCharacters):

@@ -12,21 +12,29 @@ the grammar, the parser options and the lark and Python versions: a changed gram
 upgraded lark gets a new file, never a stale one (lark's ``cache=`` option, which also
 checks the hash written inside the file).  A new file is written atomically (a temporary
 file, then a rename); a folder that cannot be written, or a file that cannot be read back,
-only means the tables are built in memory as before.
+only means the tables are built in memory as before; ``RLVP_NO_CACHE=1`` turns the cache off.
+The folder is shared with the checked rule sets (`rlvp_dsl.check_cache`).
+
+lark is imported by the functions that build or use the parser, not by this module: a run whose
+rule set comes from `rlvp_dsl.check_cache` never imports it.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.resources
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import lark
-from lark import Lark, Token, Tree
+from ..user_cache import cache_dir as cache_dir  # where the tables are kept (re-exported)
+from ..user_cache import disabled
+
+if TYPE_CHECKING:
+    from lark import Lark, Token, Tree
+
 
 #: The options of the LALR parser (part of the cache key).
 PARSER_OPTIONS = {
@@ -41,21 +49,15 @@ PARSER_OPTIONS = {
 @functools.lru_cache(maxsize=1)
 def grammar_text() -> str:
     """The grammar source, read from the installed package data."""
+    import importlib.resources
+
     return importlib.resources.files("rlvp_dsl.grammars").joinpath("rlvp.lark").read_text(encoding="utf-8")
-
-
-def cache_dir() -> Path:
-    """Where the built parser is kept: ``$RLVP_CACHE_DIR``, else ``$XDG_CACHE_HOME/rlvp``,
-    else ``~/.cache/rlvp``."""
-    given = os.environ.get("RLVP_CACHE_DIR")
-    if given:
-        return Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "rlvp"
 
 
 def cache_key(text: str) -> str:
     """The hash naming the cached parser: grammar text, options, lark and Python versions."""
+    import lark
+
     options = ",".join(f"{k}={v}" for k, v in sorted(PARSER_OPTIONS.items()))
     seed = "\x00".join((text, options, lark.__version__, "%d.%d" % sys.version_info[:2]))
     return hashlib.sha256(seed.encode("utf-8")).hexdigest()[:24]
@@ -65,11 +67,15 @@ def _with_cache(path: Path) -> Lark:
     """The parser through lark's own cache file at `path` (``cache_grammar``: the analysed grammar
     is kept too, so tools that need ``Lark.grammar`` -- hypothesis's ``from_lark`` -- work on a
     loaded parser).  Lark checks the hash written in the file and rebuilds on any mismatch."""
+    from lark import Lark
+
     return Lark(grammar_text(), cache=str(path), cache_grammar=True, **PARSER_OPTIONS)
 
 
 def build_parser() -> Lark:
     """A freshly built LALR parser, no cache (raises lark.GrammarError on a grammar conflict)."""
+    from lark import Lark
+
     return Lark(grammar_text(), **PARSER_OPTIONS)
 
 
@@ -81,6 +87,8 @@ def get_parser() -> Lark:
     Raises:
         lark.GrammarError: a grammar conflict (only when the tables are built).
     """
+    if disabled():
+        return build_parser()
     path = cache_dir() / f"grammar-{cache_key(grammar_text())}.lark"
     if path.is_file():
         return _with_cache(path)

@@ -6,6 +6,7 @@ does not use; Ctrl-C while scoring's libraries load still exits 130 quietly."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -42,13 +43,14 @@ UNUSED = {
     "rlvp_dsl.readers.swe_agent",
     "rlvp_dsl.readers.tau_bench_v1",
 }
-#: What scoring needs, imported only once the command line has parsed.
+#: What scoring needs, imported only once the command line has parsed (lark and the checker only when
+#: the checked rule set is not in the cache).
 SCORING = {"lark", "rlvp_dsl.pipeline", "rlvp_dsl.compile", "rlvp_dsl.readers.loading", "rlvp_dsl.report"}
 
 
-def _modules(*argv: str) -> tuple[set[str], dict[str, object]]:
-    """Run rlvp-score's `main` on `argv` in a fresh interpreter; (the modules it imported, and
-    its exit code and output)."""
+def _modules(*argv: str, cache: Path | None = None) -> tuple[set[str], dict[str, object]]:
+    """Run rlvp-score's `main` on `argv` in a fresh interpreter (`cache`: its cache folder, else the
+    user's); (the modules it imported, and its exit code and output)."""
     code = (
         "import contextlib, io, json, sys\n"
         "from rlvp_dsl.cli.score import main\n"
@@ -60,7 +62,8 @@ def _modules(*argv: str) -> tuple[set[str], dict[str, object]]:
         "        code = exc.code\n"
         "print(json.dumps({'modules': sorted(sys.modules), 'code': code, 'out': out.getvalue()}))\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    env = {**os.environ, "RLVP_CACHE_DIR": str(cache)} if cache is not None else None
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     return set(result.pop("modules")), result
@@ -94,8 +97,10 @@ def test_help_and_version_import_no_scoring_machinery() -> None:
     assert _loaded(modules, (HEAVY - {"importlib.metadata"}) | UNUSED | SCORING) == set()
 
 
-def test_a_scoring_run_imports_what_it_uses_only() -> None:
-    modules, result = _modules(str(RULES), str(TAU2))
+def test_a_scoring_run_imports_what_it_uses_only(tmp_path: Path) -> None:
+    """A run that checks the rule file (an empty cache folder; a run whose check is cached imports
+    no lark: tests/unit/test_check_cache.py)."""
+    modules, result = _modules(str(RULES), str(TAU2), cache=tmp_path)
     assert result["code"] == 0 and "credit hash: sha256:" in str(result["out"])
     assert _loaded(modules, SCORING) == SCORING  # it did score: the guard below is not vacuous
     assert _loaded(modules, HEAVY | UNUSED) == set()
