@@ -14,6 +14,7 @@ imports `keyword_suggestion` from here, and a run whose rule set comes from the 
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -103,7 +104,7 @@ def _describe_token(token: Token) -> str:
     return quoted(value)
 
 
-# Known mistakes, recognised by the parser state they leave (lark's match_examples).
+# Known mistakes, recognised by the parser state they leave (`_example_label`).
 _EXAMPLES: dict[str, list[str]] = {
     "a weight is written in parentheses after the rule name: `violation NAME (-0.5) { ... }`": [
         "violation x -1 { on call }",
@@ -119,6 +120,15 @@ _EXAMPLES: dict[str, list[str]] = {
     "an obligation takes a credit and an expiry penalty: `obligation NAME (+0.5, expire -0.5) { ... }`": [
         "obligation x (1) { }",
         "obligation x (1, -1) { }",
+        "obligation x (+1) { }",
+        "obligation x (+1, -1) { }",
+        "obligation x (+1, 0) { }",
+        "obligation x (W, -1) { }",
+    ],
+    "this rule takes one weight, `(-0.5)`; two numbers, `(+CREDIT, expire PENALTY)`, are an obligation's": [
+        "violation x (-1, -1) { on call }",
+        "repeat_error x (-1, -1) { }",
+        "blind_destructive x (-1, -1) { }",
     ],
     "a rule's body is written in braces: `violation NAME (-0.5) { on CONDITION }`": [
         "violation x (-1) on call",
@@ -143,6 +153,44 @@ _EXAMPLES: dict[str, list[str]] = {
         "violation x (-1) { on call error_text contains 'x' }",
     ],
 }
+
+
+@functools.lru_cache(maxsize=1)
+def _example_errors() -> list[tuple[int, frozenset[str], str, str]]:
+    """Each `_EXAMPLES` entry's error: (the parser's state when it stopped, the tokens it accepted
+    there, the unexpected token's type, the label), examples parsed once per process."""
+    from lark.exceptions import UnexpectedInput
+
+    out = []
+    for label, examples in _EXAMPLES.items():
+        for example in examples:
+            try:
+                get_parser().parse(example)
+            except UnexpectedInput as exc:
+                token = getattr(exc, "token", None)
+                state = getattr(exc, "state", None)
+                if state is not None and token is not None:
+                    out.append((state.position, frozenset(getattr(exc, "accepts", None) or ()), token.type, label))
+    return out
+
+
+def _example_label(exc: UnexpectedInput, token: Token) -> str | None:
+    """The label of the `_EXAMPLES` entry that stops where `exc` stopped: the same parser state and
+    accepted tokens, an example with the same unexpected token type first.
+
+    Only the state on top of the parser's stack is compared, unlike lark's ``match_examples``
+    (the whole stack's depth too): the examples are single rules, and the rule that went wrong
+    usually follows tool declarations, which leave the stack deeper."""
+    state = getattr(exc, "state", None)
+    if state is None:
+        return None
+    accepts = frozenset(getattr(exc, "accepts", None) or ())
+    found = [(kind, label) for position, accepted, kind, label in _example_errors()
+             if position == state.position and accepted == accepts]  # fmt: skip
+    for kind, label in found:
+        if kind == token.type:
+            return label
+    return found[0][1] if found else None
 
 
 # What `_unclosed_opener` skips (comments; strings, regexes and backtick names up to their closing
@@ -272,7 +320,6 @@ def _generic_hint(expected: set[str]) -> str:
 def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnostic]:
     from lark.exceptions import UnexpectedCharacters, UnexpectedEOF
 
-    parser = get_parser()
     text = source.text
     if isinstance(exc, UnexpectedCharacters):
         pos = exc.pos_in_stream
@@ -348,9 +395,8 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     if misspelled is not None:
         return [misspelled]
     message = f"unexpected {_describe_token(token)}; expected {_describe_expected(expected)}"
-    label = None
     try:
-        label = exc.match_examples(parser.parse, _EXAMPLES, use_accepts=True)
+        label = _example_label(exc, token)
     except Exception:  # the example table must never turn a syntax error into a crash
         label = None
     hint = label or _generic_hint(expected)
@@ -362,7 +408,7 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     elif opener is not None and opener[1] == "{" and "RBRACE" in expected:
         line, col = source.position(opener[0])
         hint = f"the block opened at {line}:{col} is not closed before this" + (f"; {label}" if label else "")
-    elif opener is not None and opener[1] == "(" and "RPAR" in expected:
+    elif opener is not None and opener[1] == "(" and "RPAR" in expected and label is None:
         line, col = source.position(opener[0])
         hint = f"the '(' at {line}:{col} is not closed before this; add ')' (or continue with `and`/`or`)"
     return [Diagnostic("RV101", message, span, help=hint)]

@@ -139,6 +139,27 @@ def test_known_mistake_gets_a_hint():
     assert "within N calls" in d.help
 
 
+KNOWN_MISTAKES = [
+    ("obligation x (+0.1, -0.1) {\n  open on call\n  discharge on call\n}", "expire -0.5"),
+    ("obligation x (+0.1) {\n  open on call\n  discharge on call\n}", "expire -0.5"),
+    ("violation x (-0.1, -0.2) {\n  on call\n}", "this rule takes one weight"),
+    ("repeat_error x (-0.1, -0.2)", "this rule takes one weight"),
+    ("violation x -1 { on call }", "a weight is written in parentheses"),
+    ("violation x (-1) { on call unless seen call }", "`seen` takes a parenthesised condition"),
+    ("obligation x (1, expire -1) { open on call discharge on call deadline within 3 }", "within N calls"),
+]
+
+
+@pytest.mark.parametrize("rule,hint", KNOWN_MISTAKES, ids=[m[1] + " " + m[0][:14] for m in KNOWN_MISTAKES])
+@pytest.mark.parametrize("before", ["", "tool a : read\ntool b : write\n\n"], ids=["first", "after tools"])
+def test_a_known_mistake_is_recognised_wherever_the_rule_is(rule, hint, before):
+    """The table of known mistakes matches by the parser state where the rule went wrong, so a rule
+    after other declarations gets the same hint as a rule alone (lark's ``match_examples`` compares
+    the stack's depth too, and matched only the first item of a file)."""
+    (d,) = diags(before + rule)
+    assert hint in d.help, d.help
+
+
 def test_every_terminal_is_described_in_words():
     """describe_terminal never returns a parser-internal name."""
     for term in get_parser().terminals:
