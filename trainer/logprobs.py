@@ -251,8 +251,8 @@ def _masked_logprobs(
     union = sorted({i for ids in allowed for i in ids} | set(target))
     local = {tok: j for j, tok in enumerate(union)}
     keep = torch.zeros(len(allowed), len(union), dtype=torch.bool)
-    for n, ids in enumerate(allowed):
-        keep[n, [local[i] for i in ids]] = True
+    at = [n for n, ids in enumerate(allowed) for _ in ids]
+    keep[at, [local[i] for ids in allowed for i in ids]] = True  # one scatter for every token
     keep = keep.to(dev)
     tgt = torch.tensor([local[i] for i in target], dtype=torch.long, device=dev)
     U = torch.tensor(union, dtype=torch.long, device=dev)

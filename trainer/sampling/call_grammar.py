@@ -216,6 +216,8 @@ class CallConstraint:
         import torch
 
         mask = torch.zeros((len(self.states), vocab), dtype=torch.bool)
+        rows: list[int] = []  # (rows[k], cols[k]) allowed: one scatter for every row with an id set
+        cols: list[int] = []
         for row, s in enumerate(self.states):
             if last is not None and s.phase != _DONE:
                 self._advance(s, last[row])
@@ -227,7 +229,10 @@ class CallConstraint:
                 if self.think_close:
                     mask[row, self.think_close[0]] = True
             else:
-                mask[row, list(allowed)] = True
+                rows.extend([row] * len(allowed))
+                cols.extend(allowed)
+        if rows:
+            mask[rows, cols] = True
         return mask
 
     def __call__(self, input_ids, scores):
