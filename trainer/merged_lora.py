@@ -1,4 +1,5 @@
-"""LoRA layers computed through their merged weight in the training forward pass, where that is cheaper.
+"""LoRA layers computed through their merged weight, in the training forward pass and in sampling,
+where that is cheaper.
 
 A peft LoRA `Linear` computes ``y = x W^T + s (x A^T) B^T`` (``W`` ``[out, in]`` frozen, ``A``
 ``[r, in]``, ``B`` ``[out, r]``, ``s = alpha / r``; Hu et al. 2021, eq. 3).  `merged_lora(module)`
@@ -7,12 +8,14 @@ is a context under which each eligible one computes instead
     y = x (W + s B A)^T
 
 the same function of ``x``, ``A`` and ``B`` (matrix products are associative), so values and
-gradients agree to float rounding: one more reduction of length ``r`` in ``B A``
+gradients agree to float rounding: one reduction of length ``r`` in ``B A`` in another place
 (`tests/unit/test_merged_lora.py` compares both against peft's own forward within
 `tests/tolerance.py`'s bound).  Autograd differentiates the merge: ``dL/dA = s B^T G``,
 ``dL/dB = s G A^T`` with ``G = g^T x`` the gradient of the merged weight.  Nothing is written into
 any weight (peft's ``merge_adapter`` would add ``s B A`` to ``W`` and subtract it again, rounding
-``W`` each time); outside the context every layer runs peft's forward.
+``W`` each time); outside the context every layer runs peft's forward.  Used by `trainer.logprobs` (the decoder's
+layers, gradients through the merge) and by the sampler (`trainer.sampling.rollout.collect_groups`,
+``fixed``: each weight merged once per batch of rollouts, since nothing changes while sampling).
 
 When it pays: per input row the merged layer costs one extra product of ``in x out`` (the
 merged weight's gradient), the separate path about ``3 r (in + out)`` (the two rank-``r``
@@ -33,6 +36,7 @@ merged.  At call time a layer whose adapters are disabled (the reference policy)
 
 from __future__ import annotations
 
+import functools
 import types
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -68,23 +72,45 @@ def mergeable(layer: torch.nn.Module) -> bool:
     return in_f * out_f <= MERGE_RATIO * 3 * r * (in_f + out_f)
 
 
+def _merged_weight(layer) -> torch.Tensor:
+    """``W + s B A`` (``[out, in]``), a function of ``A`` and ``B`` under autograd."""
+    name = layer.active_adapters[0]
+    return layer.base_layer.weight + (layer.lora_B[name].weight @ layer.lora_A[name].weight) * layer.scaling[name]
+
+
 def _merged_forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
     """``x (W + s B A)^T + bias``; peft's forward when the adapter is off or per-row adapters are asked for."""
     if self.disable_adapters or args or kwargs:
         return type(self).forward(self, x, *args, **kwargs)
-    name = self.active_adapters[0]
-    base = self.base_layer
-    weight = base.weight + (self.lora_B[name].weight @ self.lora_A[name].weight) * self.scaling[name]
-    return torch.nn.functional.linear(x, weight, base.bias)
+    return torch.nn.functional.linear(x, _merged_weight(self), self.base_layer.bias)
+
+
+def _fixed_forward(self, weight: torch.Tensor, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """`_merged_forward` with the merged weight computed once (`merged_lora`'s ``fixed``); under
+    autograd the merge is recomputed, so the adapter still gets its gradient."""
+    if self.disable_adapters or args or kwargs or torch.is_grad_enabled():
+        return _merged_forward(self, x, *args, **kwargs)
+    return torch.nn.functional.linear(x, weight, self.base_layer.bias)
 
 
 @contextmanager
-def merged_lora(module: torch.nn.Module) -> Iterator[int]:
+def merged_lora(module: torch.nn.Module, fixed: bool = False) -> Iterator[int]:
     """Within the context, every `mergeable` layer of `module` computes through its merged weight;
-    yields how many.  The layers' own ``forward`` is back on exit (also on an exception)."""
+    yields how many.  The layers' own ``forward`` is back on exit (also on an exception).
+
+    Args:
+        fixed: the weights do not change inside the context (sampling): each merged weight is
+            computed once, on entry, and reused by every forward pass without gradient (one
+            product per layer and pass instead of three, and no element-wise passes).
+    """
     patched = [m for m in module.modules() if mergeable(m)]
     for m in patched:
-        m.forward = types.MethodType(_merged_forward, m)
+        if fixed:
+            with torch.no_grad():
+                weight = _merged_weight(m)
+            m.forward = functools.partial(_fixed_forward, m, weight)
+        else:
+            m.forward = types.MethodType(_merged_forward, m)
     try:
         yield len(patched)
     finally:

@@ -136,3 +136,53 @@ def test_dora_and_wide_layers_are_not_merged():
     assert ml.mergeable(lora.base_model.model.small) and not ml.mergeable(lora.base_model.model.wide)
     dora = get_peft_model(Net(), LoraConfig(r=8, target_modules=["small"], use_dora=True))
     assert not ml.mergeable(dora.base_model.model.small)
+
+
+def _play(model, tok, seeds):
+    turns = []
+
+    def on_turn(group, generation, offset, sample):
+        turns.append((group, generation, offset, sample.ids, sample.logprobs))
+
+    groups = collect_groups(
+        model,
+        tok,
+        env_factory("chain4", max_turns=6),
+        make_tasks(3),
+        4,
+        GenConfig(temperature=1.2),
+        seeds,
+        on_turn=on_turn,
+    )
+    return [r for g in groups for r in g], turns
+
+
+def test_sampling_through_merged_weights_samples_the_same_rollouts(tok, monkeypatch):
+    """The sampler merges each weight once per batch (``fixed``): the same ids for the same seeds as
+    peft's forward (a draw flips only within float rounding of a boundary, see tests/tolerance.py),
+    and the same log-probs to float rounding."""
+    model = policy(tok)
+    merged = _play(model, tok, [3, 4, 5])
+    monkeypatch.setattr(ml, "MERGE_RATIO", 0)
+    plain = _play(model, tok, [3, 4, 5])
+    (ra, ta), (rb, tb) = merged, plain
+    assert [r.completion_ids for r in ra] == [r.completion_ids for r in rb]
+    assert [t[:4] for t in ta] == [t[:4] for t in tb]
+    L = max(len(r.prompt_ids) + len(r.completion_ids) for r in ra)
+    n = transformer_terms(model, L) + 8 * 2
+    assert_close(
+        [x for t in ta for x in t[4]], [x for t in tb for x in t[4]], n=n, dtype=torch.float32, what="sampled log-probs"
+    )
+
+
+def test_fixed_weights_still_give_gradients_under_autograd(tok):
+    """Inside ``fixed`` a forward pass with gradient merges afresh: the adapter gets its gradient."""
+    model = policy(tok)
+    ids = torch.randint(3, len(tok), (2, 10), generator=torch.Generator().manual_seed(2))
+    with ml.merged_lora(model, fixed=True):
+        with torch.no_grad():
+            frozen = model(input_ids=ids).logits
+        live = model(input_ids=ids).logits
+    live.sum().backward()
+    assert all(p.grad is not None for n, p in model.named_parameters() if "lora_" in n)
+    assert torch.equal(frozen, live.detach())  # the same products in the same order

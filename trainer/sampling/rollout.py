@@ -43,6 +43,7 @@ from __future__ import annotations
 from typing import Callable, Protocol, Sequence
 
 from rlvp_dsl.events import ASSISTANT, CALL, MALFORMED, USER, Episode, Event
+from trainer.merged_lora import merged_lora
 from trainer.envs.base import END_TURN, Task, ToolCall, ToolEnv, all_calls, is_conversation
 from trainer.sampling.call_grammar import CallFormat, CallTrie
 from trainer.sampling.generation import CachedSampler, GenConfig, TurnSample
@@ -379,8 +380,9 @@ def collect_groups(
     by_trie: dict[int, list[_Group]] = {}
     for group in groups:  # one batch per call mask (tasks of one environment share it)
         by_trie.setdefault(id(group.trie), []).append(group)
-    for batch in by_trie.values():
-        _play_cached(policy, tokenizer, batch, cfg, index, on_turn)
+    with merged_lora(policy, fixed=True):  # the weights stay as they are while sampling: merge once
+        for batch in by_trie.values():
+            _play_cached(policy, tokenizer, batch, cfg, index, on_turn)
     return [g.rollouts() for g in groups]
 
 
