@@ -14,8 +14,9 @@ gradients agree to float rounding: one reduction of length ``r`` in ``B A`` in a
 ``dL/dB = s G A^T`` with ``G = g^T x`` the gradient of the merged weight.  Nothing is written into
 any weight (peft's ``merge_adapter`` would add ``s B A`` to ``W`` and subtract it again, rounding
 ``W`` each time); outside the context every layer runs peft's forward.  Used by `trainer.logprobs` (the decoder's
-layers, gradients through the merge) and by the sampler (`trainer.sampling.rollout.collect_groups`,
-``fixed``: each weight merged once per batch of rollouts, since nothing changes while sampling).
+layers, gradients through the merge) and by the sampler (`trainer.sampling.rollout.collect_groups`).
+Each weight is merged once per context: once per log-prob pass (prompt and completion passes
+share it), once per batch of rollouts.
 
 When it pays: per input row the merged layer costs one extra product of ``in x out`` (the
 merged weight's gradient), the separate path about ``3 r (in + out)`` (the two rank-``r``
@@ -37,7 +38,6 @@ merged.  At call time a layer whose adapters are disabled (the reference policy)
 from __future__ import annotations
 
 import functools
-import types
 from contextlib import contextmanager
 from typing import Any, Iterator
 
@@ -78,39 +78,29 @@ def _merged_weight(layer) -> torch.Tensor:
     return layer.base_layer.weight + (layer.lora_B[name].weight @ layer.lora_A[name].weight) * layer.scaling[name]
 
 
-def _merged_forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-    """``x (W + s B A)^T + bias``; peft's forward when the adapter is off or per-row adapters are asked for."""
+def _merged_forward(self, weight: torch.Tensor, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+    """``x (W + s B A)^T + bias`` with the merged weight `merged_lora` computed on entry; merged afresh
+    when gradients are on now but were off then (the adapter gets its gradient); peft's forward when
+    the adapter is off or per-row adapters are asked for."""
     if self.disable_adapters or args or kwargs:
         return type(self).forward(self, x, *args, **kwargs)
-    return torch.nn.functional.linear(x, _merged_weight(self), self.base_layer.bias)
-
-
-def _fixed_forward(self, weight: torch.Tensor, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-    """`_merged_forward` with the merged weight computed once (`merged_lora`'s ``fixed``); under
-    autograd the merge is recomputed, so the adapter still gets its gradient."""
-    if self.disable_adapters or args or kwargs or torch.is_grad_enabled():
-        return _merged_forward(self, x, *args, **kwargs)
+    if torch.is_grad_enabled() and not weight.requires_grad:
+        weight = _merged_weight(self)
     return torch.nn.functional.linear(x, weight, self.base_layer.bias)
 
 
 @contextmanager
-def merged_lora(module: torch.nn.Module, fixed: bool = False) -> Iterator[int]:
+def merged_lora(module: torch.nn.Module) -> Iterator[int]:
     """Within the context, every `mergeable` layer of `module` computes through its merged weight;
     yields how many.  The layers' own ``forward`` is back on exit (also on an exception).
 
-    Args:
-        fixed: the weights do not change inside the context (sampling): each merged weight is
-            computed once, on entry, and reused by every forward pass without gradient (one
-            product per layer and pass instead of three, and no element-wise passes).
+    Each merged weight is computed once, on entry (under the grad mode of the caller), and reused
+    by every forward pass inside: the weights must not change within the context (one log-prob
+    pass; one batch of rollouts).
     """
     patched = [m for m in module.modules() if mergeable(m)]
     for m in patched:
-        if fixed:
-            with torch.no_grad():
-                weight = _merged_weight(m)
-            m.forward = functools.partial(_fixed_forward, m, weight)
-        else:
-            m.forward = types.MethodType(_merged_forward, m)
+        m.forward = functools.partial(_merged_forward, m, _merged_weight(m))
     try:
         yield len(patched)
     finally:

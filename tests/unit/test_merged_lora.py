@@ -77,9 +77,9 @@ def test_completion_logprobs_take_the_merged_path_and_agree_with_peft(tok, monke
     calls = []
     real = ml._merged_forward
 
-    def counting(self, x, *a, **k):
+    def counting(self, weight, x, *a, **k):
         calls.append(self)
-        return real(self, x, *a, **k)
+        return real(self, weight, x, *a, **k)
 
     out = []
     for ratio in (ml.MERGE_RATIO, 0):  # 0: no layer qualifies, peft's forward everywhere
@@ -158,8 +158,8 @@ def _play(model, tok, seeds):
 
 
 def test_sampling_through_merged_weights_samples_the_same_rollouts(tok, monkeypatch):
-    """The sampler merges each weight once per batch (``fixed``): the same ids for the same seeds as
-    peft's forward (a draw flips only within float rounding of a boundary, see tests/tolerance.py),
+    """The sampler through merged weights: the same ids for the same seeds as
+    peft's forward (each weight merged once per batch; a draw flips only within float rounding of a boundary, see tests/tolerance.py),
     and the same log-probs to float rounding."""
     model = policy(tok)
     merged = _play(model, tok, [3, 4, 5])
@@ -175,14 +175,20 @@ def test_sampling_through_merged_weights_samples_the_same_rollouts(tok, monkeypa
     )
 
 
-def test_fixed_weights_still_give_gradients_under_autograd(tok):
-    """Inside ``fixed`` a forward pass with gradient merges afresh: the adapter gets its gradient."""
+def test_weights_merged_without_gradient_are_merged_afresh_under_autograd(tok):
+    """A context entered without gradient (sampling) and a forward pass with it: the merge is
+    recomputed, so the adapter gets its gradient, with the same values."""
     model = policy(tok)
     ids = torch.randint(3, len(tok), (2, 10), generator=torch.Generator().manual_seed(2))
-    with ml.merged_lora(model, fixed=True):
+    with torch.no_grad():
+        context = ml.merged_lora(model)
+        context.__enter__()
+    try:
         with torch.no_grad():
             frozen = model(input_ids=ids).logits
         live = model(input_ids=ids).logits
+    finally:
+        context.__exit__(None, None, None)
     live.sum().backward()
     assert all(p.grad is not None for n, p in model.named_parameters() if "lora_" in n)
     assert torch.equal(frozen, live.detach())  # the same products in the same order

@@ -380,7 +380,7 @@ def collect_groups(
     by_trie: dict[int, list[_Group]] = {}
     for group in groups:  # one batch per call mask (tasks of one environment share it)
         by_trie.setdefault(id(group.trie), []).append(group)
-    with merged_lora(policy, fixed=True):  # the weights stay as they are while sampling: merge once
+    with merged_lora(policy):  # the weights stay as they are while sampling: merge once
         for batch in by_trie.values():
             _play_cached(policy, tokenizer, batch, cfg, index, on_turn)
     return [g.rollouts() for g in groups]
