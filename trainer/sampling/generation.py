@@ -334,12 +334,9 @@ class CachedSampler:
         import torch
 
         width = max(1, max(len(c) for c in chunks))
-        ids = torch.full((len(chunks), width), self.pad, dtype=torch.long)
-        new = torch.zeros((len(chunks), width), dtype=torch.long)
-        for row, chunk in enumerate(chunks):
-            if chunk:
-                ids[row, width - len(chunk) :] = torch.tensor(list(chunk), dtype=torch.long)
-                new[row, width - len(chunk) :] = 1
+        # left-padded rows, built as lists and turned into tensors once
+        ids = torch.tensor([[self.pad] * (width - len(c)) + list(c) for c in chunks], dtype=torch.long)
+        new = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunks], dtype=torch.long)
         ids, new = ids.to(self.dev), new.to(self.dev)
         positions = (self.length[:, None] + new.cumsum(1) - 1).clamp(min=0)
         self.attn = torch.cat([self.attn, new], dim=1)
