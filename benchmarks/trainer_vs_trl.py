@@ -9,10 +9,11 @@ knobs, the embedded tiny model, rules ``examples/rules/chain4_dense.rlvp``, meth
 beta 0, temperature 1, one torch thread) -- through
 
 * ``compact``: `trainer.loop.train` (KV cache across turns, all groups of a step in one batch,
-  calls under the call mask, forced tokens without a forward pass);
+  calls under the call mask, forced tokens without a forward pass, the tiny model's LoRA layers
+  through their merged weight in sampling and in the log-prob pass, `trainer.merged_lora`);
 * ``trl_rollout_func``: TRL 1.16's `RlvpGRPOTrainer` with our ``rollout_func``
   (`trainer.experiments.trl_runs.build_trl_run`: `EnvRollout` plays the episodes with our
-  sampler, TRL computes log-probs and the loss);
+  sampler -- merged LoRA weights included -- TRL computes log-probs and the loss);
 * ``trl_env_factory``: TRL 1.16's own multi-turn loop, ``environment_factory``
   (`trainer.experiments.trl_env_factory`: chain-4's tools as methods of an environment class,
   TRL renders, generates with ``model.generate``, parses the tool calls, calls the methods and

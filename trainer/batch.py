@@ -19,17 +19,17 @@ def pad_batch(rollouts: Sequence[Rollout], pad_id: int = 0) -> tuple[torch.Tenso
         completion_mask ``[B, T]`` (1 = action token; prompt, tool output and
         padding are 0), with ``L = max(P_i + C_i)`` and ``T = max(C_i)``.
     """
-    B = len(rollouts)
     L = max(len(r.prompt_ids) + len(r.completion_ids) for r in rollouts)
     T = max(1, max(len(r.completion_ids) for r in rollouts))
-    ids = torch.full((B, L), pad_id, dtype=torch.long)
-    attn = torch.zeros(B, L, dtype=torch.long)
-    cmask = torch.zeros(B, T, dtype=torch.float32)
-    for i, r in enumerate(rollouts):
-        seq = list(r.prompt_ids) + list(r.completion_ids)
-        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-        attn[i, : len(seq)] = 1
-        cmask[i, : len(r.completion_ids)] = torch.tensor(r.completion_mask, dtype=torch.float32)
+    n = [len(r.prompt_ids) + len(r.completion_ids) for r in rollouts]
+    # rows built as lists, each tensor made in one call
+    ids = torch.tensor(
+        [[*r.prompt_ids, *r.completion_ids] + [pad_id] * (L - k) for r, k in zip(rollouts, n)], dtype=torch.long
+    )
+    attn = torch.tensor([[1] * k + [0] * (L - k) for k in n], dtype=torch.long)
+    cmask = torch.tensor(
+        [[*r.completion_mask] + [0] * (T - len(r.completion_ids)) for r in rollouts], dtype=torch.float32
+    )
     return ids, attn, cmask
 
 

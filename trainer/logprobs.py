@@ -24,7 +24,9 @@ How, so that nothing vocabulary-sized is built for every position:
    * tokens sampled from the full vocabulary (free reasoning, or ``constrained = False``)
      get the whole head in chunks of at most `CHUNK_ELEMENTS` logits, recomputed in the
      backward pass (`torch.utils.checkpoint`) instead of kept.
-3. The entropy is computed only when asked for (``with_entropy``, the first pass of an
+3. The decoder's small LoRA layers run through their merged weight (`trainer.merged_lora`: the
+   same function, fewer and larger products).
+4. The entropy is computed only when asked for (``with_entropy``, the first pass of an
    update: it is logged, never differentiated).
 
 The values equal the full-vocabulary ``log_softmax`` of the masked logits to float
@@ -38,6 +40,7 @@ from typing import Callable, Sequence
 import torch
 
 from trainer.batch import device_of, pad_batch
+from trainer.merged_lora import merged_lora
 from trainer.types import Rollout
 
 #: Most logits (rows x vocabulary) one chunk of the full-vocabulary path holds (16 MiB in float32).
@@ -160,12 +163,14 @@ def _features(model, ids, attn, pos_b: list[int], pos_l: list[int], prompt_len: 
     li = torch.tensor(pos_l, dtype=torch.long, device=dev)
     split = _decoder_and_head(model)
     if split is None:
-        logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
+        with merged_lora(model):
+            logits = model(input_ids=ids, attention_mask=attn).logits  # (B, L, V)
         return logits[bi, li], (lambda x: x), (lambda x, U: x[:, U])
     decoder, head = split
-    hidden = _shared_prompt_hidden(decoder, ids, attn, prompt_len)
-    if hidden is None:
-        hidden = decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # (B, L, H)
+    with merged_lora(decoder):  # not the head: its chunks are recomputed in the backward pass
+        hidden = _shared_prompt_hidden(decoder, ids, attn, prompt_len)
+        if hidden is None:
+            hidden = decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # (B, L, H)
     return hidden[bi, li], head, (lambda x, U: _head_rows(head, x, U))
 
 
@@ -251,8 +256,8 @@ def _masked_logprobs(
     union = sorted({i for ids in allowed for i in ids} | set(target))
     local = {tok: j for j, tok in enumerate(union)}
     keep = torch.zeros(len(allowed), len(union), dtype=torch.bool)
-    for n, ids in enumerate(allowed):
-        keep[n, [local[i] for i in ids]] = True
+    at = [n for n, ids in enumerate(allowed) for _ in ids]
+    keep[at, [local[i] for ids in allowed for i in ids]] = True  # one scatter for every token
     keep = keep.to(dev)
     tgt = torch.tensor([local[i] for i in target], dtype=torch.long, device=dev)
     U = torch.tensor(union, dtype=torch.long, device=dev)

@@ -172,6 +172,8 @@ class CallConstraint:
             if self.think_close:
                 mask[self.think_close[0]] = False
             self._think_mask = mask
+        # ids a free reasoning step allows: the reasoning vocabulary and the close
+        self._think_count = int(self._think_mask.sum()) + bool(self.think_close) if think_max > 0 else 0
 
     def _advance(self, s: RowState, tok: int) -> None:
         s.n += 1
@@ -216,6 +218,8 @@ class CallConstraint:
         import torch
 
         mask = torch.zeros((len(self.states), vocab), dtype=torch.bool)
+        rows: list[int] = []  # (rows[k], cols[k]) allowed: one scatter for every row with an id set
+        cols: list[int] = []
         for row, s in enumerate(self.states):
             if last is not None and s.phase != _DONE:
                 self._advance(s, last[row])
@@ -227,8 +231,22 @@ class CallConstraint:
                 if self.think_close:
                     mask[row, self.think_close[0]] = True
             else:
-                mask[row, list(allowed)] = True
+                rows.extend([row] * len(allowed))
+                cols.extend(allowed)
+        if rows:
+            mask[rows, cols] = True
         return mask
+
+    def branches(self, rows: Sequence[int]) -> bool:
+        """Whether any of `rows` may take more than one id at the step `step_mask` last returned
+        (the ``sum > 1`` of their mask rows, from the states instead of the tensor)."""
+        for row in rows:
+            if self.states[row].phase == _DONE:
+                continue  # (the EOS again)
+            allowed = self.allowed[row][-1]
+            if (self._think_count if allowed is None else len(allowed)) > 1:
+                return True
+        return False
 
     def __call__(self, input_ids, scores):
         step = input_ids.shape[1] - self.input_len

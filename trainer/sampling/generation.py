@@ -334,12 +334,9 @@ class CachedSampler:
         import torch
 
         width = max(1, max(len(c) for c in chunks))
-        ids = torch.full((len(chunks), width), self.pad, dtype=torch.long)
-        new = torch.zeros((len(chunks), width), dtype=torch.long)
-        for row, chunk in enumerate(chunks):
-            if chunk:
-                ids[row, width - len(chunk) :] = torch.tensor(list(chunk), dtype=torch.long)
-                new[row, width - len(chunk) :] = 1
+        # left-padded rows, built as lists and turned into tensors once
+        ids = torch.tensor([[self.pad] * (width - len(c)) + list(c) for c in chunks], dtype=torch.long)
+        new = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in chunks], dtype=torch.long)
         ids, new = ids.to(self.dev), new.to(self.dev)
         positions = (self.length[:, None] + new.cumsum(1) - 1).clamp(min=0)
         self.attn = torch.cat([self.attn, new], dim=1)
@@ -410,6 +407,7 @@ class CachedSampler:
         unfinished = [True] * n
         live = [True] * len(groups)  # the group is still drawing (its `generate` would still run)
         mask = constraint.step_mask(None, V).to(self.dev)
+        rows_of = [torch.tensor(list(rows), dtype=torch.long, device=self.dev) for rows, _ in groups]
         for step in range(budget):
             if logits is None:  # every drawing row is forced: its one allowed id needs no logits
                 scores = torch.zeros((n, V), device=self.dev).masked_fill(~mask, float("-inf"))
@@ -422,7 +420,7 @@ class CachedSampler:
             for g, (rows, gen) in enumerate(groups):
                 if not live[g]:
                     continue
-                rows_t = torch.tensor(list(rows), dtype=torch.long, device=self.dev)
+                rows_t = rows_of[g]
                 if greedy:
                     picked[rows_t] = torch.argmax(scores[rows_t], dim=-1)
                 else:  # a one-hot row draws the same id and consumes the same random numbers
@@ -451,7 +449,7 @@ class CachedSampler:
                 break
             mask = constraint.step_mask(last, V).to(self.dev)  # the next step's
             drawing = [r for g, (rows, _) in enumerate(groups) if live[g] for r in rows if unfinished[r]]
-            if drawing and bool((mask[drawing].sum(dim=1) > 1).any()):
+            if drawing and constraint.branches(drawing):
                 # feed what was drawn since the last forward (rows with nothing feed a masked pad)
                 logits = self._forward(pending)
                 pending = [[] for _ in range(n)]

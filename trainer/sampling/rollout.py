@@ -43,10 +43,11 @@ from __future__ import annotations
 from typing import Callable, Protocol, Sequence
 
 from rlvp_dsl.events import ASSISTANT, CALL, MALFORMED, USER, Episode, Event
+from trainer.merged_lora import merged_lora
 from trainer.envs.base import END_TURN, Task, ToolCall, ToolEnv, all_calls, is_conversation
 from trainer.sampling.call_grammar import CallFormat, CallTrie
 from trainer.sampling.generation import CachedSampler, GenConfig, TurnSample
-from trainer.sampling.tokenizer import ChatFormat
+from trainer.sampling.tokenizer import ChatFormat, encode
 from trainer.types import Rollout
 
 MALFORMED_TEXT = "error malformed call"
@@ -121,10 +122,26 @@ def _chat(tokenizer) -> ChatFormat:
     return _CHATS[id(tokenizer)][1]
 
 
+class _TextIds:
+    """`encode(tokenizer, text)` remembered for the texts of one `collect_groups` call: the same
+    tool message comes back many times in a batch (a tokenizer gives a text the same ids every
+    time, and none changes during a call); each call returns a fresh list."""
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.ids: dict[str, list[int]] = {}
+
+    def __call__(self, text: str) -> list[int]:
+        ids = self.ids.get(text)
+        if ids is None:
+            ids = self.ids[text] = encode(self.tokenizer, text)
+        return list(ids)
+
+
 class _Episode:
     """Growing state of one rollout."""
 
-    def __init__(self, env: ToolEnv, observation: str) -> None:
+    def __init__(self, env: ToolEnv, observation: str, conversation: bool) -> None:
         self.env = env
         self.ids: list[int] = []
         self.mask: list[int] = []
@@ -134,7 +151,7 @@ class _Episode:
         self.call_texts: list[str] = []
         # the environment's signals before any call (stages_remaining = N) ride on the task's
         # user turn, so a progress rule credits the very first stage too
-        self.conversation = is_conversation(env)
+        self.conversation = conversation
         initial = env.signals if self.conversation else getattr(env, "initial_signals", None)  # type: ignore[attr-defined]
         self.events: list[Event] = [
             Event(index=0, kind=USER, text=observation, signals=dict(initial()) if initial is not None else {})
@@ -163,6 +180,7 @@ class _Group:
         cfg: GenConfig,
         seed: int,
         call_trie: Callable[[CallTrie], CallTrie] | None = None,
+        text_ids: _TextIds | None = None,
     ) -> None:
         if num_generations < 1:
             raise ValueError(f"'num_generations' must be >= 1 (got {num_generations})")
@@ -174,12 +192,14 @@ class _Group:
         if call_trie is not None:
             self.trie = call_trie(self.trie)
         self.chat = _chat(tokenizer)
+        self.text_ids = text_ids or _TextIds(tokenizer)
         self.tags = _manifest_tags(envs[0])
         messages = [{"role": "user", "content": observations[0]}]
         if cfg.system_prompt:
             messages.insert(0, {"role": "system", "content": system_prompt(envs[0], fmt)})
         self.prompt_ids = self.chat.prompt_ids(tokenizer, messages)
-        self.episodes = [_Episode(env, obs) for env, obs in zip(envs, observations, strict=True)]
+        conversation = is_conversation(envs[0])  # one factory: one kind of environment
+        self.episodes = [_Episode(env, obs, conversation) for env, obs in zip(envs, observations, strict=True)]
         self.max_turns = cfg.max_turns or envs[0].max_turns
 
     def play(self, ep: _Episode, sample: TurnSample, turn: int) -> list[int]:
@@ -213,7 +233,7 @@ class _Group:
         ep.calls += 1
         ep.turn_calls += 1
         ep.done = finished or ep.calls >= self.max_turns
-        after = self.chat.after_turn_ids(self.tokenizer, observation, sample.ended_with_eos, next_turn=not ep.done)
+        after = self.text_ids(self.chat.after_turn_text(observation, sample.ended_with_eos, next_turn=not ep.done))
         ep.append(after, 0)
         if ep.done or not ep.conversation or ep.turn_calls < ep.env.max_calls_per_turn:  # type: ignore[attr-defined]
             return after
@@ -239,7 +259,7 @@ class _Group:
             )
         else:
             ep.events.append(Event(index=len(ep.events), kind=USER, text=message, signals=dict(ep.env.signals())))  # type: ignore[attr-defined]
-        ids = self.chat.user_turn_ids(self.tokenizer, message, ended_with_eos)
+        ids = self.text_ids(self.chat.user_turn_text(message, ended_with_eos))
         ep.append(ids, 0)
         return ids
 
@@ -345,8 +365,10 @@ def collect_groups(
     seeds = list(seeds) if seeds is not None else list(range(len(tasks)))
     if len(seeds) != len(tasks):
         raise ValueError(f"{len(seeds)} seeds for {len(tasks)} tasks")
+    text_ids = _TextIds(tokenizer)
     groups = [
-        _Group(tokenizer, env_factory, task, num_generations, cfg, seed, call_trie) for task, seed in zip(tasks, seeds)
+        _Group(tokenizer, env_factory, task, num_generations, cfg, seed, call_trie, text_ids)
+        for task, seed in zip(tasks, seeds)
     ]
     index = {id(group): j for j, group in enumerate(groups)}
     if hasattr(policy, "sample_turns"):
@@ -358,8 +380,9 @@ def collect_groups(
     by_trie: dict[int, list[_Group]] = {}
     for group in groups:  # one batch per call mask (tasks of one environment share it)
         by_trie.setdefault(id(group.trie), []).append(group)
-    for batch in by_trie.values():
-        _play_cached(policy, tokenizer, batch, cfg, index, on_turn)
+    with merged_lora(policy):  # the weights stay as they are while sampling: merge once
+        for batch in by_trie.values():
+            _play_cached(policy, tokenizer, batch, cfg, index, on_turn)
     return [g.rollouts() for g in groups]
 
 
