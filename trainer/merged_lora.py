@@ -31,8 +31,9 @@ Eligible: a peft ``lora.Linear`` over a plain `torch.nn.Linear`, one active adap
 LoRA (no DoRA or other variant), no dropout (`torch.nn.Identity`: with dropout the two forms are
 different functions), the adapter in the base weight's dtype (peft keeps a float32 adapter over
 a bfloat16 base; merging would round the update to bfloat16), not ``fan_in_fan_out``, not
-merged.  At call time a layer whose adapters are disabled (the reference policy) or that gets
-``adapter_names`` runs peft's forward.
+merged, no ``forward`` of its own set on the instance (accelerate's hooks).  At call time a
+layer whose adapters are disabled (the reference policy) or that gets ``adapter_names`` runs
+peft's forward.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ def mergeable(layer: torch.nn.Module) -> bool:
     except ImportError:  # pragma: no cover - peft is a dependency of the trainer
         return False
     if not isinstance(layer, LoraLinear) or getattr(layer, "merged", False) or layer.fan_in_fan_out:
+        return False
+    if "forward" in vars(layer):  # a forward set on the instance (a hook of accelerate's, say): left as it is
         return False
     base = layer.base_layer
     active = list(layer.active_adapters)

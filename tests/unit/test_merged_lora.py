@@ -138,6 +138,25 @@ def test_dora_and_wide_layers_are_not_merged():
     assert not ml.mergeable(dora.base_model.model.small)
 
 
+def test_a_layer_with_a_forward_of_its_own_is_left_alone_and_keeps_it():
+    """A forward set on the instance (accelerate's hooks do that) is neither merged nor removed."""
+    from peft import LoraConfig, get_peft_model
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.small = torch.nn.Linear(64, 64, bias=False)
+
+    layer = get_peft_model(Net(), LoraConfig(r=8, target_modules=["small"])).base_model.model.small
+    assert ml.mergeable(layer)
+    hooked = layer.forward
+    layer.forward = hooked
+    assert not ml.mergeable(layer)
+    with ml.merged_lora(layer) as n:
+        assert n == 0
+    assert layer.__dict__["forward"] is hooked
+
+
 def _play(model, tok, seeds):
     turns = []
 
