@@ -142,9 +142,12 @@ def report_lines(medians: dict[tuple[str, str], float], runs: int) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("`benchmarks/score_vs_invariant.py`")[0].replace("``", "").strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("rlvp_score_args", nargs="+", help="rlvp-score's arguments: RULES TRAJECTORY...")
-    ap.add_argument("--runs", type=int, default=7, help="processes per figure (median)")
+    ap.add_argument("--runs", type=int, default=7, help="processes per figure (median; default 7)")
     ap.add_argument("--no-bytecode", action="store_true", help="no .pyc files: every module compiled in every process")
     args = ap.parse_args()
     load = os.getloadavg()[0]

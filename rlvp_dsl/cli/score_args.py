@@ -86,7 +86,9 @@ def parser() -> argparse.ArgumentParser:
         "and each rule's correlation with the outcome reward.",
         epilog="Formats: tau2 results, tau-bench v1, OpenAI chat (JSON/JSONL, MCP results), SWE-agent .traj. "
         "The JSON and CSV outputs: docs/scoring.md. "
-        "Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error.",
+        "Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error. "
+        "A rule file checked without errors is cached ($RLVP_CACHE_DIR, else $XDG_CACHE_HOME/rlvp or "
+        "~/.cache/rlvp); RLVP_NO_CACHE=1 turns that off.",
     )
     p.add_argument("rules", help="the .rlvp rule file (with --compare: rule file A, then rule file B)")
     p.add_argument("trajectories", nargs="+", help="trajectory files or folders; - reads standard input")

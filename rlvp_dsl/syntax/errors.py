@@ -155,6 +155,10 @@ _EXAMPLES: dict[str, list[str]] = {
 }
 
 
+#: ``call tool NAME``: the tool's name written after the declaration keyword (`syntax_diagnostic`).
+_CALL_TOOL = re.compile(r"\bcall\s+tool\s+\Z")
+
+
 @functools.lru_cache(maxsize=1)
 def _example_errors() -> list[tuple[int, frozenset[str], str, str]]:
     """Each `_EXAMPLES` entry's error: (the parser's state when it stopped, the tokens it accepted
@@ -400,14 +404,18 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
     except Exception:  # the example table must never turn a syntax error into a crash
         label = None
     hint = label or _generic_hint(expected)
+    if _CALL_TOOL.search(text, 0, offset):
+        label = hint = (
+            f"`call NAME` names the tool itself: `call {shorten(str(token.value))}` (no `tool` before the name)"
+        )
     if token.type == "SIGNED_NUMBER" and ("NAME" in expected or "QUOTED_NAME" in expected):
         hint = (
             f"a name starts with a letter or '_'; to use {quoted(shorten(str(token.value)))} as a name, "
             f"write it in backticks: `{shorten(str(token.value))}`"
         )
-    elif opener is not None and opener[1] == "{" and "RBRACE" in expected:
+    elif opener is not None and opener[1] == "{" and "RBRACE" in expected and label is None:
         line, col = source.position(opener[0])
-        hint = f"the block opened at {line}:{col} is not closed before this" + (f"; {label}" if label else "")
+        hint = f"the block opened at {line}:{col} is not closed before this"
     elif opener is not None and opener[1] == "(" and "RPAR" in expected and label is None:
         line, col = source.position(opener[0])
         hint = f"the '(' at {line}:{col} is not closed before this; add ')' (or continue with `and`/`or`)"

@@ -145,6 +145,7 @@ KNOWN_MISTAKES = [
     ("violation x (-0.1, -0.2) {\n  on call\n}", "this rule takes one weight"),
     ("repeat_error x (-0.1, -0.2)", "this rule takes one weight"),
     ("violation x -1 { on call }", "a weight is written in parentheses"),
+    ('violation x (-0.1) {\n  on call tool a and text "cafe"\n}', "`call a` (no `tool` before the name)"),
     ("violation x (-1) { on call unless seen call }", "`seen` takes a parenthesised condition"),
     ("obligation x (1, expire -1) { open on call discharge on call deadline within 3 }", "within N calls"),
 ]
@@ -158,6 +159,13 @@ def test_a_known_mistake_is_recognised_wherever_the_rule_is(rule, hint, before):
     the stack's depth too, and matched only the first item of a file)."""
     (d,) = diags(before + rule)
     assert hint in d.help, d.help
+
+
+def test_a_complete_condition_followed_by_a_name_is_not_taken_for_call_tool():
+    """`call tag write x` stops in the parser state `call tool a` stops in: only the text `call tool`
+    gets the `call NAME` hint."""
+    (d,) = diags("tool a : read\nviolation x (-1) {\n  on call tag write x\n}")
+    assert "`call NAME`" not in d.help and "block opened at 2:18" in d.help
 
 
 def test_every_terminal_is_described_in_words():
