@@ -116,7 +116,8 @@ class ReadReport:
         files: the files episodes came from.
         skipped: files that are not trajectories (manifests, task lists, provenance).
         errors: with ``keep_going=True``, the files that could not be read (their episodes
-            are left out; every other file is read).
+            are left out; every other file is read), and the bad JSONL lines and tau2
+            simulations (the rest of their file is read).
     """
 
     episodes: tuple[Episode, ...] = attrs.field(converter=_episodes)
@@ -247,6 +248,8 @@ def _read_loaded(
                 shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
             )
         return _reader("openai_jsonl")(text, shown, name, signal, line_errors=line_errors)
+    if fmt == "tau2":  # a results file of many simulations: a bad one is lost alone (`read_tau2`)
+        return _reader(fmt)(data, shown, name, signal, record_errors=line_errors)
     return _reader(fmt)(data, shown, name, signal)
 
 
@@ -411,8 +414,9 @@ def read_report(
     ``PROVENANCE.json`` ...) are skipped and listed in :attr:`ReadReport.skipped`; with an
     explicit ``format`` nothing is skipped.
 
-    With ``keep_going=True`` a file that cannot be read -- or a bad line of a JSONL file --
-    is listed in :attr:`ReadReport.errors` and the rest is still read.
+    With ``keep_going=True`` a file that cannot be read -- or a bad line of a JSONL file, a
+    bad simulation of a tau2 results file -- is listed in :attr:`ReadReport.errors` and the
+    rest is still read.
 
     Raises:
         ReaderError: a path does not exist, or (without ``keep_going``) a file is unreadable,

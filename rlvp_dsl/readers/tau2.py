@@ -40,11 +40,17 @@ def _get(mapping: Any, *keys: str) -> Any:
     return mapping
 
 
-def read_tau2(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
+def read_tau2(
+    data: Any, file: str, name: str, signal: ErrorSignal, *, record_errors: list[ReaderError] | None = None
+) -> list[Episode]:
     """Episodes of a parsed tau2 ``Results`` file.
 
+    With a `record_errors` list, a malformed simulation is appended to it and the other
+    simulations are still read (one bad message loses its simulation, not the file).
+
     Raises:
-        ReaderError: ``simulations`` is missing or a simulation/message is malformed.
+        ReaderError: ``simulations`` is missing, or (without `record_errors`) a
+            simulation/message is malformed.
     """
     if not isinstance(data, dict):
         raise ReaderError(file, detail=expected_got("a tau2 Results object", data))
@@ -61,7 +67,15 @@ def read_tau2(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Epis
     policy = _get(info, "environment_info", "policy")
     if isinstance(policy, str):
         common["policy"] = policy
-    return [_simulation(sim, i, file, name, signal, common) for i, sim in enumerate(simulations)]
+    if record_errors is None:
+        return [_simulation(sim, i, file, name, signal, common) for i, sim in enumerate(simulations)]
+    episodes = []
+    for i, sim in enumerate(simulations):
+        try:
+            episodes.append(_simulation(sim, i, file, name, signal, common))
+        except ReaderError as exc:
+            record_errors.append(exc)
+    return episodes
 
 
 def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, common: dict[str, Any]) -> Episode:

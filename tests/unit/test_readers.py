@@ -643,6 +643,33 @@ def test_keep_going_skips_one_bad_jsonl_line(tmp_path):
         read_report([str(path)])
 
 
+def test_keep_going_loses_one_bad_tau2_simulation_not_its_file(tmp_path):
+    """With keep_going, a tau2 simulation with a malformed message is reported (record and field)
+    and the file's other simulations are read, with their own ids and values; strict reading still
+    raises that error."""
+    from rlvp_dsl.readers import read_report
+
+    source = (
+        REPO / "examples" / "data" / "tau2_simulations" / "sierra_tau2-bench_prs" / "pr17_telecom_gpt-4o.sample.json"
+    )
+    data = json.loads(source.read_text())
+    good = data["simulations"][0]
+    bad = json.loads(json.dumps(good))
+    del bad["messages"][2]["role"]
+    data["simulations"] = [good, bad, good]
+    path = tmp_path / "onebad.json"
+    path.write_text(json.dumps(data))
+    report = read_report([str(path)], keep_going=True)
+    alone = read_episodes(source)[0]
+    assert [e.id for e in report.episodes] == ["onebad.json#simulations[0]", "onebad.json#simulations[2]"]
+    assert all(e.events == alone.events and e.outcome == alone.outcome for e in report.episodes)
+    assert [str(e) for e in report.errors] == [
+        f"{path}: simulations[1].messages[2]: field 'role': missing, expected one of assistant/user/tool/system"
+    ]
+    with pytest.raises(ReaderError, match=r"simulations\[1\]\.messages\[2\]: field 'role'"):
+        read_report([str(path)])
+
+
 def test_a_compressed_trajectory_says_so(tmp_path):
     """A gzip file (named .json or .json.gz): `not UTF-8 text ... it is gzip-compressed`."""
     import gzip
