@@ -39,7 +39,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from trainer.batch import device_of, pad_batch
+from trainer.batch import attention_mask_for, device_of, pad_batch
 from trainer.merged_lora import merged_lora
 from trainer.types import Rollout
 
@@ -170,7 +170,8 @@ def _features(model, ids, attn, pos_b: list[int], pos_l: list[int], prompt_len: 
     with merged_lora(decoder):  # not the head: its chunks are recomputed in the backward pass
         hidden = _shared_prompt_hidden(decoder, ids, attn, prompt_len)
         if hidden is None:
-            hidden = decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # (B, L, H)
+            mask = attention_mask_for(decoder, attn, ids.shape[1])
+            hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state  # (B, L, H)
     return hidden[bi, li], head, (lambda x, U: _head_rows(head, x, U))
 
 
@@ -191,7 +192,8 @@ def _shared_prompt_hidden(decoder, ids: torch.Tensor, attn: torch.Tensor, prompt
         return None
     cache.batch_repeat_interleave(B)
     positions = torch.arange(P, L, device=ids.device)[None, :].expand(B, -1)
-    tail = decoder(input_ids=ids[:, P:], attention_mask=attn, position_ids=positions, use_cache=True, **{kw: cache})
+    mask = attention_mask_for(decoder, attn, L - P)
+    tail = decoder(input_ids=ids[:, P:], attention_mask=mask, position_ids=positions, use_cache=True, **{kw: cache})
     prompt = head.last_hidden_state.expand(B, -1, -1)
     return torch.cat([prompt, tail.last_hidden_state], dim=1)
 
