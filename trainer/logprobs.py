@@ -35,7 +35,8 @@ rounding, gradients included (`tests/unit/test_logprobs.py`).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from contextlib import nullcontext
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -180,18 +181,21 @@ def _features(model, ids, attn, pos_b: list[int], pos_l: list[int], prompt_len: 
 
 def _last_layer_at(decoder, rows: torch.Tensor, cols: torch.Tensor):
     """The decoder's last layer only at the predicting positions (`trainer.last_layer`) when it allows it."""
-    from contextlib import nullcontext
-
     return selected_positions(decoder, rows, cols) if last_layer_supported(decoder) else nullcontext()
 
 
 def _shared_prompt_hidden(
-    decoder, ids: torch.Tensor, attn: torch.Tensor, prompt_len: int | None, bi: torch.Tensor, li: torch.Tensor
+    decoder,
+    ids: torch.Tensor,
+    attn: torch.Tensor,
+    prompt_len: int | None,
+    bi: torch.Tensor | None = None,
+    li: torch.Tensor | None = None,
 ):
     """``[B, L, H]`` hidden states with a prompt that every row shares computed once: the prompt
     pass's keys and values are repeated for the rows (gradients flow back through them) and the
     completions continue from them, the last layer only at the predicting positions ``(bi, li)``
-    of the completions.  None when the rows do not share one prompt."""
+    of the completions (None: everywhere).  None when the rows do not share one prompt."""
     import inspect
 
     B, L = ids.shape
@@ -206,8 +210,11 @@ def _shared_prompt_hidden(
     cache.batch_repeat_interleave(B)
     positions = torch.arange(P, L, device=ids.device)[None, :].expand(B, -1)
     mask = attention_mask_for(decoder, attn, L - P)
-    in_tail = li >= P
-    with _last_layer_at(decoder, bi[in_tail], li[in_tail] - P):
+    if bi is None or li is None:
+        select: Any = nullcontext()
+    else:
+        select = _last_layer_at(decoder, bi[li >= P], li[li >= P] - P)
+    with select:
         tail = decoder(input_ids=ids[:, P:], attention_mask=mask, position_ids=positions, use_cache=True, **{kw: cache})
     prompt = head.last_hidden_state.expand(B, -1, -1)
     return torch.cat([prompt, tail.last_hidden_state], dim=1)
