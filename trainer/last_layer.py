@@ -56,7 +56,11 @@ def selected_positions(decoder: torch.nn.Module, rows: torch.Tensor, cols: torch
     if not supported(decoder):
         raise ValueError("selected_positions: the decoder's last layer is not a plain Llama layer with SDPA attention")
     layer = decoder.layers[-1]
-    layer.forward = lambda hidden_states, *args, **kwargs: _selective_forward(layer, rows, cols, hidden_states, **kwargs)
+
+    def forward(hidden_states: torch.Tensor, attention_mask: torch.Tensor | None = None, **kwargs: Any) -> torch.Tensor:
+        return _selective_forward(layer, rows, cols, hidden_states, attention_mask=attention_mask, **kwargs)
+
+    layer.forward = forward
     try:
         yield
     finally:
