@@ -10,7 +10,9 @@ beta 0, temperature 1, one torch thread) -- through
 
 * ``compact``: `trainer.loop.train` (KV cache across turns, all groups of a step in one batch,
   calls under the call mask, forced tokens without a forward pass, the tiny model's LoRA layers
-  through their merged weight in sampling and in the log-prob pass, `trainer.merged_lora`);
+  through their merged weight in sampling and in the log-prob pass, `trainer.merged_lora`; the
+  log-prob pass's last decoder layer only at the positions that predict an action token,
+  `trainer.last_layer`);
 * ``trl_rollout_func``: TRL 1.16's `RlvpGRPOTrainer` with our ``rollout_func``
   (`trainer.experiments.trl_runs.build_trl_run`: `EnvRollout` plays the episodes with our
   sampler -- merged LoRA weights included -- TRL computes log-probs and the loss);

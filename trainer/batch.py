@@ -60,3 +60,37 @@ def device_of(model: torch.nn.Module) -> torch.device:
     """The device of ``model``'s first parameter (the CPU for a model without any)."""
     first = next(iter(model.parameters()), None)
     return first.device if first is not None else torch.device("cpu")
+
+
+#: Model types whose every layer attends causally over the whole context (no sliding window), so one
+#: 4D mask serves all layers (`attention_mask_for`).
+FULL_CAUSAL_MODELS = frozenset({"llama"})
+
+
+def attention_mask_for(model: torch.nn.Module, attn: torch.Tensor, q_len: int) -> torch.Tensor:
+    """The ``attention_mask`` to pass ``model`` for `q_len` new tokens over the 2D padding mask `attn`
+    (``[B, K]``, 1 = a real token; ``K`` = cached tokens + `q_len`): the 4D boolean mask
+    ``[B, 1, q_len, K]`` that transformers' `create_causal_mask` would build for its SDPA attention
+    (query ``i`` sees key ``j`` when ``j <= K - q_len + i`` and ``attn[b, j]``), built here in three
+    tensor operations instead of its ~150 us of mask-function machinery per forward pass.
+
+    The same tensor values reach the attention kernel, so the outputs are bitwise those of passing
+    `attn` (`tests/unit/test_attention_mask.py`).  `attn` itself is returned wherever transformers
+    would not build that mask: a model that is not a full-causal `FULL_CAUSAL_MODELS` type with
+    SDPA attention (eager attention wants an additive float mask, sliding windows another mask per
+    layer), or a mask it skips for SDPA's ``is_causal`` (no padding and ``q_len == 1`` or ``q_len == K``).
+    """
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    config = getattr(base, "config", None)
+    if (
+        getattr(config, "model_type", None) not in FULL_CAUSAL_MODELS
+        or getattr(config, "_attn_implementation", None) != "sdpa"
+        or getattr(config, "sliding_window", None) is not None
+    ):
+        return attn
+    K = attn.shape[1]
+    if (q_len == 1 or q_len == K) and bool(attn.all()):
+        return attn
+    i = torch.arange(K - q_len, K, device=attn.device)[:, None]
+    j = torch.arange(K, device=attn.device)[None, :]
+    return (j <= i)[None, None] & attn.bool()[:, None, None, :]

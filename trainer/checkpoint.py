@@ -84,12 +84,33 @@ def capture(
     """The training state now, as copies (later steps do not change it): what `write` saves."""
     return {
         "trainable": trainable_state(model),
-        "optimizer": copy.deepcopy(optimizer.state_dict()),
+        "optimizer": copied(optimizer.state_dict()),
         "rng": rng_state(),
         "schedule": copy.deepcopy(schedule_state),
         "counters": dict(counters),
         "config": config,
     }
+
+
+def copied(state: Any) -> Any:
+    """A copy of `state` (nested dicts, lists and tuples of tensors and plain values, e.g.
+    `torch.optim.Optimizer.state_dict`) that later in-place updates of its tensors do not change:
+    tensors are detached clones, containers are rebuilt, anything else goes through `copy.deepcopy`.
+
+    The same values as ``copy.deepcopy(state)`` (tensor storage shared between two entries is not
+    kept shared; an optimiser's state never shares it) at a fraction of the cost: `capture` runs after
+    every iteration, and ``Tensor.__deepcopy__`` costs ~20 us a tensor in Python (AdamW keeps three
+    per trainable parameter).
+    """
+    if isinstance(state, torch.Tensor):
+        return state.detach().clone()
+    if isinstance(state, dict):
+        return {k: copied(v) for k, v in state.items()}
+    if isinstance(state, list):
+        return [copied(v) for v in state]
+    if isinstance(state, tuple):
+        return tuple(copied(v) for v in state)
+    return copy.deepcopy(state)
 
 
 class CheckpointWriteError(OSError):

@@ -35,11 +35,14 @@ rounding, gradients included (`tests/unit/test_logprobs.py`).
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from contextlib import nullcontext
+from typing import Any, Callable, Sequence
 
 import torch
 
-from trainer.batch import device_of, pad_batch
+from trainer.batch import attention_mask_for, device_of, pad_batch
+from trainer.last_layer import selected_positions
+from trainer.last_layer import supported as last_layer_supported
 from trainer.merged_lora import merged_lora
 from trainer.types import Rollout
 
@@ -168,16 +171,31 @@ def _features(model, ids, attn, pos_b: list[int], pos_l: list[int], prompt_len: 
         return logits[bi, li], (lambda x: x), (lambda x, U: x[:, U])
     decoder, head = split
     with merged_lora(decoder):  # not the head: its chunks are recomputed in the backward pass
-        hidden = _shared_prompt_hidden(decoder, ids, attn, prompt_len)
+        hidden = _shared_prompt_hidden(decoder, ids, attn, prompt_len, bi, li)
         if hidden is None:
-            hidden = decoder(input_ids=ids, attention_mask=attn, use_cache=False).last_hidden_state  # (B, L, H)
+            mask = attention_mask_for(decoder, attn, ids.shape[1])
+            with _last_layer_at(decoder, bi, li):
+                hidden = decoder(input_ids=ids, attention_mask=mask, use_cache=False).last_hidden_state  # (B, L, H)
     return hidden[bi, li], head, (lambda x, U: _head_rows(head, x, U))
 
 
-def _shared_prompt_hidden(decoder, ids: torch.Tensor, attn: torch.Tensor, prompt_len: int | None):
+def _last_layer_at(decoder, rows: torch.Tensor, cols: torch.Tensor):
+    """The decoder's last layer only at the predicting positions (`trainer.last_layer`) when it allows it."""
+    return selected_positions(decoder, rows, cols) if last_layer_supported(decoder) else nullcontext()
+
+
+def _shared_prompt_hidden(
+    decoder,
+    ids: torch.Tensor,
+    attn: torch.Tensor,
+    prompt_len: int | None,
+    bi: torch.Tensor | None = None,
+    li: torch.Tensor | None = None,
+):
     """``[B, L, H]`` hidden states with a prompt that every row shares computed once: the prompt
     pass's keys and values are repeated for the rows (gradients flow back through them) and the
-    completions continue from them.  None when the rows do not share one prompt."""
+    completions continue from them, the last layer only at the predicting positions ``(bi, li)``
+    of the completions (None: everywhere).  None when the rows do not share one prompt."""
     import inspect
 
     B, L = ids.shape
@@ -191,7 +209,13 @@ def _shared_prompt_hidden(decoder, ids: torch.Tensor, attn: torch.Tensor, prompt
         return None
     cache.batch_repeat_interleave(B)
     positions = torch.arange(P, L, device=ids.device)[None, :].expand(B, -1)
-    tail = decoder(input_ids=ids[:, P:], attention_mask=attn, position_ids=positions, use_cache=True, **{kw: cache})
+    mask = attention_mask_for(decoder, attn, L - P)
+    if bi is None or li is None:
+        select: Any = nullcontext()
+    else:
+        select = _last_layer_at(decoder, bi[li >= P], li[li >= P] - P)
+    with select:
+        tail = decoder(input_ids=ids[:, P:], attention_mask=mask, position_ids=positions, use_cache=True, **{kw: cache})
     prompt = head.last_hidden_state.expand(B, -1, -1)
     return torch.cat([prompt, tail.last_hidden_state], dim=1)
 

@@ -333,6 +333,8 @@ class CachedSampler:
         after each row's chunk, ``[rows, V]`` float32 (garbage for a row whose chunk was empty)."""
         import torch
 
+        from trainer.batch import attention_mask_for
+
         width = max(1, max(len(c) for c in chunks))
         # left-padded rows, built as lists and turned into tensors once
         ids = torch.tensor([[self.pad] * (width - len(c)) + list(c) for c in chunks], dtype=torch.long)
@@ -347,7 +349,7 @@ class CachedSampler:
             # a caller outside the training loop's no_grad (an evaluation) keeps every turn's graph
             out = self.model(
                 input_ids=ids,
-                attention_mask=self.attn,
+                attention_mask=attention_mask_for(self.model, self.attn, width),
                 position_ids=positions,
                 use_cache=True,
                 logits_to_keep=1,
