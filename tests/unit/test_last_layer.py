@@ -90,3 +90,38 @@ def test_unsupported_decoders_are_refused(tok):
     eager = build_tiny_model(tok, TinyModelConfig(seed=0))
     eager.config._attn_implementation = "eager"
     assert not last_layer.supported(eager.model)
+
+
+def test_grouped_query_attention_and_padding_give_the_full_layers_values():
+    """A Llama with fewer key/value heads than query heads (SmolLM2's 9 / 3), rows left-padded: the
+    selected positions' hidden states equal the full last layer's (within the summation-order bound)."""
+    from transformers import LlamaConfig, LlamaModel
+
+    from trainer.batch import attention_mask_for
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=48,
+        intermediate_size=96,
+        num_hidden_layers=2,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        attn_implementation="sdpa",
+    )
+    decoder = LlamaModel(config).eval()
+    ids = torch.randint(0, 50, (3, 11))
+    mask = torch.ones_like(ids)
+    mask[1, :4] = 0  # a left-padded row
+    mask[2, :2] = 0
+    assert last_layer.supported(decoder)
+    rows = torch.tensor([0, 0, 1, 2, 2, 2])
+    cols = torch.tensor([3, 10, 6, 2, 5, 10])
+    positions = (mask.cumsum(1) - 1).clamp(min=0)
+    with torch.no_grad():
+        full = decoder(input_ids=ids, attention_mask=mask, position_ids=positions).last_hidden_state
+        four_d = attention_mask_for(decoder, mask, ids.shape[1])
+        with last_layer.selected_positions(decoder, rows, cols):
+            part = decoder(input_ids=ids, attention_mask=four_d, position_ids=positions).last_hidden_state
+    assert_close(part[rows, cols], full[rows, cols], n=transformer_terms(decoder, 11, 6), what="hidden states")
+    assert not torch.allclose(part[0, 4], full[0, 4])  # a position not selected: the layer did not run there
