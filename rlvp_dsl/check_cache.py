@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from . import ast
 from .input_files import read_input_bytes
 from .user_cache import cache_dir as cache_dir  # the folder (rlvp_dsl.user_cache), re-exported
-from .user_cache import cache_folder, disabled
+from .user_cache import cache_folder, disabled, discard
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
@@ -252,11 +252,7 @@ def store(path: str, text: str | None, lints: bool, checked: Checked, manifests:
     except Exception:  # unpicklable (a bug to see in tests, not a user's problem), disk full, ...
         return
     finally:
-        if os.path.exists(tmp):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        discard(tmp)
     _prune(folder)
 
 

@@ -30,3 +30,12 @@ def cache_dir() -> Path:
 def disabled() -> bool:
     """Whether ``RLVP_NO_CACHE`` turns the caches off (any value but "" and "0")."""
     return os.environ.get("RLVP_NO_CACHE", "") not in ("", "0")
+
+
+def discard(path: str | os.PathLike[str]) -> None:
+    """Remove the temporary file a cache write left at `path`, if it is still there (renamed into
+    place, it is not); a file that cannot be removed stays (the cache is an optimisation)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..user_cache import cache_dir as cache_dir  # where the tables are kept (re-exported)
-from ..user_cache import disabled
+from ..user_cache import disabled, discard
 
 if TYPE_CHECKING:
     from lark import Lark, Token, Tree
@@ -104,11 +104,7 @@ def get_parser() -> Lark:
             os.replace(tmp, path)
         return parser
     finally:
-        if os.path.exists(tmp):
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
+        discard(tmp)
 
 
 #: Words of the `test` blocks that never stand where a name could: they stay usable as names
