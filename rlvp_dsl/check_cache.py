@@ -36,7 +36,6 @@ import importlib.util
 import os
 import pickle
 import sys
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import ast
@@ -73,22 +72,12 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _tree_files(folders: Iterable[str], suffixes: tuple[str, ...]) -> list[str]:
-    """Every file under `folders` ending in `suffixes` (``__pycache__`` skipped), sorted."""
-    found: list[str] = []
-    stack = list(folders)
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name != "__pycache__":
-                    stack.append(entry.path)
-            elif entry.name.endswith(suffixes):
-                found.append(entry.path)
+def _tree_files(root: str, suffixes: tuple[str, ...]) -> list[str]:
+    """Every file under `root` ending in `suffixes` (``__pycache__`` skipped), sorted."""
+    found = []
+    for folder, subfolders, files in os.walk(root):
+        subfolders[:] = [d for d in subfolders if d != "__pycache__"]
+        found += [os.path.join(folder, f) for f in files if f.endswith(suffixes)]
     return sorted(found)
 
 
@@ -111,7 +100,7 @@ def package_digest() -> str:
     roots = _search_locations("rlvp_dsl") + _search_locations("rlvp_dsl.grammars")
     files_seen = 0
     for root in dict.fromkeys(roots):
-        for path in _tree_files([root], (".py", ".lark")):
+        for path in _tree_files(root, (".py", ".lark")):
             files_seen += 1
             digest.update(os.path.relpath(path, root).encode("utf-8", "surrogateescape") + b"\0")
             try:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from typing import Any, Sequence
 
 import attrs
@@ -53,35 +51,10 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def terminal_columns() -> int:
-    """The terminal's width as ``shutil.get_terminal_size().columns`` finds it: ``$COLUMNS``, else
-    the terminal of standard output, else 80."""
-    try:
-        columns = int(os.environ.get("COLUMNS", "0"))
-    except ValueError:
-        columns = 0
-    if columns <= 0:
-        try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
-        except (AttributeError, ValueError, OSError):
-            columns = 0
-    return columns or 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's own help layout, its width found without ``shutil``: argparse makes a formatter
-    for every option it adds (to check it), and importing ``shutil`` (and the compression modules
-    it imports) was 2 ms of every run's 0.1 s import budget (benchmarks/import_time.py)."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
-        super().__init__(prog, indent_increment, max_help_position, terminal_columns() - 2 if width is None else width)
-
-
 def parser() -> argparse.ArgumentParser:
     """rlvp-score's options (their names are `ScoreArgs`'s fields)."""
     p = argparse.ArgumentParser(
         prog="rlvp-score",
-        formatter_class=_Formatter,
         description="Score agent trajectories with an .rlvp rule file: per-call credits, a summary per rule, "
         "and each rule's correlation with the outcome reward.",
         epilog="Formats: tau2 results, tau-bench v1, OpenAI chat (JSON/JSONL, MCP results), SWE-agent .traj. "
