@@ -1,4 +1,5 @@
-"""The by-value check both TRL rollout tests make on a captured batch row (chain-4 and BFCL)."""
+"""The by-value check both TRL rollout tests make on a captured batch row (chain-4 and BFCL), and the
+replay of an environment's answers that the tests build their expected episodes from."""
 
 from __future__ import annotations
 
@@ -6,6 +7,24 @@ import pytest
 import torch
 
 from rlvp_dsl.attach import CallCredits, token_credits
+from rlvp_dsl.events import CALL, ERROR, OK, Event
+
+
+def replayed_call(index: int, call, result, tags=frozenset()) -> Event:
+    """The call event of `call` (a `ToolCall`) and the environment's answer `result` (a `ToolResult`),
+    as the rollouts write it -- built here from the fields, not by `ToolResult.event`, so the tests
+    check that code against an independent reading: ok and its text, or error and its text."""
+    return Event(
+        index,
+        CALL,
+        tool=call.tool,
+        arguments=dict(call.arguments),
+        status=OK if result.ok else ERROR,
+        result=result.text if result.ok else "",
+        error_text="" if result.ok else result.text,
+        tags=tags,
+        signals=dict(result.signals),
+    )
 
 
 def assert_credit_on_call_tokens(adv_row: torch.Tensor, rollout, cc: CallCredits, weight: float) -> None:

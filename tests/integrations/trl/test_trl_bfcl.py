@@ -32,7 +32,7 @@ from trainer.experiments.trl_rollout import (
     tool_tags,
 )
 from trainer.sampling.tokenizer import encode
-from .credit_checks import assert_credit_on_call_tokens
+from .credit_checks import assert_credit_on_call_tokens, replayed_call
 
 INSTALL = 'bfcl-eval is not installed: pip install --no-deps "bfcl-eval==2026.3.23" "mpmath>=1.3"'
 needs_bfcl = pytest.mark.skipif(not available(), reason=INSTALL)
@@ -292,20 +292,7 @@ def test_calls_read_from_messages_carry_the_environments_tags():
     order = ToolCall("place_order", {"order_type": "Buy", "symbol": "AAPL", "price": "150", "amount": "100"})
     calls = [order, ToolCall("cancel_order", {"order_id": "12446"}), ToolCall("trading_logout", {}), order]
     for call in calls:
-        res = env.step(call)
-        events.append(
-            Event(
-                len(events),
-                CALL,
-                tool=call.tool,
-                arguments=dict(call.arguments),
-                status=OK if res.ok else ERROR,
-                result=res.text if res.ok else "",
-                error_text="" if res.ok else res.text,
-                tags=tags[call.tool],
-                signals=dict(res.signals),
-            )
-        )
+        events.append(replayed_call(len(events), call, env.step(call), tags[call.tool]))
     played = Episode("e", tuple(events))
     assert [c.status for c in played.calls] == [OK, OK, OK, ERROR]
     program = load_program(str(RULES))

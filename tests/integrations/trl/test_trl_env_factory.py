@@ -18,7 +18,7 @@ import torch
 
 from rlvp_dsl.attach import call_credits
 from rlvp_dsl.call_spans import find_call_spans
-from rlvp_dsl.events import CALL, ERROR, OK, USER, Episode, Event
+from rlvp_dsl.events import USER, Episode, Event
 from rlvp_dsl.pipeline import load_program
 from trainer import envs
 from trainer.config import load_config
@@ -27,7 +27,7 @@ from trainer.experiments import trl_runs
 from trainer.experiments.trl_env_factory import build_env_factory_trainer
 from trainer.experiments.trl_rollout import CALL_MARKERS
 from trainer.sampling.tokenizer import encode
-from .credit_checks import assert_credit_on_call_tokens
+from .credit_checks import assert_credit_on_call_tokens, replayed_call
 
 ROOT = Path(__file__).resolve().parents[3]
 W = 0.5  # process weight (not 1, so a credit shows as W x credit)
@@ -100,19 +100,7 @@ def _replay(cfg, row: dict, calls: list[ToolCall]):
     text = env.reset(Task(row["task_id"], int(row["seed"])))
     events = [Event(0, USER, text=text, signals=dict(env.initial_signals()))]
     for call in calls:
-        result = env.step(call)
-        events.append(
-            Event(
-                len(events),
-                CALL,
-                tool=call.tool,
-                arguments=dict(call.arguments),
-                status=OK if result.ok else ERROR,
-                result=result.text if result.ok else "",
-                error_text="" if result.ok else result.text,
-                signals=dict(result.signals),
-            )
-        )
+        events.append(replayed_call(len(events), call, env.step(call)))
     return env.outcome(), Episode("replay", tuple(events))
 
 

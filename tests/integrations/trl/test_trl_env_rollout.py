@@ -11,7 +11,7 @@ import torch
 
 from rlvp_dsl.attach import call_credits, token_credits
 from rlvp_dsl import episode_from_messages
-from rlvp_dsl.events import CALL, ERROR, OK, USER, Episode, Event
+from rlvp_dsl.events import ERROR, OK, USER, Episode, Event
 from rlvp_dsl.integrations.trl import RlvpGRPOTrainer, RlvpReward
 from rlvp_dsl.pipeline import load_program
 from trainer import envs
@@ -27,7 +27,7 @@ from trainer.experiments.trl_rollout import (
     outcome_reward,
 )
 from trainer.experiments.trl_runs import grpo_config, tiny_policy
-from .credit_checks import assert_credit_on_call_tokens
+from .credit_checks import assert_credit_on_call_tokens, replayed_call
 
 ROOT = Path(__file__).resolve().parents[3]
 RULES = ROOT / "examples" / "rules" / "chain4_dense.rlvp"
@@ -188,19 +188,7 @@ def test_failed_calls_are_marked_errors_on_their_tool_messages():
     initial = env.initial_signals()
     events = [Event(0, USER, text="go", signals=initial)]
     for call in (ToolCall("ping", {"token": "k0"}), env.expected_call()):
-        res = env.step(call)
-        events.append(
-            Event(
-                len(events),
-                CALL,
-                tool=call.tool,
-                arguments=dict(call.arguments),
-                status=OK if res.ok else ERROR,
-                result=res.text if res.ok else "",
-                error_text="" if res.ok else res.text,
-                signals=dict(res.signals),
-            )
-        )
+        events.append(replayed_call(len(events), call, env.step(call)))
     messages = episode_messages(Episode("e", tuple(events)))
     tools = [m for m in messages if m["role"] == "tool"]
     assert tools[0]["error"] is True and tools[0]["content"].startswith("error")
