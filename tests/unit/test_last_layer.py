@@ -10,15 +10,15 @@ import torch
 from trainer import last_layer, logprobs
 from trainer.envs import env_factory, make_env, make_tasks
 from trainer.logprobs import completion_logprobs
-from trainer.model import LoraSettings, TinyModelConfig, apply_lora, build_tiny_model
+from trainer.model import TinyModelConfig, build_tiny_model
 from trainer.sampling.generation import GenConfig
 from trainer.sampling.rollout import collect_groups, prompt_words
 from trainer.sampling.tokenizer import build_tiny_tokenizer
 
 from tolerance import assert_all_close, assert_close, transformer_terms
+from trainer_fakes import trained_policy
 
 torch.set_num_threads(1)
-TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head")
 
 
 @pytest.fixture(scope="module")
@@ -28,13 +28,7 @@ def tok():
 
 @pytest.fixture(scope="module")
 def model(tok):
-    torch.manual_seed(1)
-    m = apply_lora(build_tiny_model(tok, TinyModelConfig(seed=0)), LoraSettings(target_modules=TARGETS))
-    with torch.no_grad():  # a non-zero adapter, so B's and A's gradients both matter
-        for n, p in m.named_parameters():
-            if "lora_B" in n:
-                p.copy_(torch.randn(p.shape) * 0.1)
-    return m
+    return trained_policy(tok)
 
 
 @pytest.fixture(scope="module")

@@ -9,25 +9,14 @@ import torch
 from trainer import merged_lora as ml
 from trainer.envs import env_factory, make_env, make_tasks
 from trainer.logprobs import completion_logprobs
-from trainer.model import LoraSettings, TinyModelConfig, apply_lora, build_tiny_model
 from trainer.sampling.generation import GenConfig
 from trainer.sampling.rollout import collect_groups, prompt_words
 from trainer.sampling.tokenizer import build_tiny_tokenizer
 
 from tolerance import assert_all_close, assert_close, transformer_terms
+from trainer_fakes import trained_policy
 
 torch.set_num_threads(1)
-TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head")
-
-
-def policy(tok, **lora):
-    torch.manual_seed(1)
-    model = apply_lora(build_tiny_model(tok, TinyModelConfig(seed=0)), LoraSettings(target_modules=TARGETS, **lora))
-    with torch.no_grad():  # a non-zero adapter, so B's and A's gradients both matter
-        for n, p in model.named_parameters():
-            if "lora_B" in n:
-                p.copy_(torch.randn(p.shape) * 0.1)
-    return model
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +44,7 @@ def forward_and_grads(model, ids, merged: bool):
 
 
 def test_values_and_gradients_equal_peft_forward(tok):
-    model = policy(tok)
+    model = trained_policy(tok)
     ids = torch.randint(3, len(tok), (4, 40), generator=torch.Generator().manual_seed(0))
     a, ga = forward_and_grads(model, ids, merged=True)
     b, gb = forward_and_grads(model, ids, merged=False)
@@ -67,7 +56,7 @@ def test_values_and_gradients_equal_peft_forward(tok):
 
 
 def test_completion_logprobs_take_the_merged_path_and_agree_with_peft(tok, monkeypatch):
-    model = policy(tok)
+    model = trained_policy(tok)
     rollouts = [
         r
         for g in collect_groups(model, tok, env_factory("chain4", max_turns=3), make_tasks(2), 3, GenConfig(), [0, 1])
@@ -101,7 +90,7 @@ def test_completion_logprobs_take_the_merged_path_and_agree_with_peft(tok, monke
 
 def test_a_disabled_adapter_runs_peft_forward_exactly(tok):
     """The reference policy (adapters off) inside the context: the base model's bits, not a merge."""
-    model = policy(tok)
+    model = trained_policy(tok)
     ids = torch.randint(3, len(tok), (2, 12), generator=torch.Generator().manual_seed(1))
     with torch.no_grad(), model.disable_adapter():
         plain = model(input_ids=ids).logits
@@ -117,7 +106,7 @@ def test_a_disabled_adapter_runs_peft_forward_exactly(tok):
     ],
 )
 def test_ineligible_layers_keep_peft_forward(tok, lora, why):
-    model = policy(tok, **lora)
+    model = trained_policy(tok, **lora)
     assert not any(ml.mergeable(m) for m in model.modules()), why
     with ml.merged_lora(model) as n:
         assert n == 0
@@ -180,7 +169,7 @@ def test_sampling_through_merged_weights_samples_the_same_rollouts(tok, monkeypa
     """The sampler through merged weights: the same ids for the same seeds as
     peft's forward (each weight merged once per batch; a draw flips only within float rounding of a boundary, see tests/tolerance.py),
     and the same log-probs to float rounding."""
-    model = policy(tok)
+    model = trained_policy(tok)
     merged = _play(model, tok, [3, 4, 5])
     monkeypatch.setattr(ml, "MERGE_RATIO", 0)
     plain = _play(model, tok, [3, 4, 5])
@@ -197,7 +186,7 @@ def test_sampling_through_merged_weights_samples_the_same_rollouts(tok, monkeypa
 def test_weights_merged_without_gradient_are_merged_afresh_under_autograd(tok):
     """A context entered without gradient (sampling) and a forward pass with it: the merge is
     recomputed, so the adapter gets its gradient, with the same values."""
-    model = policy(tok)
+    model = trained_policy(tok)
     ids = torch.randint(3, len(tok), (2, 10), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         context = ml.merged_lora(model)

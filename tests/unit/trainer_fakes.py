@@ -1,4 +1,5 @@
-"""Hand-built rollouts and credits for the trainer's unit tests (no model, no env)."""
+"""Hand-built rollouts and credits for the trainer's unit tests (no model, no env), and the tiny policy with a
+non-zero adapter (`trained_policy`)."""
 
 from __future__ import annotations
 
@@ -90,3 +91,26 @@ def fake_backend(seed: int = 0, calls: int = 3, vocab: int = 6):
         return [-0.5 if e.tool == "t2" else (0.25 if e.tool == "t1" else 0.0) for e in episode.calls]
 
     return Backend(model=model, collect=collect, make_tasks=make_tasks, credit_source=scorer, pad_id=0)
+
+
+#: Every linear layer of the tiny model, the head included: the LoRA targets of `trained_policy`.
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head")
+
+
+def trained_policy(tok, **lora):
+    """The tiny model with LoRA on every linear layer and a non-zero adapter (``B`` drawn, seed 1), as
+    after some training: with ``B = 0`` an adapter path is trivially exact and ``A`` gets no gradient.
+    `lora`: more `LoraSettings` fields (``dropout``)."""
+    import torch
+
+    from trainer.model import LoraSettings, TinyModelConfig, apply_lora, build_tiny_model
+
+    torch.manual_seed(1)
+    model = apply_lora(
+        build_tiny_model(tok, TinyModelConfig(seed=0)), LoraSettings(target_modules=LORA_TARGETS, **lora)
+    )
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.copy_(torch.randn(p.shape) * 0.1)
+    return model
