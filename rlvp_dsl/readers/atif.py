@@ -46,7 +46,7 @@ from rlvp_dsl.events import ASSISTANT, CALL, ERROR, MALFORMED, NO_RESULT, USER, 
 from .arguments import message_text
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
-from .errors import ReaderError, expected_field, expected_got
+from .errors import ReaderError, each_record, expected_field, expected_got
 from .loading import is_atif  # detection lives with the other formats' (loading imports this module lazily)
 
 #: The version `trajectory_from_episode` writes.
@@ -56,8 +56,11 @@ _SOURCES = ("system", "user", "agent")
 _OWN_META = ("policy", "completion_token_ids", "atif_agent")
 
 
-def read_atif(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
-    """Episodes of a parsed ATIF file: one trajectory object, or a list of them.
+def read_atif(
+    data: Any, file: str, name: str, signal: ErrorSignal, *, record_errors: list[ReaderError] | None = None
+) -> list[Episode]:
+    """Episodes of a parsed ATIF file: one trajectory object, or a list of them (with a `record_errors`
+    list, a bad trajectory of a list is appended to it and the others are still read: `each_record`).
 
     Args:
         data: the parsed JSON.
@@ -66,10 +69,13 @@ def read_atif(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Epis
         signal: how a tool result is recognised as an error.
 
     Raises:
-        ReaderError: a record is malformed (names the record, ``[2].steps[4]``, and the field).
+        ReaderError: a record is malformed (names the record, ``[2].steps[4]``, and the field; in a
+            list, without `record_errors`).
     """
     if isinstance(data, list):
-        return [_trajectory(item, file, f"[{i}]", f"{name}#[{i}]", signal) for i, item in enumerate(data)]
+        return each_record(
+            data, lambda i, item: _trajectory(item, file, f"[{i}]", f"{name}#[{i}]", signal), record_errors
+        )
     return [_trajectory(data, file, "", name, signal)]
 
 

@@ -8,9 +8,12 @@ MCP's ``isError`` -- is recognised in `rlvp_dsl.readers.error_signals`.)
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 from .json_text import json_problem, loads
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class ReaderError(Exception):
@@ -77,3 +80,19 @@ def load_json_text(text: str, file: str, line_offset: int = 0) -> Any:
     except json.JSONDecodeError as exc:
         where = f"{file}:{exc.lineno + line_offset}:{exc.colno}"
         raise ReaderError(where, detail=f"invalid JSON: {json_problem(exc, text)}") from None
+
+
+def each_record(records: Iterable[T], read: Callable[[int, T], R], record_errors: list[ReaderError] | None) -> list[R]:
+    """``read(i, record)`` for every record of a file, in order.  With a `record_errors` list, a record
+    whose reading raises a `ReaderError` is appended there and the others are still read (one bad
+    simulation or entry loses itself, not its file: `read_report(..., keep_going=True)`); without
+    one, the first error is raised."""
+    if record_errors is None:
+        return [read(i, record) for i, record in enumerate(records)]
+    out = []
+    for i, record in enumerate(records):
+        try:
+            out.append(read(i, record))
+        except ReaderError as exc:
+            record_errors.append(exc)
+    return out

@@ -116,8 +116,8 @@ class ReadReport:
         files: the files episodes came from.
         skipped: files that are not trajectories (manifests, task lists, provenance).
         errors: with ``keep_going=True``, the files that could not be read (their episodes
-            are left out; every other file is read), and the bad JSONL lines and tau2
-            simulations (the rest of their file is read).
+            are left out; every other file is read), and the bad records of files that hold
+            many (a JSONL line, a tau2 simulation, a list entry: the rest of their file is read).
     """
 
     episodes: tuple[Episode, ...] = attrs.field(converter=_episodes)
@@ -237,7 +237,7 @@ def _read_loaded(
     data: Any,
     fmt: str,
     signal: ErrorSignal | None,
-    line_errors: list[ReaderError] | None = None,
+    record_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
 ) -> list[Episode]:
     signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[_SIGNAL_OF.get(fmt, fmt)]
@@ -247,10 +247,8 @@ def _read_loaded(
             raise ReaderError(
                 shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
             )
-        return _reader("openai_jsonl")(text, shown, name, signal, line_errors=line_errors)
-    if fmt == "tau2":  # a results file of many simulations: a bad one is lost alone (`read_tau2`)
-        return _reader(fmt)(data, shown, name, signal, record_errors=line_errors)
-    return _reader(fmt)(data, shown, name, signal)
+        return _reader("openai_jsonl")(text, shown, name, signal, record_errors=record_errors)
+    return _reader(fmt)(data, shown, name, signal, record_errors=record_errors)
 
 
 def _read_given(
@@ -260,23 +258,25 @@ def _read_given(
     data: Any,
     fmt: str,
     signal: ErrorSignal | None,
-    line_errors: list[ReaderError] | None = None,
+    record_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
 ) -> list[Episode]:
     """`_read_loaded` with a format the caller gave: where detection sees another format (or
-    none) and reading as `fmt` fails or finds no event, the error says what the content looks like."""
+    none) and reading as `fmt` fails or finds no event, the error says what the content looks like
+    -- one error for the file, its records not read one by one (read as another format, every
+    record would fail alike)."""
     if jsonl:
-        return _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+        return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl)
     detected, reason = detect_trajectory_format(data, file)
     if detected == fmt:
-        return _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+        return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl)
     looks = (
         f"the content looks like {detected!r}, not {fmt!r} (leave the format out to detect it, or give {detected!r})"
         if detected
         else f"the content is not a trajectory of any format ({reason.removeprefix('not a trajectory: ')})"
     )
     try:
-        episodes = _read_loaded(path, file, text, data, fmt, signal, line_errors, jsonl)
+        episodes = _read_loaded(path, file, text, data, fmt, signal, None, jsonl)
     except ReaderError as exc:
         raise ReaderError(exc.file, exc.record, exc.field, f"{exc.detail}; {looks}" if exc.detail else looks) from None
     if not any(episode.events for episode in episodes):
@@ -414,9 +414,9 @@ def read_report(
     ``PROVENANCE.json`` ...) are skipped and listed in :attr:`ReadReport.skipped`; with an
     explicit ``format`` nothing is skipped.
 
-    With ``keep_going=True`` a file that cannot be read -- or a bad line of a JSONL file, a
-    bad simulation of a tau2 results file -- is listed in :attr:`ReadReport.errors` and the
-    rest is still read.
+    With ``keep_going=True`` a file that cannot be read -- or one bad record of a file that holds
+    many (a JSONL line, a tau2 simulation, a list entry) -- is listed in :attr:`ReadReport.errors`
+    and the rest is still read.
 
     Raises:
         ReaderError: a path does not exist, or (without ``keep_going``) a file is unreadable,
@@ -461,7 +461,7 @@ def read_report(
 
 
 def _read_file(
-    path: Path, file: str, format: str | None, error_signal: ErrorSignal | None, line_errors: list[ReaderError] | None
+    path: Path, file: str, format: str | None, error_signal: ErrorSignal | None, record_errors: list[ReaderError] | None
 ) -> list[Episode] | SkippedFile:
     """One file of `read_report`: its episodes, or why it is skipped (not a trajectory)."""
     data = None
@@ -473,7 +473,7 @@ def _read_file(
             return SkippedFile(_shown(file), reason)
     read = _read_given if format is not None else _read_loaded
     try:
-        return _shallow(read(path, file, text, data, fmt, error_signal, line_errors=line_errors, jsonl=jsonl), file)
+        return _shallow(read(path, file, text, data, fmt, error_signal, record_errors=record_errors, jsonl=jsonl), file)
     except RecursionError:
         raise _too_deep(file, data) from None
 

@@ -28,7 +28,7 @@ from .arguments import message_text
 from .arguments import tool_result as tool_result  # re-exported: its home until the tau2 reader needed it alone
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
-from .errors import ReaderError, expected_field, expected_got, load_json_text
+from .errors import ReaderError, each_record, expected_field, expected_got, load_json_text
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -195,11 +195,15 @@ def _episode(record_value: Any, file: str, name: str, record: str, episode_id: s
     return builder.episode(str(given) if given is not None else episode_id, outcome=reward, source=file, meta=meta)
 
 
-def read_openai_json(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
-    """Episodes of a parsed OpenAI chat JSON file (one episode, a list of them, or a bare message list).
+def read_openai_json(
+    data: Any, file: str, name: str, signal: ErrorSignal, *, record_errors: list[ReaderError] | None = None
+) -> list[Episode]:
+    """Episodes of a parsed OpenAI chat JSON file (one episode, a list of them, or a bare message list);
+    with a `record_errors` list, a bad episode of a list is appended to it and the others are still
+    read (`each_record`).
 
     Raises:
-        ReaderError: a record is malformed.
+        ReaderError: a record is malformed (in a list, without `record_errors`).
     """
     if isinstance(data, dict):
         return [_episode(data, file, name, "", name, signal)]
@@ -207,30 +211,29 @@ def read_openai_json(data: Any, file: str, name: str, signal: ErrorSignal) -> li
         return [_episode(data, file, name, "", name, signal)]
     if not isinstance(data, list):
         raise ReaderError(file, detail=expected_got("an episode object or a list", data))
-    return [_episode(item, file, name, f"[{i}]", f"{name}#[{i}]", signal) for i, item in enumerate(data)]
+    return each_record(
+        data, lambda i, item: _episode(item, file, name, f"[{i}]", f"{name}#[{i}]", signal), record_errors
+    )
 
 
 def read_openai_jsonl(
-    text: str, file: str, name: str, signal: ErrorSignal, *, line_errors: list[ReaderError] | None = None
+    text: str, file: str, name: str, signal: ErrorSignal, *, record_errors: list[ReaderError] | None = None
 ) -> list[Episode]:
     """Episodes of an OpenAI chat JSONL file: one episode object (or message list) per non-blank line.
 
-    Ids default to ``<name>:<line>``.  With a `line_errors` list, a bad line is appended to it
-    and the other lines are still read (a writer killed mid-line loses one episode, not all).
+    Ids default to ``<name>:<line>``.  With a `record_errors` list, a bad line is appended to it
+    and the other lines are still read (a writer killed mid-line loses one episode, not all:
+    `each_record`).
 
     Raises:
-        ReaderError: (without `line_errors`) a line is not valid JSON or not a valid episode
+        ReaderError: (without `record_errors`) a line is not valid JSON or not a valid episode
             (names the line number).
     """
-    episodes = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            value = load_json_text(line, file, line_offset=lineno - 1)
-            episodes.append(_episode(value, file, name, f"line {lineno}", f"{name}:{lineno}", signal))
-        except ReaderError as exc:
-            if line_errors is None:
-                raise
-            line_errors.append(exc)
-    return episodes
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+
+    def line_episode(_: int, numbered: tuple[int, str]) -> Episode:
+        lineno, line = numbered
+        value = load_json_text(line, file, line_offset=lineno - 1)
+        return _episode(value, file, name, f"line {lineno}", f"{name}:{lineno}", signal)
+
+    return each_record(lines, line_episode, record_errors)

@@ -106,8 +106,11 @@ def _function_call(name: Any, raw: Any, open_file: str | None) -> tuple[dict[str
     return {}, open_file
 
 
-def read_swe_agent(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
-    """The episode of a parsed ``.traj`` file (a one-element list).
+def read_swe_agent(
+    data: Any, file: str, name: str, signal: ErrorSignal, *, record_errors: list[ReaderError] | None = None
+) -> list[Episode]:
+    """The episode of a parsed ``.traj`` file (a one-element list).  A ``.traj`` holds one record, so
+    `record_errors` (the readers' common keyword) is unused: a bad file is the bad record.
 
     Raises:
         ReaderError: the file is not an object, has neither ``history`` nor ``trajectory``, or a

@@ -26,7 +26,7 @@ from rlvp_dsl.events import ASSISTANT, USER, Episode
 from .arguments import message_text, tool_result
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
-from .errors import ReaderError, expected_field, expected_got
+from .errors import ReaderError, each_record, expected_field, expected_got
 
 ROLES = ("assistant", "user", "tool", "system")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -67,15 +67,7 @@ def read_tau2(
     policy = _get(info, "environment_info", "policy")
     if isinstance(policy, str):
         common["policy"] = policy
-    if record_errors is None:
-        return [_simulation(sim, i, file, name, signal, common) for i, sim in enumerate(simulations)]
-    episodes = []
-    for i, sim in enumerate(simulations):
-        try:
-            episodes.append(_simulation(sim, i, file, name, signal, common))
-        except ReaderError as exc:
-            record_errors.append(exc)
-    return episodes
+    return each_record(simulations, lambda i, sim: _simulation(sim, i, file, name, signal, common), record_errors)
 
 
 def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, common: dict[str, Any]) -> Episode:

@@ -18,7 +18,7 @@ from rlvp_dsl.events import Episode
 
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
-from .errors import ReaderError, expected_got
+from .errors import ReaderError, each_record, expected_got
 from .openai_chat import read_messages
 
 
@@ -33,16 +33,20 @@ def policy_domain(policy: Any) -> str | None:
     return match.group(1).lower() if match else None
 
 
-def read_tau_bench_v1(data: Any, file: str, name: str, signal: ErrorSignal) -> list[Episode]:
-    """Episodes of a parsed tau-bench v1 results list.
+def read_tau_bench_v1(
+    data: Any, file: str, name: str, signal: ErrorSignal, *, record_errors: list[ReaderError] | None = None
+) -> list[Episode]:
+    """Episodes of a parsed tau-bench v1 results list; with a `record_errors` list, a bad entry is
+    appended to it and the others are still read (`each_record`).
 
     Raises:
-        ReaderError: the file is not a list, or an entry lacks ``traj`` or has a bad message.
+        ReaderError: the file is not a list, or (without `record_errors`) an entry lacks ``traj``
+            or has a bad message.
     """
     if not isinstance(data, list):
         raise ReaderError(file, detail=expected_got("a list of {task_id, trial, reward, traj} entries", data))
-    episodes = []
-    for i, entry in enumerate(data):
+
+    def entry_episode(i: int, entry: Any) -> Episode:
         record = f"[{i}]"
         if not isinstance(entry, dict):
             raise ReaderError(file, record, detail=expected_got("an entry object", entry))
@@ -62,5 +66,6 @@ def read_tau_bench_v1(data: Any, file: str, name: str, signal: ErrorSignal) -> l
         )
         if isinstance(task, dict) and "user_id" in task:
             meta["user_id"] = task["user_id"]
-        episodes.append(builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta))
-    return episodes
+        return builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta)
+
+    return each_record(data, entry_episode, record_errors)

@@ -670,6 +670,48 @@ def test_keep_going_loses_one_bad_tau2_simulation_not_its_file(tmp_path):
         read_report([str(path)])
 
 
+def _chat_list(path):
+    """The episodes of examples/episodes/airline_chat.jsonl as one OpenAI chat JSON list."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize(
+    "source,as_list,bad_record,message",
+    [
+        (
+            REPO / "examples" / "data" / "tau_bench_v1" / "gpt-4o-airline.sample.json",
+            json.loads,
+            lambda entry: entry.pop("traj"),
+            "{path}: [1]: field 'traj': missing (expected a list of chat messages)",
+        ),
+        (
+            EXAMPLES / "airline_chat.jsonl",
+            _chat_list,
+            lambda episode: episode["messages"][0].pop("role"),
+            "{path}: [1].messages[0]: field 'role': missing, expected one of",
+        ),
+    ],
+    ids=["tau_bench_v1", "openai-json-list"],
+)
+def test_keep_going_loses_one_bad_list_entry_not_its_file(tmp_path, source, as_list, bad_record, message):
+    """The same for the other files of many records (`each_record`): a bad entry of a tau-bench v1
+    list or of an OpenAI chat JSON list is reported, the entries around it are read."""
+    from rlvp_dsl.readers import read_report
+
+    entries = as_list(source) if as_list is _chat_list else as_list(source.read_text())
+    entries = entries[:3]
+    bad_record(entries[1])
+    path = tmp_path / "list.json"
+    path.write_text(json.dumps(entries))
+    report = read_report([str(path)], keep_going=True)
+    # tau-bench entries are named by position; chat episodes by their own ids where they have one
+    named = [entries[k].get("id") or f"list.json#[{k}]" for k in (0, 2)]
+    assert [e.id for e in report.episodes] == named
+    assert len(report.errors) == 1 and str(report.errors[0]).startswith(message.format(path=path))
+    with pytest.raises(ReaderError):
+        read_report([str(path)])
+
+
 def test_a_compressed_trajectory_says_so(tmp_path):
     """A gzip file (named .json or .json.gz): `not UTF-8 text ... it is gzip-compressed`."""
     import gzip
