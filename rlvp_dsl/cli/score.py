@@ -231,6 +231,9 @@ def _load_rules(args: ScoreArgs) -> tuple[Program, dict[str, SourceFile]]:
         what = "is a directory, not a rule file" if os.path.isdir(args.rules) else "rule file not found"
         raise Stop(EXIT_USAGE, f"{what}: {args.rules}")
     result = check_file(args.rules, cache=True)  # an unchanged rule file is not parsed nor checked again
+    unreadable = next((d for d in result.diagnostics if d.code == "RV001" and d.span.line <= 0), None)
+    if unreadable is not None:  # the rule file itself cannot be read (not UTF-8): an I/O error, as in rlvp-compile
+        raise Stop(EXIT_USAGE, unreadable.message)
     if not result.ok and os.path.splitext(args.rules)[1].lower() in _TRAJECTORY_SUFFIXES:
         raise Stop(
             EXIT_USAGE,

@@ -35,6 +35,7 @@ import attrs
 from rlvp_dsl.events import CALL, MALFORMED, Episode, Event
 from rlvp_dsl.gcpause import collector_paused
 from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
+from rlvp_dsl.source import undecodable
 
 from .errors import ReaderError, load_json_text
 from .error_signals import DEFAULT_ERROR_SIGNALS, ErrorSignal, error_signal as resolve_signal
@@ -192,7 +193,7 @@ def _decode(data: bytes, file: str) -> str:
     except UnicodeDecodeError as exc:
         packed = {b"\x1f\x8b": "gzip", b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz"}.get(data[:2])
         hint = f" -- it is {packed}-compressed: decompress it first" if packed else ""
-        raise ReaderError(_shown(file), detail=f"not UTF-8 text (byte {exc.start}){hint}") from None
+        raise ReaderError(_shown(file), detail=f"not UTF-8 text: {undecodable(exc)}{hint}") from None
 
 
 def _shown(file: str) -> str:

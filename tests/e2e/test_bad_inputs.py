@@ -675,8 +675,8 @@ CASES += [
         "score-rules-not-utf8",
         "score",
         ("{d}/r.rlvp", "{d}/runs.jsonl"),
-        1,
-        ("{d}/r.rlvp is not UTF-8 text",),
+        2,  # an I/O error, as rlvp-compile says of the same file
+        ("rlvp-score: error: {d}/r.rlvp is not UTF-8 text: line 1, column 6 (byte 0xff)",),
         {"runs.jsonl": RUNS, "r.rlvp": b"tool \xff : read\n"},
     ),
     Case("score-rules-a-folder", "score", ("{d}", "{d}/runs.jsonl"), 2, ("{d}",), {"runs.jsonl": RUNS}),

@@ -719,6 +719,7 @@ def test_a_compressed_trajectory_says_so(tmp_path):
     path = tmp_path / "run.json"
     path.write_bytes(gzip.compress(b'{"messages": []}'))
     with pytest.raises(
-        ReaderError, match=r"run.json: not UTF-8 text \(byte \d+\) -- it is gzip-compressed: decompress"
+        ReaderError,
+        match=r"run.json: not UTF-8 text: line \d+, column \d+ \(byte 0x[0-9a-f]{2}[^)]*\) -- it is gzip-compressed: decompress",
     ):
         read_episodes(path)
