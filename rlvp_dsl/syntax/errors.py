@@ -155,6 +155,9 @@ _EXAMPLES: dict[str, list[str]] = {
 }
 
 
+#: What stands inside a rule's weight parentheses: ``-0.5``, ``W``, ``+0.5, expire -0.5``.
+_WEIGHT = re.compile(r"\s*[+-]?[\w.]+\s*(,\s*(expire\s+)?[+-]?[\w.]+\s*)?")
+
 #: ``call tool NAME``: the tool's name written after the declaration keyword (`syntax_diagnostic`).
 _CALL_TOOL = re.compile(r"\bcall\s+tool\s+\Z")
 
@@ -354,7 +357,15 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
         elif ch == "/":
             hint = "a regular expression is written /.../ on one line"
         elif ch == '"':
-            hint = "a string must be closed on the same line"
+            line_end = text.find("\n", pos)
+            rest = text[pos + 1 : line_end if line_end >= 0 else len(text)]
+            curly = next((c for c in rest if c in "\u201c\u201d\u201e"), None)
+            hint = (
+                f"a string must be closed on the same line, with a plain double quote: the {curly} at "
+                f"{':'.join(map(str, source.position(pos + 1 + rest.index(curly))))} is a typographic quote"
+                if curly
+                else "a string must be closed on the same line"
+            )
         return [Diagnostic("RV101", f"unexpected character '{ch}'", span, help=hint)]
 
     token: Token | None = getattr(exc, "token", None)
@@ -418,5 +429,8 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
         hint = f"the block opened at {line}:{col} is not closed before this"
     elif opener is not None and opener[1] == "(" and "RPAR" in expected and label is None:
         line, col = source.position(opener[0])
-        hint = f"the '(' at {line}:{col} is not closed before this; add ')' (or continue with `and`/`or`)"
+        if _WEIGHT.fullmatch(text, opener[0] + 1, offset):  # a rule's weight, not a condition
+            hint = f"the '(' at {line}:{col} is not closed before this; add ')' after the weight"
+        else:
+            hint = f"the '(' at {line}:{col} is not closed before this; add ')' (or continue with `and`/`or`)"
     return [Diagnostic("RV101", message, span, help=hint)]

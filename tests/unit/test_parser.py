@@ -168,6 +168,21 @@ def test_a_complete_condition_followed_by_a_name_is_not_taken_for_call_tool():
     assert "`call NAME`" not in d.help and "block opened at 2:18" in d.help
 
 
+def test_an_unclosed_weight_is_told_to_close_after_the_weight():
+    """A weight's '(' left open: close it after the weight -- `and`/`or` are a condition's words."""
+    (d,) = diags("tool a : read\nviolation v (-0.5 {\n  on call a\n}")
+    assert d.help == "the '(' at 2:13 is not closed before this; add ')' after the weight"
+    (d,) = diags("tool a : read\nviolation v (-0.5) {\n  on call a and (call a {\n}")
+    assert "after the weight" not in d.help
+
+
+def test_a_string_closed_by_a_typographic_quote_names_it():
+    """`"yes”`: the string never closes; the help points at the curly quote that was meant to."""
+    (d,) = diags('tool a : read\nviolation v (-0.5) {\n  on user says "yes\u201d\n}')
+    assert (d.span.line, d.span.column) == (3, 16)
+    assert d.help.endswith("the \u201d at 3:20 is a typographic quote")
+
+
 def test_every_terminal_is_described_in_words():
     """describe_terminal never returns a parser-internal name."""
     for term in get_parser().terminals:
