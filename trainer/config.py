@@ -410,7 +410,11 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         where = re.search(r"\s*\(at line (\d+), column (\d+)\)$", str(exc))
         if where is None:
             raise ConfigError(f"{path}: {exc}") from None
-        raise ConfigError(f"{path}:{where[1]}:{where[2]}: {str(exc)[: where.start()]}") from None
+        problem, row, col = str(exc)[: where.start()], int(where[1]), int(where[2])
+        lines = text.splitlines()
+        if problem == "Invalid value" and row <= len(lines) and lines[row - 1][col - 1 : col].isalpha():
+            problem += ' (text is written in double quotes, method = "rlvp"; numbers and true/false are not)'
+        raise ConfigError(f"{path}:{row}:{col}: {problem}") from None
     except UnicodeDecodeError as exc:
         raise ConfigReadError(f"{path}: not UTF-8 text: {undecodable(exc)}: a config is a TOML file") from None
     except OSError as exc:

@@ -127,6 +127,11 @@ def test_config_errors_name_file_and_key(tmp_path):
     bad.write_text("seed = = 0\n")  # a TOML syntax error: file:line:col like every other error
     with pytest.raises(ConfigError, match=r"bad.toml:1:8: Invalid value$"):
         load_config(bad)
+    bad.write_text("seed = 0\nmethod = rlvp\n")  # a bare word: the value that needed quotes
+    with pytest.raises(
+        ConfigError, match=r'bad.toml:2:10: Invalid value \(text is written in double quotes, method = "rlvp"'
+    ):
+        load_config(bad)
     bad.write_text("[modle]\nlora_rank = 4\n")  # a near miss of a known table is a typo; other names are free
     with pytest.raises(ConfigError, match=r"unknown table '\[modle\]'; did you mean '\[model\]'"):
         load_config(bad)
