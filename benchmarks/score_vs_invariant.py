@@ -30,7 +30,10 @@ then the parse floor), and the median of ``--runs`` is reported:
    ``json.load``, the conversion to a trace, ``analyze``);
 3. **the parse floor**: open, read and ``orjson.loads`` the same files, nothing built, the
    cyclic collector paused as our readers pause it -- the least any reader can cost; ours
-   read + score / floor is printed;
+   read + score / floor is printed; beside it **the Python bound** (`python_bound`): the same
+   parse, then one plain tuple per event and results handed to calls by id, with no checks --
+   the least a reader written in Python can cost; the bound plus our scoring alone, over the
+   floor, is the best read + score / floor any Python reader can reach with this scorer;
 4. **a whole process**: ``rlvp-score`` on the folder -- with the cache warm (parser tables and
    checked rule set loaded: `rlvp_dsl.check_cache`) and cold (the rule file parsed and checked in
    the process) -- against a process that imports Invariant, parses the tool_call() policy, reads
@@ -411,6 +414,49 @@ def parse_floor(files: list[str]) -> int:
     return n
 
 
+def python_bound(files: list[str]) -> int:
+    """The least a reader written in Python can cost on top of `parse_floor`: the same parse,
+    then a visit of every message that builds one plain tuple per event -- each non-blank user
+    or assistant text, each call -- and hands each tool result to its call by id, with no checks,
+    no pairing rules, no errors and no `Event` class: not a reader (it would accept anything),
+    a measure of the interpreter's own cost.  The number of events (ours: the same)."""
+    try:
+        from orjson import loads as parse
+    except ImportError:
+        parse = json.loads
+    new, blank = tuple.__new__, frozenset()
+    n = 0
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for f in files:
+            with open(f, "rb") as fh:
+                data = parse(fh.read())
+            for sim in data["simulations"]:
+                events: list = []
+                pending: dict = {}
+                for position, m in enumerate(sim["messages"]):
+                    content = m.get("content")
+                    if m.get("role") == "tool":
+                        call = pending.pop(m.get("id"), None)
+                        if call is not None:
+                            call[0], call[1] = content, m.get("error")
+                        continue
+                    if type(content) is str and content and not content.isspace():
+                        events.append(new(tuple, (len(events), m["role"], content, blank, position)))
+                    for c in m.get("tool_calls") or ():
+                        pending[c.get("id")] = call = ["", None, c.get("name"), c.get("arguments"), len(events)]
+                        events.append(call)
+                for k, e in enumerate(events):
+                    if type(e) is list:
+                        events[k] = new(tuple, (k, "call", *e, blank))
+                n += len(events)
+    finally:
+        if was_enabled:
+            gc.enable()
+    return n
+
+
 def our_episode(messages: list[dict], name: str):
     from rlvp_dsl.readers.error_signals import DEFAULT_ERROR_SIGNALS
     from rlvp_dsl.readers.tau2 import read_tau2
@@ -569,6 +615,10 @@ def main() -> int:
                 compare(f"{f}, read + score", reply["per_episode"], ours_per)
             s, c, _ = timed_cpu(lambda: parse_floor(files))
             samples.setdefault("floor", []).append((s, c))
+            s, c, bound_events = timed_cpu(lambda: python_bound(files))
+            samples.setdefault("bound", []).append((s, c))
+            if bound_events != n_events:
+                failures.append(f"the Python bound built {bound_events} events, ours {n_events}")
         counts["ours"] = totals(list(ours_per.values()))
         rows = []
         for f, (label, _) in FORMULATIONS.items():
@@ -638,6 +688,17 @@ def main() -> int:
         print(
             f"ours read + score / parse floor: {floor_ratio[0]:.2f}x on the clock, {floor_ratio[1]:.2f}x in CPU time"
             " (timed alternately with the rows above)"
+        )
+        bound = samples["bound"]
+        score = samples["ours score"]
+        print(
+            f"{'Python bound: the parse + one tuple per event':<52} {med(bound, 0) * 1e3:>9.1f} {'':>13} {'':>8}   "
+            f"{med(bound, 1) * 1e3:>9.1f}   (no checks: `python_bound`)"
+        )
+        bound_ratio = tuple((med(bound, i) + med(score, i)) / med(floor, i) for i in (0, 1))
+        print(
+            f"the Python bound + ours score alone / parse floor: {bound_ratio[0]:.2f}x on the clock, "
+            f"{bound_ratio[1]:.2f}x in CPU time -- the least any Python reader followed by this scorer can reach"
         )
         print(
             f"cache (parser tables, checked rule set): a whole rlvp-score process {statistics.median(cold_s) * 1e3:.0f} "

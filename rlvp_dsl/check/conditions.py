@@ -22,6 +22,9 @@ def check_expr(state: CheckState, expr: ast.Expr) -> None:
         if isinstance(node, ast.CallAtom):
             for name in node.tools:
                 if name.text not in state.tools:
+                    if state.unread_manifest is not None:
+                        state.follow_on_error()
+                        continue
                     hint = (
                         did_you_mean(name.text, state.tools)
                         or keyword_suggestion(name.text, "a tool name")
@@ -31,6 +34,9 @@ def check_expr(state: CheckState, expr: ast.Expr) -> None:
         elif isinstance(node, ast.TagAtom):
             state.used_tags.add(node.tag.text)
             if node.tag.text not in known_tags:
+                if state.unread_manifest is not None:
+                    state.follow_on_error()
+                    continue
                 hint = (
                     misdeclared(state, node.tag.text)
                     or did_you_mean(

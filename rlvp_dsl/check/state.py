@@ -30,6 +30,10 @@ class CheckState:
         consts: constant name -> (value, where) (stage 2).
         used_tags: the tags the rules test (stage 3).
         errors_before_rule: `errors` when the current rule's check began.
+        unread_manifest: where the first ``tools from`` names a manifest the loader could not
+            read (it reported why: RV001, RV002), else None.  The tool table is incomplete then,
+            so an unknown tool or tag is not reported (`follow_on_error`): the manifest may
+            declare it, and one error at the ``tools from`` line says what to fix.
     """
 
     def __init__(self, files: list[ast.RuleFile], manifests: Mapping[tuple[str, str], Manifest]) -> None:
@@ -45,9 +49,15 @@ class CheckState:
         self.consts: dict[str, tuple[float, Span]] = {}
         self.used_tags: set[str] = set()
         self.errors_before_rule = 0
+        self.unread_manifest: Span | None = None
 
     def error(self, code: str, message: str, span: Span, help: str = "") -> None:
         self.diagnostics.append(Diagnostic(code, message, span, help))
+        self.errors += 1
+
+    def follow_on_error(self) -> None:
+        """An error that follows from one already reported (a name the unread manifest may
+        declare): counted, so the rule is not compiled, but not shown."""
         self.errors += 1
 
     def warn(self, code: str, message: str, span: Span, help: str = "") -> None:

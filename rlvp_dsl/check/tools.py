@@ -40,6 +40,8 @@ def collect_tools(state: CheckState) -> None:
 def _tools_from(state: CheckState, f: ast.RuleFile, item: ast.ToolsFrom) -> None:
     manifest = state.manifests.get((f.path, item.path))
     if manifest is None:  # the loader reported why (RV001, RV002)
+        if state.unread_manifest is None:
+            state.unread_manifest = item.span
         return
     for spec in manifest.tools:
         for tag in sorted(spec.tags):

@@ -118,6 +118,20 @@ def test_missing_manifest_is_rv001(tmp_path):
     assert d.code == "RV001" and d.span.line == 1
 
 
+def test_an_unread_manifest_hides_the_unknown_names_it_may_declare(tmp_path):
+    """With `tools from` a missing or unreadable manifest, the tools and tags the rules name are
+    not reported unknown (the manifest may declare them): one error at the `tools from` line, and
+    the check still fails; without such a statement they are RV201/RV202."""
+    body = "violation v (-1) {\n  on call cancel and not seen (call tag lookup)\n}\n"
+    (tmp_path / "bad.json").write_text('{"tools": [', encoding="utf-8")
+    for manifest, code in (("nope.json", "RV001"), ("bad.json", "RV002")):
+        result = check_text(f'tools from "{manifest}"\n' + TOOLS + body, str(tmp_path / "r.rlvp"))
+        assert [(d.code, d.span.line) for d in result.diagnostics] == [(code, 1)]
+        assert not result.ok
+    result = check_text(TOOLS + body, str(tmp_path / "r.rlvp"))
+    assert [(d.code, d.span.line) for d in result.diagnostics] == [("RV201", 4), ("RV202", 4)]
+
+
 def test_invalid_regex_is_rv105():
     """A regex the matcher cannot compile is RV105, not an exception."""
     assert ("RV105", "error") in codes(TOOLS + "violation v (-1) { on call result matches /a{2,1}/ }")
