@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
+from .options import ArgumentParser
 from . import clobbers_input, nonempty, version_text, whole_number
 from .rule_testing import DEFAULT_EXAMPLES, MAX_EXAMPLES
 from ..diagnostics import MAX_PER_FILE
@@ -36,7 +37,7 @@ class CompileArgs:
 
 def parser() -> argparse.ArgumentParser:
     """rlvp-compile's options (their names are `CompileArgs`'s fields)."""
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="rlvp-compile",
         description="Check and compile .rlvp rule files, or derive rules from a tool manifest.",
         epilog="Exit codes: 0 ok, 1 errors in the input, 2 usage or I/O error. "

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 import attrs
 
+from .options import ArgumentParser
 from . import nonempty, version_text, whole_number
 
 #: The trajectory formats ``--format`` takes: `rlvp_dsl.readers.loading.FORMATS`, named here so that
@@ -53,7 +54,7 @@ class _Version(argparse.Action):
 
 def parser() -> argparse.ArgumentParser:
     """rlvp-score's options (their names are `ScoreArgs`'s fields)."""
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="rlvp-score",
         description="Score agent trajectories with an .rlvp rule file: per-call credits, a summary per rule, "
         "and each rule's correlation with the outcome reward.",

@@ -10,6 +10,7 @@ import logging
 import sys
 
 from ..cli import EXIT_OK, EXIT_USAGE, version_text
+from ..cli.options import ArgumentParser
 
 #: The exit status of a session the client ended without ``shutdown`` (the protocol's rule).
 EXIT_ENDED = 1
@@ -24,7 +25,7 @@ _SERVER_LIBRARIES = frozenset({"pygls", "lsprotocol", "cattrs"})
 
 def parser() -> argparse.ArgumentParser:
     """The argument parser: ``--stdio`` (the default, and the only transport)."""
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="rlvp-lsp",
         description="Language server for .rlvp rule files (diagnostics, hover, definitions, references, "
         "completion, outline, quick fixes, formatting), over standard input and output. See docs/lsp.md.",

@@ -29,6 +29,7 @@ import tempfile
 from typing import Any
 
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE, Stop, console, stopped, version_text, whole_number
+from rlvp_dsl.cli.options import ArgumentParser
 
 from .auth import is_loopback
 from .limits import DEFAULT_MAX_BODY
@@ -39,7 +40,7 @@ TOKEN_ENV = "RLVP_SERVE_TOKEN"  # the same name as rlvp_dsl.serve.app.TOKEN_ENV 
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog=PROG,
         description="rlvp: the reward-specification language's commands.",
         epilog="rlvp-compile checks rule files, rlvp-score scores trajectory files, rlvp serve serves the rules.",

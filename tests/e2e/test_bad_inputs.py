@@ -1340,6 +1340,32 @@ def _config_fields(kind: str) -> list[str]:
 
 #: Every setting of the wrong type, and every number out of its range.
 CASES += [
+    # --- a mistyped option is named first, with the closest real one (rlvp_dsl.cli.options) ------
+    Case(
+        "score-mistyped-option",  # argparse alone: "the following arguments are required: trajectories"
+        "score",
+        (RULES, "--explian", str(REPO / "examples" / "episodes")),
+        2,
+        ("rlvp-score: error: unrecognized arguments: --explian (did you mean --explain?)",),
+    ),
+    Case(
+        "score-mistyped-option-with-value",
+        "score",
+        (RULES, str(REPO / "examples" / "episodes"), "--jsn={d}/o.json"),
+        2,
+        ("unrecognized arguments: --jsn={d}/o.json (did you mean --json?)",),
+    ),
+    Case(
+        "compile-mistyped-option",
+        "compile",
+        (RULES, "--chek"),
+        2,
+        ("rlvp-compile: error: unrecognized arguments: --chek (did you mean --check?)",),
+    ),
+    Case("compile-unknown-option", "compile", (RULES, "--zzz"), 2, ("unrecognized arguments: --zzz\n",)),
+]
+
+CASES += [
     *[
         Case(
             f"train-{name}-{how}",

@@ -19,7 +19,6 @@ it), 2 usage.  ``--json`` prints the report as one JSON object.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -28,6 +27,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from rlvp_dsl.cli import EXIT_INPUT_ERRORS, EXIT_OK, EXIT_USAGE
+from rlvp_dsl.cli.options import ArgumentParser
 
 from . import REGISTRATION_ERRORS
 from ._registry import PIECES, VERL_VERSION, expected, held
@@ -165,7 +165,7 @@ def render(report: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m rlvp_dsl.integrations.verl",
         description="Check that rlvp's verl plugin is registered where verl looks.",
     )
