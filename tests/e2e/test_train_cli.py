@@ -24,12 +24,18 @@ def _config_with_rules(tmp_path: Path, rules: str) -> Path:
 
 
 def test_rule_file_with_a_syntax_error_is_reported_not_raised(tmp_path):
-    """A rule file with a syntax error: the rendered diagnostic, exit 1."""
+    """A rule file with a syntax error: the rendered diagnostic as rlvp-compile prints it (not
+    behind an "rlvp-train: error:" of its own), then the one error line naming config and rule
+    file; exit 1, for one run and for --compare."""
     rules = tmp_path / "bad.rlvp"
     rules.write_text("tool x : read\nrule x\n")
-    done = invoke(_config_with_rules(tmp_path, str(rules)), "--iterations", "1", "--out", tmp_path / "out")
-    assert done.exit_code == 1
-    assert "bad.rlvp:2:1: error[RV101]" in done.output and "Traceback" not in done.output
+    config = _config_with_rules(tmp_path, str(rules))
+    for flags in (["--iterations", "1"], ["--compare", "grpo,rlvp", "--seeds", "0"]):
+        done = invoke(config, *flags, "--out", tmp_path / "out")
+        assert done.exit_code == 1 and "Traceback" not in done.output
+        lines = done.output.splitlines()
+        assert lines[0].startswith(f"{rules}:2:1: error[RV101]: ")
+        assert lines[-1] == f"rlvp-train: error: {config}: the rule file {rules} has 1 error (above)"
 
 
 def test_missing_rule_file_is_reported_at_the_configs_rules_line(tmp_path):

@@ -310,6 +310,8 @@ def main(**options: Any) -> int:
     try:
         return flags.run()
     except (Failure, ConfigError, ImportError, ValueError, OSError, KeyboardInterrupt) as exc:
+        if isinstance(exc, RuleError):  # its diagnostics first, as rlvp-compile prints them
+            click.echo(str(exc).rstrip("\n"), err=True)
         message, code = _error_line(exc, flags.config)
         error(message)
         return code
@@ -410,6 +412,13 @@ def _error_line(exc: BaseException, config: str) -> tuple[str, int]:
         return f"{config}: {exc}", EXIT_USAGE
     if isinstance(exc, FileNotFoundError):
         return str(exc), EXIT_USAGE
+    if isinstance(exc, RuleError):  # printed above the line (`run`): the line says what it stopped
+        errors = [d for d in exc.diagnostics if d.severity == "error"]
+        files = ", ".join(dict.fromkeys(d.span.file for d in errors))
+        return (
+            f"{config}: the rule file {files} has {len(errors)} error{'s' if len(errors) != 1 else ''} (above)",
+            EXIT_INPUT_ERRORS,
+        )
     if isinstance(exc, ValueError):  # bad rule file (RuleError), bad knob, bad manifest, checkpoint mismatch: the input
         return str(exc), EXIT_INPUT_ERRORS
     if isinstance(exc, OSError):  # an output folder that cannot be created or written, a full disk
