@@ -42,7 +42,9 @@ DOCS: Mapping[str, CodeDoc] = {
         "A rule file, an included file (`include`), a manifest (`tools from`) or a test episode file "
         "cannot be read: it does not exist, is a directory, is not readable, or is not UTF-8 text (a "
         "binary file, a file saved as Latin-1 or UTF-16). Also reported at the include that would make "
-        "a rule set of more than 1,000 files.",
+        "a rule set of more than 1,000 files. While a `tools from` manifest cannot be read (this code or "
+        "RV002), the tools and tags it could declare are not reported unknown (RV201, RV202): the one "
+        "error at the `tools from` line is what to fix.",
         "Check the path: paths in `include`, `tools from` and `test ... episode` are relative to the "
         "rule file that names them, not to the current directory. Save the file as UTF-8.",
         'include "shared/no_such_file.rlvp"\n',
@@ -51,7 +53,7 @@ DOCS: Mapping[str, CodeDoc] = {
         "A manifest named by `tools from` exists but cannot be understood: invalid JSON, or a JSON "
         "document that is none of the manifest formats (ours `rlvp-tools/1`, tau2 `tools_manifest.json`, "
         "MCP `tools/list`, OpenAI tools), or a tool entry with a wrong field. The message names the "
-        "record and the field.",
+        "record and the field. The unknown tools and tags that follow from it are not reported (see RV001).",
         "Fix the manifest where the message points. `rlvp-compile --auto-from-tags MANIFEST` reads the "
         "same formats and reports the same errors, one manifest at a time.",
     ),
