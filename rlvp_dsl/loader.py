@@ -251,7 +251,16 @@ def load_manifests(files: list[ast.RuleFile]) -> tuple[dict[tuple[str, str], Man
                     diagnostics.append(Diagnostic("RV002", f"cannot read the tool manifest: {exc}", item.span))
             elif isinstance(item, ast.InlineTest) and item.episode_file is not None:
                 path = os.path.join(base, item.episode_file)
-                if not os.path.isfile(path):
+                if os.path.isdir(path):
+                    diagnostics.append(
+                        Diagnostic(
+                            "RV001",
+                            f"the test episode file is a directory: {path}",
+                            item.span,
+                            "name one trajectory file (.json, .jsonl, .traj) of the folder",
+                        )
+                    )
+                elif not os.path.isfile(path):
                     diagnostics.append(
                         Diagnostic(
                             "RV001",

@@ -132,6 +132,17 @@ def test_an_unread_manifest_hides_the_unknown_names_it_may_declare(tmp_path):
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("RV201", 4), ("RV202", 4)]
 
 
+def test_a_test_episode_that_is_a_folder_is_named_as_one(tmp_path):
+    """`episode "."`: RV001 says the path is a directory (not "not found") and what to name."""
+    rules = tmp_path / "r.rlvp"
+    rules.write_text('tool a : read\nviolation v (-1) { on call a }\ntest "t" {\n  episode "."\n  expect v == -1\n}\n')
+    from rlvp_dsl import check_file
+
+    (d,) = errors(check_file(str(rules)).diagnostics)
+    assert (d.code, d.message, d.span.line) == ("RV001", f"the test episode file is a directory: {tmp_path}/.", 3)
+    assert d.help == "name one trajectory file (.json, .jsonl, .traj) of the folder"
+
+
 def test_invalid_regex_is_rv105():
     """A regex the matcher cannot compile is RV105, not an exception."""
     assert ("RV105", "error") in codes(TOOLS + "violation v (-1) { on call result matches /a{2,1}/ }")
