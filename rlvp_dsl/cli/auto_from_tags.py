@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections import Counter
 import sys
 from typing import TYPE_CHECKING
 
@@ -132,6 +133,16 @@ def _validate(manifest: Manifest, trajectories: list[str], drop_harmful: bool) -
         raise Stop(EXIT_INPUT_ERRORS, str(exc)) from None
     for error in report.errors:
         print(f"rlvp-compile: error: {error}", file=sys.stderr)
+    from .score_notes import domain_of, domains_text
+
+    domains = Counter(domain_of(e) for e in report.episodes)
+    if len([d for d in domains if d is not None]) > 1:  # one manifest is one domain's tools
+        print(
+            f"rlvp-compile: warning: --validate read episodes of {len([d for d in domains if d])} domains "
+            f"({domains_text(domains)}); the evidence blends them: give the trajectories of the "
+            f"manifest's own domain",
+            file=sys.stderr,
+        )
     evidence, used = validate(loads(derive_text(manifest), manifest.path), report.episodes)
     if not used:
         raise Stop(EXIT_INPUT_ERRORS, "--validate found no episodes with an outcome in " + ", ".join(trajectories))

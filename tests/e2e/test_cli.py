@@ -325,3 +325,19 @@ def test_score_reports_ambiguous_results_in_the_summary_csv_and_json(tmp_path):
     assert row[header.index("ambiguous_results")] == "2" and row[header.index("total")] == "0"
     doc = json.loads(run("score", str(rules), str(traj), "--json").stdout)
     assert doc["episodes"][0]["ambiguous_results"] == 2
+
+
+def test_auto_from_tags_validate_warns_when_the_episodes_blend_domains():
+    """One manifest is one domain's tools: --validate on airline and telecom episodes warns that
+    the evidence blends 2 domains, naming them; on the airline episodes alone it does not."""
+    samples = REPO / "examples" / "data" / "tau2_simulations" / "sierra_tau2-bench_prs"
+    manifest = str(REPO / "examples" / "data" / "tau2" / "airline" / "tools_manifest.json")
+    airline = str(samples / "pr103_azure-airline-full_gpt-4o.sample.json")
+    telecom = str(samples / "pr17_telecom_gpt-4o.sample.json")
+    blended = run("compile", "--auto-from-tags", manifest, "--validate", airline, telecom)
+    assert blended.returncode == 0, blended.stderr
+    (warning,) = [line for line in blended.stderr.splitlines() if "warning: --validate" in line]
+    assert warning.startswith("rlvp-compile: warning: --validate read episodes of 2 domains (airline ")
+    assert "telecom " in warning and warning.endswith("give the trajectories of the manifest's own domain")
+    alone = run("compile", "--auto-from-tags", manifest, "--validate", airline)
+    assert alone.returncode == 0 and "warning: --validate" not in alone.stderr
