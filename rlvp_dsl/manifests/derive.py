@@ -432,4 +432,7 @@ def derive_text(
             lines.append(f"# {derived.comment}")
         lines.append(print_item(derived.item))
         previous_rule = is_rule
-    return "\n".join(lines) + "\n"
+    from ..syntax.fmt import format_source
+
+    # the formatter's layout (aligned tool tables, long conditions wrapped), as `rlvp-compile --fmt` leaves it
+    return format_source("\n".join(lines) + "\n", path=manifest.path)

@@ -185,6 +185,29 @@ def test_stock_and_golden_files(path):
     assert_properties(text, str(REPO / path))
 
 
+@pytest.mark.parametrize(
+    "path", sorted(str(p.relative_to(REPO)) for d in ("rules", "examples/rules") for p in (REPO / d).glob("*.rlvp"))
+)
+def test_shipped_rule_files_are_in_canonical_layout(path):
+    """The rule files we ship -- hand-written and derived by `--auto-from-tags` -- are what
+    `rlvp-compile --fmt` leaves (as `ruff format --check` holds for the Python)."""
+    text = (REPO / path).read_text(encoding="utf-8")
+    assert format_source(text, path=path) == text, f"run: rlvp-compile --fmt {path}"
+
+
+def test_derived_rule_files_are_in_canonical_layout():
+    """`derive_text` writes the formatter's layout: aligned tool table, wrapped long conditions."""
+    from rlvp_dsl.manifests import load_manifest
+    from rlvp_dsl.manifests.derive import derive_text
+
+    for name in ("chain4_tools.json", "dialog_tools.json", "bfcl_tools.json"):
+        derived = derive_text(load_manifest(str(REPO / "examples" / "manifests" / name)))
+        assert format_source(derived) == derived
+    assert "tool fetch     : read               target token" in derive_text(
+        load_manifest(str(REPO / "examples" / "manifests" / "chain4_tools.json"))
+    )
+
+
 @st.composite
 def commented(draw, text: str) -> str:
     """`text` with comments added: on their own lines (indented or not) and at the ends of lines."""

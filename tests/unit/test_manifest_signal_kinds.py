@@ -121,17 +121,18 @@ def test_derived_text_for_each_kind_parses_back_and_compiles():
     assert (
         "# the environment's declared violation signal off_path (the call left the path): a call it flags (== 1) "
         "was judged wrong by the environment, and costs a little\n"
-        "violation off_path_flagged (-0.1) {\n  on call and signal off_path == 1\n}\n"
+        "violation off_path_flagged (-0.1) {\n  on call signal off_path == 1\n}\n"
     ) in text
     assert (
         "obligation answer_when_done (+0.1, expire 0) {\n"
-        "  open on call and signal turn_passing == 1\n"
-        "  discharge on assistant and not seen (call and signal turn_passing == 0 since call and signal turn_passing == 1)\n"
+        "  open on call signal turn_passing == 1\n"
+        "  discharge on assistant\n"
+        "      and not seen (call signal turn_passing == 0 since call signal turn_passing == 1)\n"
         "  deadline before user\n}\n"
     ) in text
     assert "Not farmable: one instance at a time (no key)" in text
     assert (
-        "violation answer_not_done (-0.3) {\n  on assistant\n  unless seen (call and signal turn_passing == 1 since user)\n}\n"
+        "violation answer_not_done (-0.3) {\n  on assistant\n  unless seen (call signal turn_passing == 1 since user)\n}\n"
         in text
     )
     parsed, diagnostics = parse(SourceFile("m.rlvp", text))
