@@ -1,9 +1,8 @@
 """The commands' argument parser: argparse's, with a mistyped option named first and matched.
 
-argparse reports a missing positional argument before an unknown option, so
+argparse reports a missing positional argument before an unknown option:
 ``rlvp-score rules.rlvp --explian runs/`` said "the following arguments are required:
-trajectories" -- the option that caused it (``--explian`` took no value; ``runs/`` was left to
-it) is never named.  `ArgumentParser` looks at the command line first: an option no argument of
+trajectories", never naming the mistyped option.  `ArgumentParser` looks at the command line first: an option no argument of
 the command has is the error, with the closest real option (``did you mean --explain?``; Python
 3.14's argparse suggests only among a choice's values).  Everything else is argparse's own
 behaviour and messages (usage line, exit code 2).
@@ -55,7 +54,7 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def _unknown_option(self) -> str | None:
         """The first option-like word of the command line that names no option of this parser
-        (after ``--``, and values of options, nothing counts)."""
+        (words after ``--`` are values; with sub-commands, so is everything after the command)."""
         argv = self._argv or []
         # with sub-commands (``rlvp serve ...``), the words after the command are its own
         commands = any(isinstance(a, argparse._SubParsersAction) for a in self._actions)
