@@ -2,10 +2,10 @@
 
 argparse reports a missing positional argument before an unknown option:
 ``rlvp-score rules.rlvp --explian runs/`` said "the following arguments are required:
-trajectories", never naming the mistyped option.  `ArgumentParser` looks at the command line first: an option no argument of
-the command has is the error, with the closest real option (``did you mean --explain?``; Python
-3.14's argparse suggests only among a choice's values).  Everything else is argparse's own
-behaviour and messages (usage line, exit code 2).
+trajectories", never naming the mistyped option.  `ArgumentParser` looks at the command line
+first: an option no argument of the command has is the error, with the closest real option
+(``did you mean --explain?``; Python 3.14's argparse suggests only among a choice's values).
+Everything else is argparse's own behaviour and messages (usage line, exit code 2).
 """
 
 from __future__ import annotations
