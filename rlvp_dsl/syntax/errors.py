@@ -3,8 +3,9 @@
 A lark `UnexpectedInput` becomes one `Diagnostic`: the unexpected token described as a
 user sees it (`keyword 'violation'`, `a name`, `end of file` -- never `__ANON_0`,
 `$END` or `LPAR`), what was expected, the unclosed block when the file ends inside
-one, a did-you-mean for a misspelled keyword (`violaton` -> `violation`), and a hint from a
-table of known mistakes (lark's `match_examples`).
+one, a did-you-mean for a misspelled keyword (`violaton` -> `violation`), a hint from a
+table of known mistakes (lark's `match_examples`), and the newcomer's mistakes recognised by
+the text around the error (`hints`: ``||``, ``/re/g``, ``call "name"``, ...).
 
 lark is imported when an error is rendered (`syntax_diagnostic`), not by this module: the checker
 imports `keyword_suggestion` from here, and a run whose rule set comes from the cache
@@ -292,8 +293,8 @@ def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) ->
     close = _closest_keyword(previous, wanted)
     read_as = "a name"
     if close is None:  # `(+0.5, expires -0.5)`: a keyword meant where the word starts, not after it
-        close, split = keyword_before(text, start, previous, token.type)
-        if close and split:
+        close, lexed_apart = keyword_before(text, start, previous, token.type)
+        if close and lexed_apart:
             read_as = f"'{close}' followed by the name '{previous[len(close) :]}'"
     if close is None:
         return None

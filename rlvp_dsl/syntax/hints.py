@@ -82,11 +82,6 @@ def _after(text: str, offset: int) -> str:
     return text[end : end + 1]
 
 
-def _as_name(value: str) -> str:
-    """`value` as the language writes a name: bare, or in backticks when it is a keyword or not a name."""
-    return value if _NAME.fullmatch(value) and value not in keywords() else f"`{value}`"
-
-
 def _regex_flags(token: Token, source: SourceFile) -> Diagnostic | None:
     """``/yes/g``: the regex ends where the name starts, so the name is more flags."""
     text, offset = source.text, token.start_pos
@@ -159,10 +154,14 @@ def _quoted_name(token: Token, source: SourceFile) -> str:
     """``call "cancel"``: the help line (the name written bare, after the keyword before it)."""
     text, offset = source.text, token.start_pos
     assert offset is not None
-    name = _as_name(shorten(str(token.value)[1:-1]))
+    name = shorten(str(token.value)[1:-1])
+    if name in keywords():
+        return f"names are written without quotes; '{name}' is a reserved word, so write it in backticks: `{name}`"
+    if not _NAME.fullmatch(name):
+        return f"names are written without quotes; this one is not a plain name, so write it in backticks: `{name}`"
     m = _WORD_BEFORE.search(text, max(0, offset - _SHOWN), offset)
     shown = f"{m.group(1)} {name}" if m and m.group(1) in keywords() else name
-    return f"names are written without quotes: `{shown}` (a name that is a keyword goes in backticks)"
+    return f"names are written without quotes: `{shown}`"
 
 
 def _json_hint(token: Token, source: SourceFile, expected: set[str]) -> str | None:
@@ -207,7 +206,9 @@ def _target_after_comma(token: Token, source: SourceFile) -> Diagnostic | None:
     )
 
 
-def token_hint(token: Token, expected: set[str], source: SourceFile, opener: tuple[int, str] | None) -> Diagnostic | None:
+def token_hint(
+    token: Token, expected: set[str], source: SourceFile, opener: tuple[int, str] | None
+) -> Diagnostic | None:
     """A diagnostic for an unexpected `token` (`expected`: the terminals the parser accepted there;
     `opener`: the innermost bracket still open) that is a known newcomer's mistake, else None."""
     if token.start_pos is None:
@@ -242,7 +243,7 @@ def _accepts(prefix: str) -> set[str] | None:
     try:
         interactive = get_parser().parse_interactive(prefix)
         interactive.exhaust_lexer()
-        return set(interactive.accepts())
+        return set(interactive.accepts())  # type: ignore[no-untyped-call]
     except LarkError:
         return None
 
