@@ -3,8 +3,9 @@
 A lark `UnexpectedInput` becomes one `Diagnostic`: the unexpected token described as a
 user sees it (`keyword 'violation'`, `a name`, `end of file` -- never `__ANON_0`,
 `$END` or `LPAR`), what was expected, the unclosed block when the file ends inside
-one, a did-you-mean for a misspelled keyword (`violaton` -> `violation`), and a hint from a
-table of known mistakes (lark's `match_examples`).
+one, a did-you-mean for a misspelled keyword (`violaton` -> `violation`), a hint from a
+table of known mistakes (lark's `match_examples`), and the newcomer's mistakes recognised by
+the text around the error (`hints`: ``||``, ``/re/g``, ``call "name"``, ...).
 
 lark is imported when an error is rendered (`syntax_diagnostic`), not by this module: the checker
 imports `keyword_suggestion` from here, and a run whose rule set comes from the cache
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 from ..diagnostics import Diagnostic, quoted, shorten
 from ..source import SourceFile
 from .grammar import get_parser, keywords
+from .hints import BRACKET_SCAN, keyword_before, operator_hint, token_hint
 
 if TYPE_CHECKING:
     from lark import Token
@@ -200,22 +202,13 @@ def _example_label(exc: UnexpectedInput, token: Token) -> str | None:
     return found[0][1] if found else None
 
 
-# What `_unclosed_opener` skips (comments; strings, regexes and backtick names up to their closing
-# character or the end of the line, a backslash escaping any next character but in backticks) and the
-# brackets it counts: one regex scan, so a file of 50 MB is not walked character by character.
-_BRACKET_SCAN = re.compile(
-    r'#[^\n]*|"[^"\\\n]*(?:\\[\s\S]?[^"\\\n]*)*["\n]?|/[^/\\\n]*(?:\\[\s\S]?[^/\\\n]*)*[/\n]?'
-    r"|`[^`\n]*[`\n]?|[{}()\[\]]"
-)
-
-
 def _unclosed_opener(text: str, upto: int) -> tuple[int, str] | None:
     """Offset and char of the innermost bracket still open at offset `upto` (strings,
     regexes, backtick names and comments skipped)."""
     stack: list[tuple[int, str]] = []
     n = min(upto, len(text))
     pairs = {"}": "{", ")": "(", "]": "["}
-    for m in _BRACKET_SCAN.finditer(text, 0, n):  # a token running past `upto` ends there: same brackets
+    for m in BRACKET_SCAN.finditer(text, 0, n):  # a token running past `upto` ends there: same brackets
         i = m.start()
         ch = m.group()
         if ch in "{([":
@@ -298,13 +291,18 @@ def _misspelled_keyword(token: Token, expected: set[str], source: SourceFile) ->
     if not previous or end - start > _LONGEST_TYPO or previous in keywords():
         return None
     close = _closest_keyword(previous, wanted)
+    read_as = "a name"
+    if close is None:  # `(+0.5, expires -0.5)`: a keyword meant where the word starts, not after it
+        close, lexed_apart = keyword_before(text, start, previous, token.type)
+        if close and lexed_apart:
+            read_as = f"'{close}' followed by the name '{previous[len(close) :]}'"
     if close is None:
         return None
     return Diagnostic(
         "RV101",
         f"unexpected name {quoted(previous)}; did you mean '{close}'?",
         source.span(start, end),
-        help=f"'{previous}' was read as a name, so {_describe_token(token)} could not follow; "
+        help=f"'{previous}' was read as {read_as}, so {_describe_token(token)} could not follow; "
         f"'{close}' is expected here",
     )
 
@@ -345,7 +343,9 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
             ]
         hint = "strings use double quotes" if ch == "'" else "remove it, or put it inside a string or a comment (#)"
         after = text[pos + 1 : pos + 2]
-        if ch in "\u201c\u201d\u201e\u2018\u2019\u00ab\u00bb":
+        if operator := operator_hint(ch, after):
+            hint = operator
+        elif ch in "\u201c\u201d\u201e\u2018\u2019\u00ab\u00bb":
             hint = 'a typographic quote: strings use plain double quotes "..." (an editor or a web page may have curled them)'
         elif ch in "+-" and (after.isalpha() or after == "_"):
             hint = (
@@ -406,6 +406,9 @@ def syntax_diagnostic(exc: UnexpectedInput, source: SourceFile) -> list[Diagnost
                 help=f"write it in backticks to use it as a name: `{token.value}`",
             )
         ]
+    known = token_hint(token, expected, source, opener)
+    if known is not None:
+        return [known]
     misspelled = _misspelled_keyword(token, expected, source)
     if misspelled is not None:
         return [misspelled]
