@@ -24,6 +24,7 @@ No answer carries a traceback.  Every other message goes to pygls unchanged.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import attrs
@@ -37,6 +38,8 @@ from pygls.exceptions import (
 )
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import RPCRequest
+
+logger = logging.getLogger(__name__)
 
 #: JSON-RPC ids are strings or integers (a float or bool id is answered as null).
 _IDS = (str, int)
@@ -81,11 +84,15 @@ class RuleProtocol(LanguageServerProtocol):
 
     def answer_error(self, msg_id: str | int | None, error: JsonRpcException) -> None:
         """Send a JSON-RPC error response (``"id": null`` when `msg_id` is None: lsprotocol's own
-        response type would leave the member out, and JSON-RPC requires it)."""
+        response type would leave the member out, and JSON-RPC requires it); one warning line on
+        standard error."""
+        logger.warning("answered %s: %s", error.code, error.message)
         self._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": error.code, "message": error.message}})
 
     def log_to_client(self, text: str) -> None:
-        """One line in the client's log of this server (``window/logMessage``, not a pop-up)."""
+        """One line in the client's log of this server (``window/logMessage``, not a pop-up), and on
+        standard error."""
+        logger.warning("%s", text)
         self.notify(types.WINDOW_LOG_MESSAGE, types.LogMessageParams(type=types.MessageType.Warning, message=text))
 
     # ---- pygls's hooks ------------------------------------------------------------------------
@@ -132,16 +139,18 @@ class RuleProtocol(LanguageServerProtocol):
         data, error = rejected.data, rejected.error
         method, msg_id = data.get("method"), _valid_id(data.get("id"))
         if "method" not in data and ("result" in data or "error" in data):  # a response: nobody to answer
-            self.log_to_client(f"rlvp-lsp: ignored a malformed response: {error.message}")
+            self.log_to_client(f"ignored a malformed response: {error.message}")
         elif isinstance(method, str) and msg_id is not None:
             if isinstance(error, JsonRpcInvalidParams):
                 self.answer_error(msg_id, JsonRpcInvalidParams(f"Invalid params: the params do not fit {method!r}"))
             else:
                 self.answer_error(msg_id, JsonRpcInvalidRequest(f"Invalid Request: cannot read the {method!r} request"))
         elif isinstance(method, str) and "id" not in data:  # a notification: nobody to answer
-            self.log_to_client(f"rlvp-lsp: ignored a malformed {method!r} notification: {error.message}")
+            self.log_to_client(f"ignored a malformed {method!r} notification: {error.message}")
         else:
-            what = "Invalid Request: a message needs a string method and a string or integer id (none for a notification)"
+            what = (
+                "Invalid Request: a message needs a string method and a string or integer id (none for a notification)"
+            )
             self.answer_error(msg_id, JsonRpcInvalidRequest(what))
 
     def parse_error(self, error: Exception) -> None:

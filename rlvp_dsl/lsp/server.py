@@ -75,13 +75,17 @@ class RuleServer(LanguageServer):
     def refresh(self, uris: set[str]) -> None:
         """Check the open documents `uris` and every open document whose last check read one of them
         (it includes it), then publish what changed."""
+        self.publish(self.recheck(uris))
+
+    def recheck(self, uris: set[str]) -> set[str]:
+        """`refresh` without the publishing: the uris whose diagnostics the checks changed."""
         changed = {key(self.path_of(uri)) for uri in uris}
         roots = {uri for uri in uris if self.document(uri) is not None}
         roots |= {root for root, read in self.read.items() if read & changed}
         targets: set[str] = set()
         for root in sorted(roots):
             targets |= self.check(root)
-        self.publish(targets)
+        return targets
 
     def check(self, uri: str) -> set[str]:
         """Check the open document `uri` (with every open document's live text); the uris whose
@@ -109,8 +113,7 @@ class RuleServer(LanguageServer):
         self.read.pop(uri, None)
         self.indexes.pop(uri, None)
         incremental.forget(self.path_of(uri))
-        self.publish(previous)
-        self.refresh({uri})
+        self.publish(previous | self.recheck({uri}))  # once each, after the re-checks
 
     def publish(self, targets: set[str]) -> None:
         """Publish the merged diagnostics of each uri of `targets`, with the version of its open
