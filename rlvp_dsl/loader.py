@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Mapping
 
 import attrs
 
@@ -64,13 +64,19 @@ def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, li
 
 
 def load_files(
-    path: str, *, text: str | None = None, parse: Parse | None = None
+    path: str,
+    *,
+    text: str | None = None,
+    parse: Parse | None = None,
+    overlay: Mapping[str, str] | None = None,
 ) -> tuple[list[ast.RuleFile], dict[str, SourceFile], list[Diagnostic]]:
     """Parse `path` (or `text`, named `path`) and every file it includes.
 
     `parse` parses one source (None: `rlvp_dsl.parser.parse`); the language server passes one
     that re-parses only the items an edit touched (`rlvp_dsl.lsp.incremental.cached_parse`), which
-    must give the same trees and diagnostics.
+    must give the same trees and diagnostics.  `overlay`: the text of included files by normalised
+    absolute path (``os.path.normpath(os.path.abspath(p))``), taken instead of reading them (the
+    language server's open documents, unsaved edits included).
 
     Returns:
         (parsed files in include order -- includes before the file that includes them --,
@@ -108,6 +114,8 @@ def load_files(
         source: SourceFile | None
         if inline is not None:
             source = SourceFile(file_path, inline)
+        elif overlay is not None and key in overlay:
+            source = SourceFile(file_path, overlay[key])
         else:
             source, problems = read_source(file_path, at=at)
             diagnostics.extend(problems)

@@ -10,7 +10,7 @@ a hit imports neither lark nor the checker.  The stages are imported when a chec
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Mapping
 
 import attrs
 
@@ -36,8 +36,15 @@ class CheckResult:
         return self.ruleset is not None and not has_errors(self.diagnostics)
 
 
-def _check(path: str, text: str | None, lints: bool, parse: Parse | None = None, cache: bool = False) -> CheckResult:
-    cache = cache and parse is None  # a custom parse (the language server's) is never cached
+def _check(
+    path: str,
+    text: str | None,
+    lints: bool,
+    parse: Parse | None = None,
+    cache: bool = False,
+    overlay: Mapping[str, str] | None = None,
+) -> CheckResult:
+    cache = cache and parse is None and not overlay  # the language server's checks are never cached
     if cache:
         from . import check_cache
 
@@ -47,7 +54,7 @@ def _check(path: str, text: str | None, lints: bool, parse: Parse | None = None,
     from .check import check
     from .loader import load_files, load_manifests
 
-    files, sources, diagnostics = load_files(path, text=text, parse=parse)
+    files, sources, diagnostics = load_files(path, text=text, parse=parse, overlay=overlay)
     if has_errors(diagnostics):
         return CheckResult(None, diagnostics, sources)
     read_first = check_cache.manifest_inputs(files) if cache else []
@@ -76,10 +83,17 @@ def check_file(path: str, *, lints: bool = False, cache: bool = False) -> CheckR
 
 
 def check_text(
-    text: str, path: str = "<string>", *, lints: bool = False, parse: Parse | None = None, cache: bool = False
+    text: str,
+    path: str = "<string>",
+    *,
+    lints: bool = False,
+    parse: Parse | None = None,
+    cache: bool = False,
+    overlay: Mapping[str, str] | None = None,
 ) -> CheckResult:
-    """Like `check_file` for text in memory (includes resolve relative to `path`; `parse`: see
-    `rlvp_dsl.loader.load_files`; `cache` is ignored with a `parse`).
+    """Like `check_file` for text in memory (includes resolve relative to `path`; `parse` and
+    `overlay` -- included files' texts used instead of the disk's --: see
+    `rlvp_dsl.loader.load_files`; `cache` is ignored with either).
 
     Raises:
         TypeError: `text` is not a string (bytes: decode them first).
@@ -89,7 +103,7 @@ def check_text(
             f"rule text must be a string (got {type(text).__name__}); "
             "for a file, call check_file(path) or load_program(path)"
         )
-    return _check(path, text, lints, parse, cache)
+    return _check(path, text, lints, parse, cache, overlay)
 
 
 def _program(result: CheckResult) -> Program:

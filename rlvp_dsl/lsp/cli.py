@@ -38,10 +38,11 @@ def parser() -> argparse.ArgumentParser:
 class OneLineFormatter(logging.Formatter):
     """A log record as one line on standard error, ``rlvp-lsp: warning: MESSAGE (ValueError: ...)``:
     a message the client sent that pygls cannot read is the client's mistake, told in a line, never
-    a traceback."""
+    a traceback (a message of several lines, as pygls's "Unable to deserialize message" and its
+    traceback, keeps its first)."""
 
     def format(self, record: logging.LogRecord) -> str:
-        text = record.getMessage()
+        text = (record.getMessage().splitlines() or [""])[0]
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             text += f" ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})"

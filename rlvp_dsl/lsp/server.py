@@ -1,8 +1,11 @@
 """The language server: pygls's `LanguageServer` with the features of this package wired to it.
 
 Every open document is checked on open, on every change and whenever any file is saved (its
-includes may have changed); its diagnostics are published on the files they belong to (the
-document, an included file), merged with those other open documents find in the same file.
+includes may have changed), with the live text of every open document (`diagnostics.check_document`'s
+overlay); a change, open or close of a document also re-checks the open documents whose last check
+read it (they include it).  Diagnostics are published on the files they belong to (the document, an
+included file), merged with those other open documents find in the same file, with the version of
+that file's open document.  Malformed and early client messages: `protocol`.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import os
 from typing import Any
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 from urllib.parse import unquote
@@ -21,11 +25,12 @@ from . import incremental
 from .actions import quick_fixes
 from .completion import completion_items
 from .definitions import Target, definitions, references
-from .diagnostics import check_document, to_lsp
+from .diagnostics import check_document, key, more_lsp, to_lsp
 from .formatting import format_edits
 from .hover import hover_text
 from .index import Index, build_index
 from .positions import from_position, to_range
+from .protocol import PARSE_ERRORS, RuleProtocol
 from .symbols import document_symbols
 
 #: The server's name and version, as the client shows them.
@@ -34,14 +39,24 @@ NAME, VERSION = "rlvp-lsp", "0.1.0"
 
 class RuleServer(LanguageServer):
     """The server and what it keeps per open document: the diagnostics each document's check
-    found, by the file they belong to (`found`), and the last index built without syntax errors."""
+    found, by the file they belong to (`found`), the files that check read (`read`), and the last
+    index built without syntax errors."""
 
     def __init__(self) -> None:
-        super().__init__(NAME, VERSION)
+        super().__init__(NAME, VERSION, protocol_cls=RuleProtocol)
         # root document uri -> target uri -> (LSP diagnostics, the rlvp diagnostics they came from)
         self.found: dict[str, dict[str, tuple[list[types.Diagnostic], list[Diagnostic]]]] = {}
+        self.read: dict[str, frozenset[str]] = {}  # root document uri -> `key`s of the files its check read
         self.indexes: dict[str, tuple[str, Index]] = {}  # uri -> (text it was built from, index)
         self.shut_down = False  # the client sent `shutdown`
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """pygls's error hook: a message body that is not JSON is answered with -32700 (`protocol`),
+        not with pygls's ``window/showMessage`` pop-up; every other error as pygls reports it."""
+        if source is JsonRpcException and isinstance(error, PARSE_ERRORS) and isinstance(self.protocol, RuleProtocol):
+            self.protocol.parse_error(error)
+            return
+        super().report_server_error(error, source)
 
     # ---- paths -----------------------------------------------------------------------------
 
@@ -57,39 +72,61 @@ class RuleServer(LanguageServer):
 
     # ---- diagnostics -----------------------------------------------------------------------
 
-    def check(self, uri: str) -> None:
-        """Check the open document `uri` and publish what changed."""
+    def refresh(self, uris: set[str]) -> None:
+        """Check the open documents `uris` and every open document whose last check read one of them
+        (it includes it), then publish what changed."""
+        self.publish(self.recheck(uris))
+
+    def recheck(self, uris: set[str]) -> set[str]:
+        """`refresh` without the publishing: the uris whose diagnostics the checks changed."""
+        changed = {key(self.path_of(uri)) for uri in uris}
+        roots = {uri for uri in uris if self.document(uri) is not None}
+        roots |= {root for root, read in self.read.items() if read & changed}
+        targets: set[str] = set()
+        for root in sorted(roots):
+            targets |= self.check(root)
+        return targets
+
+    def check(self, uri: str) -> set[str]:
+        """Check the open document `uri` (with every open document's live text); the uris whose
+        diagnostics it changed, to publish."""
         doc = self.workspace.get_text_document(uri)
-        checked = check_document(doc.source, self.path_of(uri))
+        overlay = {key(self.path_of(d.uri)): d.source for d in self.workspace.text_documents.values()}
+        checked = check_document(doc.source, self.path_of(uri), overlay)
         codec = self.workspace.position_codec
         found: dict[str, tuple[list[types.Diagnostic], list[Diagnostic]]] = {}
         for path, diagnostics in checked.by_file.items():
             source = checked.result.sources.get(path)
             found[self.uri_of(path, uri)] = ([to_lsp(d, source, codec) for d in diagnostics], diagnostics)
+        for path, (count, first) in checked.more.items():
+            lsp_diagnostics, _ = found.setdefault(self.uri_of(path, uri), ([], []))
+            lsp_diagnostics.append(more_lsp(count, first, checked.result.sources.get(path), codec))
         previous = set(self.found.get(uri, {}))
         self.found[uri] = found
-        self.publish(previous | set(found), (uri, doc.version))
+        self.read[uri] = checked.read
+        return previous | set(found)
 
     def forget(self, uri: str) -> None:
-        """A closed document: its findings withdrawn (published again without them)."""
+        """A closed document: its findings withdrawn (published again without them), and the open
+        documents that include it re-checked with its text on disk."""
         previous = set(self.found.pop(uri, {}))
+        self.read.pop(uri, None)
         self.indexes.pop(uri, None)
         incremental.forget(self.path_of(uri))
-        self.publish(previous, None)
+        self.publish(previous | self.recheck({uri}))  # once each, after the re-checks
 
-    def publish(self, targets: set[str], version: tuple[str, int | None] | None) -> None:
-        """Publish the merged diagnostics of each uri of `targets`; `version`: (uri, version) of the
-        document just checked (only its own publication carries a version)."""
+    def publish(self, targets: set[str]) -> None:
+        """Publish the merged diagnostics of each uri of `targets`, with the version of its open
+        document (every check reads the open documents' live text; none for a file not open)."""
         for target in sorted(targets):
             merged: list[types.Diagnostic] = []
             for by_target in self.found.values():
                 for d in by_target.get(target, ([], []))[0]:
                     if d not in merged:
                         merged.append(d)
+            doc = self.document(target)
             self.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(
-                    uri=target, diagnostics=merged, version=version[1] if version and version[0] == target else None
-                )
+                types.PublishDiagnosticsParams(uri=target, diagnostics=merged, version=doc.version if doc else None)
             )
 
     def rlvp_diagnostics(self, uri: str) -> list[Diagnostic]:
@@ -158,19 +195,18 @@ def create_server() -> RuleServer:
 
     @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: RuleServer, params: types.DidOpenTextDocumentParams) -> None:
-        ls.check(params.text_document.uri)
+        ls.refresh({params.text_document.uri})
         doc = ls.document(params.text_document.uri)
         if doc is not None:  # indexed now, so that completion has names while later edits do not parse
             ls.index(doc)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: RuleServer, params: types.DidChangeTextDocumentParams) -> None:
-        ls.check(params.text_document.uri)
+        ls.refresh({params.text_document.uri})
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: RuleServer, params: types.DidSaveTextDocumentParams) -> None:
-        for uri in list(ls.found):  # an included file saved: every document that may include it
-            ls.check(uri)
+        ls.refresh(set(ls.found))  # a file saved (an include, a manifest): every open document
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: RuleServer, params: types.DidCloseTextDocumentParams) -> None:

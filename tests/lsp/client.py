@@ -23,13 +23,15 @@ TIMEOUT = 20
 
 
 class Session:
-    """A started server and its client.  `published` holds the latest diagnostics per uri."""
+    """A started server and its client.  `published` holds the latest diagnostics per uri, and
+    `published_version` the version they were published with (None: not an open document's)."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.published: dict[str, list[types.Diagnostic]] = {}
+        self.published_version: dict[str, int | None] = {}
         self.client: LanguageClient = self.call(self._start())
         self.versions: dict[str, int] = {}
 
@@ -39,6 +41,7 @@ class Session:
         @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
         def on_diagnostics(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
             self.published[params.uri] = list(params.diagnostics)
+            self.published_version[params.uri] = params.version
 
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
         await client.start_io(sys.executable, "-m", "rlvp_dsl.lsp", cwd=str(REPO), env=env)

@@ -34,25 +34,29 @@ def _framed(*messages: dict) -> str:
     return "".join(f"Content-Length: {len(json.dumps(m))}\r\n\r\n{json.dumps(m)}" for m in messages)
 
 
+INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"processId": None, "capabilities": {}}}
+SHUTDOWN, EXIT = {"jsonrpc": "2.0", "id": 1, "method": "shutdown"}, {"jsonrpc": "2.0", "method": "exit"}
+
+
 def test_shutdown_then_exit_is_status_0_and_exit_alone_1():
-    shutdown, leave = {"jsonrpc": "2.0", "id": 1, "method": "shutdown"}, {"jsonrpc": "2.0", "method": "exit"}
-    done = _run("-m", "rlvp_dsl.lsp", stdin=_framed(shutdown, leave))
+    done = _run("-m", "rlvp_dsl.lsp", stdin=_framed(INIT, SHUTDOWN, EXIT))
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.endswith('{"id": 1, "jsonrpc": "2.0", "result": null}')
-    done = _run("-m", "rlvp_dsl.lsp", stdin=_framed(leave))
+    done = _run("-m", "rlvp_dsl.lsp", stdin=_framed(EXIT))
     assert (done.returncode, done.stdout, done.stderr) == (1, "", "")
 
 
 def test_messages_pygls_cannot_read_are_one_line_each_and_the_session_goes_on():
-    """A body that is not JSON, or JSON that is no message: one line on stderr each (the error's
-    type and text), no traceback; the next, good messages are still answered."""
-    shutdown, leave = {"jsonrpc": "2.0", "id": 1, "method": "shutdown"}, {"jsonrpc": "2.0", "method": "exit"}
+    """A body that is not JSON, or JSON that is no message: answered (-32700, -32600: test_protocol.py),
+    and one line on stderr each, no traceback; the next, good messages are still answered."""
     garbage = "Content-Length: 5\r\n\r\n{{{{{" + "Content-Length: 2\r\n\r\n[]"
-    done = _run("-m", "rlvp_dsl.lsp", stdin=garbage + _framed(shutdown, leave))
+    done = _run("-m", "rlvp_dsl.lsp", stdin=_framed(INIT) + garbage + _framed(SHUTDOWN, EXIT))
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines() == [
         "rlvp-lsp: error: Unable to handle message (JSONDecodeError: Expecting property name enclosed in double "
         "quotes: line 1 column 2 (char 1))",
-        "rlvp-lsp: error: Unable to handle message (AttributeError: 'list' object has no attribute 'jsonrpc')",
+        "rlvp-lsp: warning: answered -32700: Parse error: the message body is not JSON (Expecting property name "
+        "enclosed in double quotes: line 1 column 2 (char 1))",
+        "rlvp-lsp: warning: answered -32600: Invalid Request: the body is an array, not a JSON-RPC 2.0 message",
     ]
     assert done.returncode == 0 and done.stdout.endswith('{"id": 1, "jsonrpc": "2.0", "result": null}')
