@@ -65,7 +65,7 @@ def parse_json(body: bytes, name: str = DEFAULT_NAME) -> Any:
     except UnicodeDecodeError as exc:
         raise BadInput(f"{name}: not UTF-8 text: {undecodable(exc)}") from None
     if not text.strip():
-        raise BadInput(f"{name}: the body is empty (expected a JSON document)")
+        raise BadInput(f"{name}: the body is empty (expected a JSON object)")
     try:
         value = load_json_text(text, name)
     except ReaderError as exc:

@@ -118,6 +118,9 @@ def read_body(
     if format is not None and format not in FORMATS:
         raise BadInput(f"?format= must be one of {', '.join(FORMATS)} (got {format!r})", field="format")
     signal = checked_signal(error_signal)
+    if not body or body.isspace():  # (said as every route says it: `bodies.parse_json`)
+        where = f"{name}: {inside}" if inside else name
+        raise BadInput(f"{where}: the body is empty (expected a trajectory: JSON or JSONL)", record=inside)
     path = os.path.join(workdir, name)
     try:
         with open(path, "wb") as handle:
