@@ -33,30 +33,44 @@ class GetRewardAnswer(BaseModel):
     extra_logs: dict[str, list[float]]
     rules: str
     rules_hash: str
+    notes: list[str] = Field(description="rlvp-score's notes on the queries' data (calls to undeclared tools ...)")
+
+
+class RecordError(BaseModel):
+    """A record of the body that could not be read: where, which field, and the reader's message."""
+
+    record: str
+    field: str
+    message: str
 
 
 class ScoreAnswer(BaseModel):
     """``/score``'s answer (rlvp_dsl.serve.scoring): per episode the ``rlvp-score --json`` fields
     and ``call_credits`` (and ``token_credits`` when token data was sent); over the batch
-    ``rule_totals`` and ``total``."""
+    ``rule_totals``, ``total``, rlvp-score's ``notes`` on the data, and the records left out
+    (``errors``)."""
 
     rules: str
     rules_hash: str
     count: int
     total: float
     rule_totals: dict[str, float]
+    notes: list[str] = Field(description="rlvp-score's notes on the data (calls to tools the rules do not declare ...)")
+    errors: list[RecordError] = Field(description="the records that could not be read (left out), in body order")
     episodes: list[dict[str, Any]]
 
 
 class ErrorAnswer(BaseModel):
     """Every error answer: ``error`` (``bad_input``, ``too_large``, ``unauthorized``, ``unknown_rules``,
-    ``not_found``, ``internal``) and ``detail``, one sentence; for bad input the ``record`` and
-    ``field`` when the reader names them."""
+    ``not_found``, ``internal``) and ``detail``, one sentence; a 422 has ``record`` and ``field``
+    (``""`` where none applies) and, when no record of a many-record body could be read,
+    ``errors`` (each record's problem)."""
 
     error: str
     detail: str
     record: str = ""
     field: str = ""
+    errors: list[RecordError] = []
     rules_hash: str | None = None
 
 
