@@ -21,7 +21,7 @@ from typing import Any
 
 from rlvp_dsl.readers import ERROR_SIGNALS, ReaderError
 from rlvp_dsl.readers.errors import load_json_text
-from rlvp_dsl.readers.json_text import MAX_DEPTH, nested_too_deep
+from rlvp_dsl.readers.json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, nested_too_deep
 from rlvp_dsl.source import undecodable
 
 #: The file name a body is read under when the request gives none (``/score``'s ``?name=``); the
@@ -60,16 +60,18 @@ def parse_json(body: bytes, name: str = DEFAULT_NAME) -> Any:
             ...``, the readers' sentence), or nested more than `MAX_DEPTH` levels deep (record:
             where, ``m[0][0][0][0]...``).
     """
-    try:
-        text = body.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"{name}: not UTF-8 text: {undecodable(exc)}") from None
-    if not text.strip():
-        raise BadInput(f"{name}: the body is empty (expected a JSON object)")
-    try:
-        value = load_json_text(text, name)
-    except ReaderError as exc:
-        raise BadInput(str(exc)) from None
+    value = fast_loads_bytes(body)  # orjson on the bytes, when it takes them (most bodies)
+    if value is NOT_PARSED:  # json, on the text: its values, and the readers' messages
+        try:
+            text = body.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise BadInput(f"{name}: not UTF-8 text: {undecodable(exc)}") from None
+        if not text.strip():
+            raise BadInput(f"{name}: the body is empty (expected a JSON object)")
+        try:
+            value = load_json_text(text, name)
+        except ReaderError as exc:
+            raise BadInput(str(exc)) from None
     where = nested_too_deep(value)
     if where is not None:
         raise BadInput(
