@@ -25,10 +25,11 @@ in file order), ``credits`` (rule, value, reason, location and source span) -- t
 --, malformed arguments, tool names that are not text; `rlvp_dsl.cli.score_notes.data_notes`) and
 ``errors`` (above).
 
-**Token ids** (`rlvp_dsl.serve.envelope`).  A body may instead be an envelope ``{"trajectory": ..., "tokens": ...}`` (exactly
-these two keys): ``trajectory`` is the file (its JSON, or its text for JSONL), ``tokens`` the token
-data of its episodes (`rlvp_dsl.token_data`): one object per episode (null: none) or one object for
-every episode (ATIF's ``completion_token_ids`` then give the ids).  Each episode with token data
+**Token ids** (`rlvp_dsl.serve.envelope`).  A body may instead be an envelope
+``{"trajectory": ..., "tokens": ...}`` (exactly these two keys): ``trajectory`` is the file (its
+JSON, or its text for JSONL), ``tokens`` the token data of its episodes (`rlvp_dsl.token_data`):
+one object per episode (null: none) or one object for every episode (ATIF's
+``completion_token_ids`` then give the ids).  Each episode with token data
 then also has ``token_credits`` (`token_answer`): the per-token credit on those ids, the numbers of
 `rlvp_dsl.attach.episode_token_credits` in process.  Bad token data is a 422 naming ``tokens[i]``
 (the episode's index) and the field.
