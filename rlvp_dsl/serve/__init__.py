@@ -14,7 +14,11 @@ Module map, one job each:
 * ``app`` -- the FastAPI application: routes, error answers, the reload signal;
 * ``rulesets`` -- the rule sets served: loading and checking, the hash, the holder swapped whole
   on reload, the snapshot workers read;
-* ``scoring`` -- ``/score``: a request body read as the trajectory file it is, scored;
+* ``bodies`` -- the one way every route reads a body (JSON, the BOM, the depth limit, the error
+  signal) and the one shape of a 422 (`BadInput`: message, record, field);
+* ``scoring`` -- ``/score``: a request body read as the trajectory file it is (bad records left
+  out and listed), scored, with rlvp-score's notes;
+* ``envelope`` -- ``/score``'s token envelope ``{"trajectory", "tokens"}`` and its mistakes;
 * ``transcript`` -- a chat-templated text (ChatML, Llama 3) read back into an episode;
 * ``openrlhf`` -- ``/get_reward``: OpenRLHF's remote reward contract;
 * ``nemo_gym`` -- ``/verify`` and ``/reverify_mode``: NeMo Gym's verifier contract;

@@ -14,8 +14,9 @@ Routes (docs/integrations.md, "rlvp serve"):
 
 Every answer that used rules carries their hash (``rules_hash`` in the body and the
 ``X-RLVP-Rules-Hash`` header).  Errors are JSON ``{"error": KIND, "detail": ...}``: 401 without the
-token, 413 past the body limit, 422 for a body that cannot be read (the reader's message naming the
-record and field) or an unknown rule set; a 500 only for a bug, logged with its traceback, the
+token, 413 past the body limit, 422 for a body that cannot be read or an unknown rule set (with
+``record`` and ``field``, ``""`` where none applies; every route reads a body the one way of
+`rlvp_dsl.serve.bodies`, so one mistake gets one message); a 500 only for a bug, logged with its traceback, the
 worker alive.  A request reads the rule sets once: a reload (SIGHUP, `rlvp_dsl.serve.rulesets`)
 replaces them whole between requests, never within one.
 """
@@ -58,7 +59,8 @@ from .rulesets import (
     read_snapshot,
     snapshot_loader,
 )
-from .scoring import BadInput, checked_name, render, score_body
+from .bodies import BadInput
+from .scoring import checked_name, render, score_body
 
 log = logging.getLogger("rlvp_dsl.serve")
 
@@ -146,11 +148,22 @@ def _json(answer: Any, status: int = 200, rules_hash: str | None = None) -> Resp
 
 
 def _error(
-    status: int, kind: str, detail: str, *, record: str = "", field: str = "", rules_hash: str | None = None
+    status: int,
+    kind: str,
+    detail: str,
+    *,
+    record: str = "",
+    field: str = "",
+    rules_hash: str | None = None,
+    errors: list[dict[str, str]] | None = None,
 ) -> Response:
+    """An error answer (`ErrorAnswer`): a 422 always has ``record`` and ``field`` (``""`` where none
+    applies), and ``errors`` when several records of the body were refused."""
     body: dict[str, Any] = {"error": kind, "detail": detail}
-    if record or field:
+    if record or field or status == 422:
         body.update(record=record, field=field)
+    if errors:
+        body["errors"] = errors
     if rules_hash:
         body["rules_hash"] = rules_hash
     return _json(body, status, rules_hash)
@@ -159,7 +172,7 @@ def _error(
 async def _reload(state: _State) -> None:
     """Reload the rules off the event loop; log the outcome, count it."""
     outcome = await asyncio.get_running_loop().run_in_executor(None, state.holder.reload)
-    state.metrics.reloads.labels("ok" if outcome.ok else "failed").inc()
+    state.metrics.count_reload(outcome.ok)
     (log.info if outcome.ok else log.error)("process %d %s", os.getpid(), outcome.message)
 
 
@@ -339,7 +352,9 @@ async def _answer(
     except ClientDisconnect:  # the client left mid-body: nobody reads an answer
         return Response(status_code=499)
     except BadInput as exc:
-        return _error(422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash)
+        return _error(
+            422, "bad_input", str(exc), record=exc.record, field=exc.field, rules_hash=served.hash, errors=exc.errors
+        )
     state.metrics.episodes.labels(route).inc(count)
     return _rendered(rendered, served.hash)
 

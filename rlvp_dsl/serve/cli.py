@@ -51,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         "serve",
         help="serve rule files as a reward service over HTTP",
         description="Serve rule files over HTTP: POST /score (trajectory files), POST /get_reward (OpenRLHF), "
-        "GET /healthz, /rules, /metrics.  SIGHUP reloads the rules.",
+        "POST /verify and GET /reverify_mode (NeMo Gym), GET /healthz, /rules, /metrics.  SIGHUP reloads the rules.",
         epilog="Exit codes: 0 stopped, 1 the rule files have errors, 2 usage error (a non-loopback --host "
         "without a token, a taken port, the serve extra missing).  docs/integrations.md, 'rlvp serve'.",
     )

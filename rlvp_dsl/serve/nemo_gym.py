@@ -25,7 +25,6 @@ the set by name (0.0 when it did not fire); ``reward`` is their sum.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -35,9 +34,12 @@ from rlvp_dsl.events import ASSISTANT, USER, Episode
 from rlvp_dsl.readers import EpisodeBuilder, error_signal as resolve_signal, message_text
 from rlvp_dsl.readers.openai_chat import tool_result
 
+from rlvp_dsl.cli.score_notes import data_notes
+
+from .bodies import BadInput, checked_signal, json_kind, parse_json
 from .models import validation_message
 from .rulesets import ServedRules
-from .scoring import BadInput, render
+from .scoring import render
 
 #: ``GET /reverify_mode``'s answer (NeMo Gym's ``ReverifyMode.STATELESS``).
 REVERIFY_MODE = "stateless"
@@ -119,10 +121,7 @@ def verify(
     Raises:
         BadInput: an unknown error signal.
     """
-    try:
-        episode, first = read_rollout(request, error_signal=error_signal)
-    except ValueError as exc:
-        raise BadInput(str(exc), field="error_signal") from None
+    episode, first = read_rollout(request, error_signal=checked_signal(error_signal))
     credits = completion_credits(served.program, episode, first_event=first, source=served.name)
     components = {rule.name: 0.0 for rule in served.program.rules}
     for credit in credits.credits:
@@ -136,6 +135,7 @@ def verify(
         "failure_reason": None,
         "rules": served.name,
         "rules_hash": served.hash,
+        "notes": data_notes(served.program, [episode]),
     }
 
 
@@ -144,15 +144,14 @@ def verify_body(served: ServedRules, body: bytes, *, error_signal: str | None = 
     bytes and the number of episodes (1).
 
     Raises:
-        BadInput: the body is not JSON or not a verify request (the first problem, naming its field:
-            ``response.output: Field required``); an unknown error signal.
+        BadInput: the body is not JSON (`rlvp_dsl.serve.bodies.parse_json`) or not a verify request
+            (every problem, the first one's field: ``response.output: Field required``); an
+            unknown error signal.
     """
-    try:
-        raw = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadInput(f"the body is not valid JSON: {exc}") from None
+    checked_signal(error_signal)
+    raw = parse_json(body)
     if not isinstance(raw, dict):
-        raise BadInput(f"the body must be a JSON object (a verify request), got {type(raw).__name__}")
+        raise BadInput(f"the body must be a JSON object (a verify request), got {json_kind(raw)}")
     try:
         request = VerifyRequest.model_validate(raw)
     except ValidationError as exc:

@@ -24,9 +24,12 @@ from pydantic import ValidationError
 
 from rlvp_dsl.attach import completion_calls, completion_credits
 
+from rlvp_dsl.cli.score_notes import data_notes
+
+from .bodies import BadInput, checked_signal, json_kind, parse_json
 from .models import GetRewardRequest, validation_message
 from .rulesets import ServedRules
-from .scoring import BadInput, render
+from .scoring import render
 from .transcript import read_transcript
 
 
@@ -49,11 +52,15 @@ def get_reward(
 
     Returns:
         ``{"rewards": [float], "scores": [float], "extra_logs": {key: [number]}, "rules",
-        "rules_hash"}``, one value per query in every list.
+        "rules_hash", "notes"}``, one value per query in every list; ``notes``: what ``rlvp-score``
+        notes on the data of all queries (`rlvp_dsl.cli.score_notes.data_notes`: calls to tools
+        the rules do not declare ...).
 
     Raises:
         BadInput: an unknown template or error signal.
     """
+    checked_signal(error_signal)
+    episodes = []
     names = [rule.name for rule in served.program.rules]
     rewards: list[float] = []
     logs: dict[str, list[float]] = {f"rlvp/rule/{name}": [] for name in names}
@@ -65,10 +72,10 @@ def get_reward(
             transcript = read_transcript(
                 query, prompt=prompt, template=template, error_signal=error_signal, id=f"query[{k}]"
             )
-        except ValueError as exc:
-            field = "error_signal" if "error signal" in str(exc) else "template"
-            raise BadInput(str(exc), field=field) from None
+        except ValueError as exc:  # (the error signal is checked above)
+            raise BadInput(str(exc), field="template") from None
         episode, first = transcript.episode, transcript.first_event
+        episodes.append(episode)
         credits = completion_credits(served.program, episode, first_event=first, source=served.name)
         rewards.append(credits.total)
         per_rule = dict.fromkeys(names, 0.0)
@@ -87,6 +94,7 @@ def get_reward(
         "extra_logs": logs,
         "rules": served.name,
         "rules_hash": served.hash,
+        "notes": data_notes(served.program, episodes),
     }
 
 
@@ -97,13 +105,22 @@ def reward_body(
     answer's bytes and the number of queries.
 
     Raises:
-        BadInput: the body is not JSON, or does not fit the request (the first problem, naming its
-            field: ``query[3]: Input should be a valid string``); an unknown template or error signal.
+        BadInput: the body is not JSON (`rlvp_dsl.serve.bodies.parse_json`), or does not fit the
+            request (every problem, the first one's field: ``query[3]: Input should be a valid
+            string``); ``prompts`` or ``labels`` not one per query; an unknown template or error signal.
     """
+    raw = parse_json(body)
+    if not isinstance(raw, dict):
+        raise BadInput(f"the body must be a JSON object (OpenRLHF's request), got {json_kind(raw)}")
     try:
-        parsed = GetRewardRequest.model_validate_json(body)
+        parsed = GetRewardRequest.model_validate(raw)
     except ValidationError as exc:
         message, field = validation_message(exc)
         raise BadInput(message, field=field) from None
+    for name, values in (("prompts", parsed.prompts), ("labels", parsed.labels)):
+        if values is not None and len(values) != len(parsed.query):
+            raise BadInput(
+                f"'{name}' has {len(values)} entries but 'query' has {len(parsed.query)}: one per query", field=name
+            )
     answer = get_reward(served, parsed.query, parsed.prompts, template=template, error_signal=error_signal)
     return render(answer), len(parsed.query)

@@ -8,16 +8,28 @@ episodes, the same ids and the same error messages.  (The readers read files: th
 to a file in a private folder of the server's and removed once read.)  Nothing in a body is executed:
 calls and their arguments are data.
 
+**Bad records.**  A body of many records (JSONL lines, tau2 simulations, list entries) is read as
+``rlvp-score`` reads files: a record the reader refuses is left out, the others are scored, and
+the answer's ``errors`` lists each refused record (``record``, ``field``, ``message``: the
+reader's), in body order; the scored episodes keep their ids, so a trainer sees which rollout
+failed.  A body none of whose records could be read is a 422 (the first problem, and ``errors``).
+(A token envelope whose ``tokens`` is a list is read strictly: one bad record is a 422, since its
+entries pair with the episodes by position.)
+
 An answer (`score_answer`) holds, per episode, the fields of ``rlvp-score --json``'s episodes
 (docs/scoring.md) -- id, source, domain, outcome, counts, ``total``, ``rule_totals`` (every rule,
 in file order), ``credits`` (rule, value, reason, location and source span) -- then
 ``call_credits``: each tool call's summed credit, as the trainers see it
-(`rlvp_dsl.attach.call_credits`); and over the batch ``rule_totals`` and ``total``.
+(`rlvp_dsl.attach.call_credits`); and over the batch ``rule_totals``, ``total``, ``notes`` (what
+``rlvp-score`` notes on the data: calls to tools the rules do not declare -- the wrong rule set?
+--, malformed arguments, tool names that are not text; `rlvp_dsl.cli.score_notes.data_notes`) and
+``errors`` (above).
 
-**Token ids.**  A body may instead be an envelope ``{"trajectory": ..., "tokens": ...}`` (exactly
-these two keys): ``trajectory`` is the file (its JSON, or its text for JSONL), ``tokens`` the token
-data of its episodes (`rlvp_dsl.token_data`): one object per episode (null: none) or one object for
-every episode (ATIF's ``completion_token_ids`` then give the ids).  Each episode with token data
+**Token ids** (`rlvp_dsl.serve.envelope`).  A body may instead be an envelope
+``{"trajectory": ..., "tokens": ...}`` (exactly these two keys): ``trajectory`` is the file (its
+JSON, or its text for JSONL), ``tokens`` the token data of its episodes (`rlvp_dsl.token_data`):
+one object per episode (null: none) or one object for every episode (ATIF's
+``completion_token_ids`` then give the ids).  Each episode with token data
 then also has ``token_credits`` (`token_answer`): the per-token credit on those ids, the numbers of
 `rlvp_dsl.attach.episode_token_credits` in process.  Bad token data is a 422 naming ``tokens[i]``
 (the episode's index) and the field.
@@ -26,38 +38,26 @@ then also has ``token_credits`` (`token_answer`): the per-token credit on those 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
 from rlvp_dsl.attach import call_credits
 from rlvp_dsl.cli import json_text
+from rlvp_dsl.cli.score_notes import data_notes
 from rlvp_dsl.cli.score_output import episode_json
 from rlvp_dsl.events import Credit, Episode
-from rlvp_dsl.readers import FORMATS, ReaderError, read_episodes
-from rlvp_dsl.token_data import EpisodeTokenCredits, TokenData, TokenDataError, score_tokens, token_data_from_json
+from rlvp_dsl.readers import FORMATS, ReaderError, read_report
+from rlvp_dsl.token_data import TokenData, score_tokens
 
+from .bodies import DEFAULT_NAME, BadInput, checked_signal, problem_json, reader_problem
+from .envelope import envelope_mistake, episode_tokens, split_envelope, token_answer
 from .rulesets import ServedRules
 
-#: The file name a body is read under when the request gives none (detection by content).
-DEFAULT_NAME = "request.json"
+__all__ = ["DEFAULT_NAME", "BadInput", "checked_name", "read_body", "score_answer", "score_body", "render"]
+
 #: The longest file name a request may give.
 MAX_NAME = 200
-
-
-class BadInput(ValueError):
-    """A request that cannot be scored (answered 422): its message names the record and field.
-
-    Attributes:
-        record: where in the body (``simulations[3].messages[5]``, ``line 7``), or ``""``.
-        field: the offending field, or ``""``.
-    """
-
-    def __init__(self, message: str, record: str = "", field: str = "") -> None:
-        super().__init__(message)
-        self.record = record
-        self.field = field
 
 
 def checked_name(name: str | None) -> str:
@@ -83,8 +83,18 @@ def checked_name(name: str | None) -> str:
     return name
 
 
-def read_body(body: bytes, *, name: str, format: str | None, error_signal: str | None, workdir: str) -> list[Episode]:
-    """The episodes of a request body, read as the file `name` (see the module docstring).
+def read_body(
+    body: bytes,
+    *,
+    name: str,
+    format: str | None,
+    error_signal: str | None,
+    workdir: str,
+    strict: bool = False,
+    inside: str = "",
+) -> tuple[list[Episode], list[BadInput]]:
+    """The episodes of a request body, read as the file `name` (see the module docstring), and the
+    problems of the records left out.
 
     Args:
         body: the request body, as received.
@@ -94,103 +104,54 @@ def read_body(body: bytes, *, name: str, format: str | None, error_signal: str |
         error_signal: a name of `rlvp_dsl.readers.ERROR_SIGNALS`, or None for the format's default.
         workdir: a private folder no other request uses meanwhile (the server gives each thread
             its own): the body is written there as `name`, read, and removed.
+        strict: refuse the whole body for one bad record (a 422), instead of leaving it out.
+        inside: the envelope key the file came from, named in messages (`bodies.reader_problem`).
+
+    Returns:
+        ``(episodes, problems)``: the episodes read, in body order, and one `BadInput` per record
+        left out (its record, field and message), in body order.
 
     Raises:
-        BadInput: the body is not a trajectory, or has a malformed record (the reader's message,
-            naming record and field, with `name` for the file); an unknown format or error signal.
+        BadInput: the body is not a trajectory, cannot be read at all, or no record of it could
+            be read (the first problem, all of them in ``errors``); an unknown format or error
+            signal.
     """
     if format is not None and format not in FORMATS:
         raise BadInput(f"?format= must be one of {', '.join(FORMATS)} (got {format!r})", field="format")
+    signal = checked_signal(error_signal)
+    if not body or body.isspace():  # (said as every route says it: `bodies.parse_json`)
+        where = f"{name}: {inside}" if inside else name
+        raise BadInput(f"{where}: the body is empty (expected a trajectory: JSON or JSONL)", record=inside)
     path = os.path.join(workdir, name)
     try:
         with open(path, "wb") as handle:
             handle.write(body)
-        return read_episodes(path, format=format, error_signal=error_signal)
+        report = read_report([path], format=format, error_signal=signal, keep_going=not strict)
     except ReaderError as exc:
-        raise BadInput(str(exc).replace(path, name), record=exc.record, field=exc.field) from None
-    except ValueError as exc:  # an unknown error-signal name (the message lists the known ones)
-        raise BadInput(str(exc).replace(path, name), field="error_signal") from None
+        raise reader_problem(exc, path, name, inside=inside) from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
+    problems = [reader_problem(error, path, name, inside=inside) for error in report.errors]
+    if report.skipped:  # one file: it is no trajectory
+        mistake = None if inside else envelope_mistake(body, name)
+        if mistake is not None:
+            raise mistake
+        reason = report.skipped[0].reason
+        where = f"{name}: {inside}" if inside else name
+        raise BadInput(f"{where}: {reason}; pass ?format= one of {', '.join(FORMATS)}", record=inside)
+    if problems and not report.episodes:
+        first = problems[0]
+        more = f" (and {len(problems) - 1} more records could not be read: see errors)" if len(problems) > 1 else ""
+        raise BadInput(f"{first}{more}", first.record, first.field, [problem_json(p) for p in problems] if more else ())
+    return list(report.episodes), problems
 
 
-def split_envelope(body: bytes) -> tuple[bytes, Any]:
-    """``(trajectory file bytes, tokens)`` of a token envelope (module docstring); ``(body, None)``
-    for any other body (a trajectory file, read as it is)."""
-    if not body.lstrip()[:1] == b"{" or b'"tokens"' not in body:
-        return body, None
-    try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):  # the reader names what is wrong with it
-        return body, None
-    if not isinstance(data, dict) or set(data) != {"trajectory", "tokens"}:
-        return body, None
-    trajectory = data["trajectory"]
-    if isinstance(trajectory, str):
-        return trajectory.encode("utf-8"), data["tokens"]
-    return json.dumps(trajectory, ensure_ascii=False).encode("utf-8"), data["tokens"]
-
-
-def episode_tokens(tokens: Any, episodes: Sequence[Episode]) -> list[TokenData | None]:
-    """The token data of each episode from an envelope's ``tokens`` (one object for all, or a list
-    of one object or null per episode).
-
-    Raises:
-        BadInput: a list of another length, or bad token data: record ``tokens[i]`` (``tokens`` when
-            one object serves all; the message names episode i and its id), field as
-            `rlvp_dsl.token_data.token_data_from_json`.
-    """
-    if isinstance(tokens, dict):
-        entries: list[Any] = [tokens] * len(episodes)
-        record = "tokens"
-    elif isinstance(tokens, list):
-        if len(tokens) != len(episodes):
-            raise BadInput(
-                f"'tokens' has {len(tokens)} entries for the {len(episodes)} episodes of the trajectory "
-                "(one per episode, null for none; or one object for all)",
-                record="tokens",
-                field="tokens",
-            )
-        entries, record = tokens, ""
-    else:
-        raise BadInput(
-            f"'tokens' must be an object or a list of them (one per episode), got {type(tokens).__name__}",
-            record="tokens",
-            field="tokens",
-        )
-    out: list[TokenData | None] = []
-    for i, (entry, episode) in enumerate(zip(entries, episodes)):
-        where = record or f"tokens[{i}]"
-        if entry is None:
-            out.append(None)
-            continue
-        try:
-            out.append(token_data_from_json(entry, episode))
-        except TokenDataError as exc:
-            raise BadInput(f"{where} (episode {i}, {episode.id!r}): {exc}", record=where, field=exc.field) from None
-    return out
-
-
-def token_answer(scored: EpisodeTokenCredits, data: TokenData) -> dict[str, Any]:
-    """An episode's ``token_credits``: ``n_tokens``; ``values`` (``[n_tokens]``, aligned with the
-    ids); ``call_spans`` (``[start, end)`` per call, ``[0, 0]``: no tokens) and ``call_values`` (each
-    call's credit) of the episode the credit is of -- the input episode with a malformed call per
-    marked span that matched no call (``inserted_calls`` of them; ``calls_without_span``);
-    ``unattached``, the answers' credit, on every sampled token; and for
-    ids joined from ATIF steps, ``segments``: ``{"message", "start", "end"}`` per step."""
-    answer: dict[str, Any] = {
-        "n_tokens": len(scored.values),
-        "values": scored.values,
-        "call_spans": [list(span) for span in scored.spans],
-        "call_values": list(scored.credits.values),
-        "unattached": scored.credits.unattached,
-        "inserted_calls": scored.inserted,
-        "calls_without_span": scored.without_span,
-    }
-    if data.segments:
-        answer["segments"] = [{"message": m, "start": a, "end": b} for m, a, b in data.segments]
-    return answer
+def data_notes_of(served: ServedRules, episodes: Sequence[Episode], path: str = "", name: str = "") -> list[str]:
+    """``rlvp-score``'s notes on the episodes' data (`rlvp_dsl.cli.score_notes.data_notes`), with the
+    server's private `path` shown as the request's file `name`."""
+    notes = data_notes(served.program, episodes)
+    return [note.replace(path, name) for note in notes] if path else notes
 
 
 def episode_answer(
@@ -215,13 +176,28 @@ def episode_answer(
 
 
 def score_answer(
-    served: ServedRules, episodes: Sequence[Episode], source: str, tokens: Sequence[TokenData | None] | None = None
+    served: ServedRules,
+    episodes: Sequence[Episode],
+    source: str,
+    tokens: Sequence[TokenData | None] | None = None,
+    *,
+    notes: Sequence[str] | None = None,
+    errors: Sequence[BadInput] = (),
 ) -> dict[str, Any]:
     """``/score``'s answer for `episodes` scored with `served` (`tokens`: per episode, its token data or None).
 
+    Args:
+        served: the rule set.
+        episodes: the episodes read.
+        source: the request's file name (each entry's ``source``).
+        tokens: per episode, its token data or None; None: no token data.
+        notes: the notes on the data; None: `data_notes_of` the episodes.
+        errors: the records left out (`read_body`).
+
     Returns:
-        ``{"rules", "rules_hash", "count", "total", "rule_totals", "episodes": [...]}``; totals in
-        reward units, summed in episode order.
+        ``{"rules", "rules_hash", "count", "total", "rule_totals", "notes", "errors", "episodes":
+        [...]}``; totals in reward units, summed in episode order; ``errors`` entries are
+        ``{"record", "field", "message"}``.
     """
     per_episode = list(tokens) if tokens is not None else [None] * len(episodes)
     entries = [
@@ -238,6 +214,8 @@ def score_answer(
         "count": len(entries),
         "total": sum(entry["total"] for entry in entries),
         "rule_totals": totals,
+        "notes": list(notes) if notes is not None else data_notes_of(served, episodes),
+        "errors": [problem_json(problem) for problem in errors],
         "episodes": entries,
     }
 
@@ -251,10 +229,20 @@ def score_body(
     Raises:
         BadInput: as `read_body` and `episode_tokens`.
     """
-    trajectory, tokens = split_envelope(body)
-    episodes = read_body(trajectory, name=name, format=format, error_signal=error_signal, workdir=workdir)
-    per_episode = None if tokens is None else episode_tokens(tokens, episodes)
-    return render(score_answer(served, episodes, name, per_episode)), len(episodes)
+    envelope = split_envelope(body)
+    episodes, problems = read_body(
+        envelope.trajectory,
+        name=name,
+        format=format,
+        error_signal=error_signal,
+        workdir=workdir,
+        strict=isinstance(envelope.tokens, list),  # its entries pair with the episodes by position
+        inside="trajectory" if envelope.is_envelope else "",
+    )
+    per_episode = None if envelope.tokens is None else episode_tokens(envelope.tokens, episodes)
+    notes = data_notes_of(served, episodes, os.path.join(workdir, name), name)
+    answer = score_answer(served, episodes, name, per_episode, notes=notes, errors=problems)
+    return render(answer), len(episodes)
 
 
 def render(answer: Any) -> bytes:

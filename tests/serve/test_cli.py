@@ -133,3 +133,20 @@ def test_the_token_compare():
         b"Bearer " + token + b"x",
     ):
         assert not token_matches(header, token)
+
+
+def test_help_lists_every_route(capsys):
+    with pytest.raises(SystemExit) as raised:
+        main(["serve", "--help"])
+    assert raised.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps the description
+    for route in (
+        "POST /score",
+        "POST /get_reward",
+        "POST /verify",
+        "GET /reverify_mode",
+        "GET /healthz",
+        "/rules",
+        "/metrics",
+    ):
+        assert route in text, route

@@ -77,6 +77,7 @@ def test_nemo_gym_fixture_rollouts_verify(server, served):
         # one get_weather call, answered without error: any_weather fires once, weather_error never
         assert body["reward_components"] == {"weather_error": 0.0, "any_weather": -0.25}
         assert body["reward"] == -0.25
+        assert body["notes"] == []  # every call goes to a tool the rules declare
         assert body["rules_hash"] == served.hash == answer.headers["X-RLVP-Rules-Hash"]
         # the request is echoed (NeMo Gym's verify responses extend the request), its extra fields too
         assert body["responses_create_params"] == rollout["responses_create_params"]
@@ -118,9 +119,17 @@ def test_bad_verify_requests_are_422_naming_the_field(server):
     assert answer.status_code == 422
     assert answer.json()["field"] == "response.output" and "Field required" in answer.json()["detail"]
     answer = httpx.post(server.url + "/verify", content=b"[1, 2]", timeout=30)
-    assert answer.status_code == 422 and "must be a JSON object" in answer.json()["detail"]
+    assert answer.status_code == 422
+    assert answer.json()["detail"] == "the body must be a JSON object (a verify request), got a JSON array"
     answer = httpx.post(server.url + "/verify", content=b"{not json", timeout=30)
-    assert answer.status_code == 422 and "not valid JSON" in answer.json()["detail"]
+    assert answer.status_code == 422
+    assert answer.json() == {
+        "error": "bad_input",
+        "detail": "request.json:1:2: invalid JSON: Expecting property name enclosed in double quotes",
+        "record": "",
+        "field": "",
+        "rules_hash": answer.headers["X-RLVP-Rules-Hash"],
+    }
     answer = httpx.post(server.url + "/verify", params={"error_signal": "nope"}, json=rollout, timeout=30)
     assert answer.status_code == 422 and answer.json()["field"] == "error_signal"
     assert "Traceback" not in server.text()

@@ -195,16 +195,25 @@ def test_invalid_json_names_line_and_column(client):
     assert document["detail"].startswith("request.json:2:19: invalid JSON:")
 
 
-def test_a_bad_line_of_a_jsonl_body_is_named(client):
+def test_a_bad_line_of_a_jsonl_body_is_named_and_the_others_scored(client):
     body = b'{"messages": [{"role": "user", "content": "hi"}]}\n{"messages": [{"role": "user", "content": 5}]}\n'
-    document = _bad(client.post("/score", params={"rules": "tau2_airline", "name": "runs.jsonl"}, content=body))
-    assert "runs.jsonl" in document["detail"] and "line 2" in document["detail"] and document["field"] == "content"
+    answer = client.post("/score", params={"rules": "tau2_airline", "name": "runs.jsonl"}, content=body)
+    assert answer.status_code == 200, answer.text
+    document = answer.json()
+    assert [e["id"] for e in document["episodes"]] == ["runs.jsonl:1"]
+    assert document["errors"] == [
+        {
+            "record": "line 2: messages[0]",
+            "field": "content",
+            "message": "runs.jsonl: line 2: messages[0]: field 'content': expected text, a list of content parts or null, got 5",
+        }
+    ]
 
 
 @pytest.mark.parametrize(
     "params,body,says",
     [
-        ({"rules": "tau2_airline"}, b"", "the file is empty"),
+        ({"rules": "tau2_airline"}, b"", "request.json: the body is empty"),
         ({"rules": "tau2_airline"}, b"null", "not a trajectory: JSON null"),
         ({"rules": "tau2_airline"}, b"\xff\xfe\x00", "not UTF-8"),
         ({"rules": "tau2_airline"}, b"[" * 5000 + b"]" * 5000, "nested more than 200 levels"),
@@ -311,10 +320,10 @@ def test_get_reward_cuts_the_credit_of_the_prompt(client):
     "body,says",
     [
         (b'{"query": [1]}', "query[0]: Input should be a valid string"),
-        (b'{"query": "text"}', "query: Input should be a valid array"),
+        (b'{"query": "text"}', "query: Input should be a valid list"),
         (b'{"prompts": []}', "query: Field required"),
         (b'{"query": ["a"], "prompts": []}', "'prompts' has 0 entries but 'query' has 1"),
-        (b'{"query": ', "the body is not valid JSON"),
+        (b'{"query": ', "request.json:1:11: invalid JSON: Expecting value -- the text ends early"),
     ],
 )
 def test_get_reward_bad_bodies_are_422(client, body, says):

@@ -67,4 +67,8 @@ def test_workers_reload_together_and_a_killed_worker_serves_the_same_rules(start
     text = httpx.get(server.url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10).text
     answered = float(re.search(r'rlvp_serve_requests_total\{route="/healthz",status="200"\} (\S+)', text).group(1))
     assert answered >= 4 * 12  # both workers' counts (the killed one's included), whichever answers
+    # each reload once, however many workers: the good one (every worker reloaded) and the bad one
+    # (refused in the parent, which no worker saw)
+    reloads = sorted(x for x in text.splitlines() if x.startswith("rlvp_serve_reloads_total{"))
+    assert reloads == ['rlvp_serve_reloads_total{result="failed"} 1.0', 'rlvp_serve_reloads_total{result="ok"} 1.0']
     assert "Traceback" not in server.text() and TOKEN not in server.text() and TOKEN not in text
