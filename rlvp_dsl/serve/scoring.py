@@ -159,8 +159,18 @@ def episode_answer(
 ) -> dict[str, Any]:
     """One episode's entry (the module docstring lists its fields): rlvp-score --json's entry
     (`score_output.episode_json`), the request's file name as ``source``, each call's summed credit,
-    and with `tokens` the per-token credit (`token_answer`)."""
+    and with `tokens` the per-token credit (`token_answer`).
+
+    Where a marked token span matched no call of the episode, the token credit is of the episode
+    with a malformed call inserted there (`rlvp_dsl.call_spans`, ``inserted_calls``); then every
+    field is of that episode -- totals, rule totals, ``malformed_calls``, ``call_credits`` -- so the
+    entry adds up to what the tokens carry."""
     per_call = call_credits(episode, credits, source=served.name)
+    scored = None
+    if tokens is not None:
+        scored = score_tokens(served.program, episode, tokens, source=served.name, credits=per_call)
+        if scored.inserted:
+            episode, credits, per_call = scored.episode, served.program.score(scored.episode), scored.credits
     entry = {
         **episode_json(served.program, episode, credits),
         "source": source,
@@ -169,8 +179,7 @@ def episode_answer(
             for call, value in zip(episode.calls, per_call.values)
         ],
     }
-    if tokens is not None:
-        scored = score_tokens(served.program, episode, tokens, source=served.name, credits=per_call)
+    if scored is not None and tokens is not None:
         entry["token_credits"] = token_answer(scored, tokens)
     return entry
 
