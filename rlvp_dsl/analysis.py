@@ -87,6 +87,26 @@ class Universe:
         found = self._memo.get(atom_key)
         return found if found is not None else self._keep(atom_key, self._shared_atom(node))
 
+    def carriers(self, binding: ast.Binding, classes: frozenset[EventClass]) -> frozenset[EventClass]:
+        """The classes among `classes` whose events may have a value for `binding`, as the scorer
+        reads one (`rlvp_dsl.predicates.binding_key`): `same message`, any class; `same call`,
+        the calls; `same target`, the calls of declared tools that declare a target (an
+        undeclared tool has none); `same ARG`, the calls of tools that take ARG or whose
+        parameters are unknown, and of undeclared tools.  A message turn carries only `message`.
+        Empty means the binding can never hold on an event of `classes` (RV205/RV206)."""
+        if binding.kind == "message":
+            return classes
+        calls = frozenset(c for c in classes if c[0] == CALL)
+        if binding.kind == "call":
+            return calls
+        if binding.kind == "target":
+            return frozenset(c for c in calls if c[1] in self.tools and self.tools[c[1]].target)
+        assert binding.arg is not None  # an `arg` binding names its argument
+        takes = set(self._params().get(binding.arg.text, ()))
+        return frozenset(
+            c for c in calls if c[1] == UNKNOWN or c[1] in takes or self.tools[c[1] or ""].params is None
+        )
+
     def _params(self) -> dict[str, list[str]]:
         """Parameter name -> the declared tools whose parameter list holds it (built once)."""
         if self._by_param is None:
