@@ -103,9 +103,7 @@ class Universe:
             return frozenset(c for c in calls if c[1] in self.tools and self.tools[c[1]].target)
         assert binding.arg is not None  # an `arg` binding names its argument
         takes = set(self._params().get(binding.arg.text, ()))
-        return frozenset(
-            c for c in calls if c[1] == UNKNOWN or c[1] in takes or self.tools[c[1] or ""].params is None
-        )
+        return frozenset(c for c in calls if c[1] == UNKNOWN or c[1] in takes or self.tools[c[1] or ""].params is None)
 
     def _params(self) -> dict[str, list[str]]:
         """Parameter name -> the declared tools whose parameter list holds it (built once)."""

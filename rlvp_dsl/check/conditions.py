@@ -164,8 +164,9 @@ def check_history(state: CheckState, expr: ast.Expr) -> None:
     universe = state.universe
     has_binding = ast.fold(
         expr,
-        lambda node, kids: any(kids)
-        or (isinstance(node, ast.Seen) and node.same is not None and node.same.kind != "message"),
+        lambda node, kids: (
+            any(kids) or (isinstance(node, ast.Seen) and node.same is not None and node.same.kind != "message")
+        ),
     )
     if not has_binding:
         return
