@@ -11,7 +11,7 @@ from ..ir import CheckedRule, ObligationRule, ProgressRule, ViolationRule
 from ..source import Span
 from .conditions import check_binding, check_expr, check_history
 from .lowering import blind_destructive, repeat_error
-from .meaning import lands_on_calls, never_fires
+from .meaning import lands_on_calls, never_fires, never_together
 from .state import CheckState
 from .weights import weight
 
@@ -90,7 +90,8 @@ def obligation(state: CheckState, r: ast.Obligation) -> ObligationRule:
     if not discharge_classes:
         state.error(
             "RV206",
-            f"obligation {quoted(r.name.text)} can never be discharged: no event satisfies its `discharge` condition",
+            f"obligation {quoted(r.name.text)} can never be discharged: no event satisfies its `discharge` "
+            f"condition{never_together(state.universe, r.discharge)}",
             r.discharge.span,
             "check the tool names, tags and statuses it combines with `and`",
         )
@@ -112,5 +113,12 @@ def progress(state: CheckState, r: ast.Progress) -> ProgressRule:
             "add one, e.g. `(+0.2 per unit, max 1.0)`: credit must stay bounded",
         )
     if r.max is not None and r.max <= 0:
-        state.error("RV209", f"'max' must be positive (got {r.max:g})", r.span)
+        # the span: the rule's (the syntax tree keeps none for the cap itself)
+        state.error(
+            "RV209",
+            f"'max' must be positive (got {r.max:g})",
+            r.span,
+            "`max` caps the rule's total credit over the episode: write a positive cap, e.g. `max 1.0`"
+            + ("" if r.per_unit else f", or drop `, max {r.max:g}` to pay the weight for every new best"),
+        )
     return ProgressRule(r.name.text, w, r.signal.text, r.direction, r.per_unit, r.max, r.start, r.span)
