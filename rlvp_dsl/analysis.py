@@ -99,11 +99,17 @@ class Universe:
         calls = frozenset(c for c in classes if c[0] == CALL)
         if binding.kind == "call":
             return calls
-        if binding.kind == "target":
-            return frozenset(c for c in calls if c[1] in self.tools and self.tools[c[1]].target)
-        assert binding.arg is not None  # an `arg` binding names its argument
-        takes = set(self._params().get(binding.arg.text, ()))
-        return frozenset(c for c in calls if c[1] == UNKNOWN or c[1] in takes or self.tools[c[1] or ""].params is None)
+        arg = binding.arg.text if binding.kind == "arg" and binding.arg is not None else None
+        out = []
+        for c in calls:  # linear in the classes, as `tools_of` is
+            spec = self.tools.get(c[1] or "") if c[1] != UNKNOWN else None
+            if binding.kind == "target":
+                carries = spec is not None and bool(spec.target)
+            else:
+                carries = spec is None or spec.params is None or arg in spec.params
+            if carries:
+                out.append(c)
+        return frozenset(out)
 
     def _params(self) -> dict[str, list[str]]:
         """Parameter name -> the declared tools whose parameter list holds it (built once)."""

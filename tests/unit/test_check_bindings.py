@@ -133,7 +133,9 @@ def test_rv210_names_the_two_tests_that_never_hold_together():
         '`call a` and `text contains "x"` never hold on one event'
     )
     ((_, message, _, _),) = found(text + "violation v (-0.5) { on call a and call b or assistant and error }")
-    assert message.endswith(": `call a` and `call b` never hold on one event; `assistant` and `error` never hold on one event")
+    assert message.endswith(
+        ": `call a` and `call b` never hold on one event; `assistant` and `error` never hold on one event"
+    )
 
 
 def test_the_suggested_fix_pays(tmp_path):
