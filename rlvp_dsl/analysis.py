@@ -87,6 +87,18 @@ class Universe:
         found = self._memo.get(atom_key)
         return found if found is not None else self._keep(atom_key, self._shared_atom(node))
 
+    def possible_each(self, expr: ast.Expr) -> dict[int, frozenset[EventClass]]:
+        """`possible` of every node of `expr` (`seen` conditions included), by ``id(node)``: one
+        pass, for a caller that needs the classes of the parts as well as of the whole."""
+        out: dict[int, frozenset[EventClass]] = {}
+
+        def keep(node: ast.Expr, kids: list[frozenset[EventClass]]) -> frozenset[EventClass]:
+            out[id(node)] = found = self._atom(node, kids)
+            return found
+
+        ast.fold(expr, keep)
+        return out
+
     def carriers(self, binding: ast.Binding, classes: frozenset[EventClass]) -> frozenset[EventClass]:
         """The classes among `classes` whose events may have a value for `binding`, as the scorer
         reads one (`rlvp_dsl.predicates.binding_key`): `same message`, any class; `same call`,

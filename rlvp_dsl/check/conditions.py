@@ -159,34 +159,31 @@ def check_history(state: CheckState, expr: ast.Expr) -> None:
     `and` around the `seen`. `on assistant and not seen (call get ok same id)` is an error: an
     assistant turn has no `id`, so `seen` is false on every one of them and `not seen` always holds.
 
-    Cost: one pass, plus one `Universe.possible` per `and` above a `seen` with a binding.
+    Cost: two passes over `expr` (`Universe.possible_each`), none without such a `seen`.
     """
-    universe = state.universe
-    has_binding = ast.fold(
-        expr,
-        lambda node, kids: (
-            any(kids) or (isinstance(node, ast.Seen) and node.same is not None and node.same.kind != "message")
-        ),
-    )
-    if not has_binding:
+    if not any(isinstance(n, ast.Seen) and n.same is not None and n.same.kind != "message" for n in walk(expr)):
         return
-    stack: list[tuple[ast.Expr, frozenset[EventClass]]] = [(expr, universe.possible(expr))]
+    sets = state.universe.possible_each(expr)
+    stack: list[tuple[ast.Expr, frozenset[EventClass]]] = [(expr, sets[id(expr)])]
     while stack:
         node, context = stack.pop()
         if isinstance(node, ast.And):  # a `seen` inside matters only where every item can hold
-            inner = context & universe.possible(node)
+            inner = context & sets[id(node)]
             stack.extend((item, inner) for item in node.items)
         elif isinstance(node, ast.Or):
             stack.extend((item, context) for item in node.items)
         elif isinstance(node, ast.Not):
             stack.append((node.item, context))
         elif isinstance(node, ast.Seen):
-            _check_seen(state, node, context)
+            _check_seen(state, node, context, sets[id(node.cond)])
             # C and D are tested at other events (the earlier one, those in between): contexts of their own
-            stack.extend((sub, universe.possible(sub)) for sub in (node.cond, node.since) if sub is not None)
+            stack.extend((sub, sets[id(sub)]) for sub in (node.cond, node.since) if sub is not None)
 
 
-def _check_seen(state: CheckState, node: ast.Seen, context: frozenset[EventClass]) -> None:
+def _check_seen(
+    state: CheckState, node: ast.Seen, context: frozenset[EventClass], earlier: frozenset[EventClass]
+) -> None:
+    """RV205 for a binding of `node` that no event of `earlier` (C's classes) or of `context` carries."""
     same = node.same
     if same is None or same.kind == "message" or same.span.line <= 0:  # no binding, or one the checker made
         return
@@ -194,7 +191,7 @@ def _check_seen(state: CheckState, node: ast.Seen, context: frozenset[EventClass
     if not node.returned and not check_binding(
         state,
         same,
-        state.universe.possible(node.cond),
+        earlier,
         "the `seen` condition",
         "RV205",
         "drop `{b}` (`seen (C)` asks for any earlier such event), or make C a call that carries it",
