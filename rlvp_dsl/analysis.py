@@ -87,6 +87,42 @@ class Universe:
         found = self._memo.get(atom_key)
         return found if found is not None else self._keep(atom_key, self._shared_atom(node))
 
+    def possible_each(self, expr: ast.Expr) -> dict[int, frozenset[EventClass]]:
+        """`possible` of every node of `expr` (`seen` conditions included), by ``id(node)``: one
+        pass, for a caller that needs the classes of the parts as well as of the whole."""
+        out: dict[int, frozenset[EventClass]] = {}
+
+        def keep(node: ast.Expr, kids: list[frozenset[EventClass]]) -> frozenset[EventClass]:
+            out[id(node)] = found = self._atom(node, kids)
+            return found
+
+        ast.fold(expr, keep)
+        return out
+
+    def carriers(self, binding: ast.Binding, classes: frozenset[EventClass]) -> frozenset[EventClass]:
+        """The classes among `classes` whose events may have a value for `binding`, as the scorer
+        reads one (`rlvp_dsl.predicates.binding_key`): `same message`, any class; `same call`,
+        the calls; `same target`, the calls of declared tools that declare a target (an
+        undeclared tool has none); `same ARG`, the calls of tools that take ARG or whose
+        parameters are unknown, and of undeclared tools.  A message turn carries only `message`.
+        Empty means the binding can never hold on an event of `classes` (RV205/RV206)."""
+        if binding.kind == "message":
+            return classes
+        calls = frozenset(c for c in classes if c[0] == CALL)
+        if binding.kind == "call":
+            return calls
+        arg = binding.arg.text if binding.kind == "arg" and binding.arg is not None else None
+        out = []
+        for c in calls:  # linear in the classes, as `tools_of` is
+            spec = self.tools.get(c[1] or "") if c[1] != UNKNOWN else None
+            if binding.kind == "target":
+                carries = spec is not None and bool(spec.target)
+            else:
+                carries = spec is None or spec.params is None or arg in spec.params
+            if carries:
+                out.append(c)
+        return frozenset(out)
+
     def _params(self) -> dict[str, list[str]]:
         """Parameter name -> the declared tools whose parameter list holds it (built once)."""
         if self._by_param is None:

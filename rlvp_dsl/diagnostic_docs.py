@@ -128,9 +128,12 @@ DOCS: Mapping[str, CodeDoc] = {
     ),
     "RV203": CodeDoc(
         "A name defined twice: two rules, two constants or two `test` blocks with one name (across "
-        "the included files), or one tool declared with two different targets.",
+        "the included files), or one tool given two different targets -- by two `target` clauses, or "
+        "by a `target` clause and a `tools from` manifest, which may have inferred the target from the "
+        "tools' parameters (the message says which, and where each came from).",
         "Rename one: explanations, summaries and the test runner report by name. For a tool, keep one "
-        "target (declaring a tool again may only add tags).",
+        "target (declaring a tool again may only add tags): drop a `target` clause that disagrees with "
+        "the manifest's, or fix its spelling.",
         "tool a : read\nviolation v (-0.5) { on call a }\nviolation v (-0.3) { on call a error }\n",
     ),
     "RV204": CodeDoc(
@@ -143,19 +146,27 @@ DOCS: Mapping[str, CodeDoc] = {
     "RV205": CodeDoc(
         "An argument name (`arg X ...`, `same X`) that none of the tools the condition can match takes, "
         "when their parameters are known (from a manifest); `same target` where no matched tool "
-        "declares a target; or `returned message` (a source message is not a value a tool returns). "
-        "The test could never hold.",
-        "Take the did-you-mean over the tools' parameters, or bind an argument those tools take. Tools "
-        "declared inline have no known parameters besides their target: declare them with `tools from` "
-        "a manifest to have argument names checked (RV307 flags likely typos meanwhile).",
+        "declares a target; `same X`, `same target` or `same call` asked of an event that can only be "
+        "a message turn (a message has no arguments: only `same message` compares messages) -- the "
+        "earlier event of `seen (C same X)`, the event the `seen` is tested at (`on assistant and not "
+        "seen (... same X)` holds on every assistant turn), or an obligation's `open`; or `returned "
+        "message` (a source message is not a value a tool returns). The test could never hold.",
+        "Take the did-you-mean over the tools' parameters, or bind an argument those tools take. On "
+        "message turns, drop the binding (`seen (C)` asks for any earlier such event) or test a call "
+        "that takes the argument. Tools declared inline have no known parameters besides their target: "
+        "declare them with `tools from` a manifest to have argument names checked (RV307 flags likely "
+        "typos meanwhile).",
         "tool get : read\nviolation v (-0.5) {\n  on call get\n  unless seen (call get ok same target)\n}\n",
     ),
     "RV206": CodeDoc(
-        "An obligation that can never be discharged: no event satisfies its `discharge` condition, or "
-        "no tool its discharge can match carries the `same` binding. Every opened instance would "
-        "expire.",
+        "An obligation that can never be discharged: no event satisfies its `discharge` condition (the "
+        "message names two tests that never hold on one event), or no event its discharge can match "
+        "carries the `same` binding -- no matched tool takes the argument, or the discharge matches "
+        "only message turns (`discharge on assistant same reservation_id`: a message has no arguments). "
+        "Every opened instance would expire: a pure penalty.",
         "Check the tools, tags and statuses the discharge combines with `and`; bind an argument the "
-        "discharging tools take.",
+        "discharging tools take, or, for a discharge on a message turn, drop `same` (one instance is "
+        "open at a time, and the first matching turn after the opener discharges it).",
         "tool a : write\nobligation o (+0.2, expire -0.2) {\n  open on call a ok\n"
         "  discharge on call a error and call a ok\n}\n",
     ),
@@ -179,7 +190,8 @@ DOCS: Mapping[str, CodeDoc] = {
     ),
     "RV210": CodeDoc(
         "A warning: a rule that can never fire, because no event can satisfy its condition (one event "
-        "is never a call of two tools; a `blind_destructive` whose tools declare no target).",
+        "is never a call of two tools, and a call has no `text`: the message names the two tests that "
+        "never hold on one event; a `blind_destructive` whose tools declare no target).",
         "Check what its `and` combines: `call a and call b` is never true; `call {a, b}` means either.",
         "tool a : read\ntool b : write\nviolation v (-0.5) { on call a and call b }\n",
     ),

@@ -1,6 +1,9 @@
 """Stage 3 of the checker: the names inside conditions -- tools (RV201) and tags (RV202) with
 did-you-mean, regexes (RV105), argument names against the parameters of the tools a condition
-can match (RV205), and bindings a tool carries no value for (RV205/RV206)."""
+can match (RV205), and bindings no event the binding is asked of carries (RV205/RV206): an
+argument no matched tool takes, a target no matched tool declares, and any `same ARG`,
+`same target` or `same call` asked of an event that can only be a message turn (the scorer's
+`rlvp_dsl.predicates.binding_key` gives a message turn a value for `same message` alone)."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from typing import cast
 from .. import ast
 from ..analysis import EventClass, has_unknown, tools_of, walk
 from ..diagnostics import did_you_mean, quoted
+from ..events import CALL
 from ..regex import RegexSyntaxError, compile_regex
 from ..syntax.errors import keyword_suggestion
 from .state import CheckState
@@ -57,8 +61,6 @@ def check_expr(state: CheckState, expr: ast.Expr) -> None:
                 "`same message` finds an earlier event of this event's own message; `returned ARG` "
                 "finds an earlier result that holds this event's argument",
             )
-        elif isinstance(node, ast.Seen) and node.same is not None and not node.returned:
-            check_binding(state, node.same, state.universe.possible(node.cond), "the `seen` condition", "RV205")
     if isinstance(expr, ast.ArgTest):
         _check_args_in(state, ast.And((expr,), expr.span))
 
@@ -89,32 +91,119 @@ def _check_args_in(state: CheckState, node: ast.And) -> None:
             )
 
 
+#: Why a message turn has no value for a binding, by binding kind (`rlvp_dsl.predicates.binding_key`).
+_NO_VALUE_ON_MESSAGES = {
+    "arg": "a message turn has no arguments",
+    "target": "a message turn has no target argument",
+    "call": "a message turn is not a call",
+}
+
+
 def check_binding(
-    state: CheckState, binding: ast.Binding, classes: frozenset[EventClass], where: str, code: str
+    state: CheckState,
+    binding: ast.Binding,
+    classes: frozenset[EventClass],
+    where: str,
+    code: str,
+    fix: str = "",
+    word: str = "same",
 ) -> bool:
-    """False (after an error `code`) when no tool that `where` can match carries a value for `binding`."""
-    if binding.kind in ("call", "message") or has_unknown(classes):  # every call has both
+    """False (after an error `code` at the binding) when no event class of `classes` -- the
+    events `where` can match -- carries a value for `binding`: an argument none of the matched
+    tools takes (when their parameters are known), a target none of them declares, or any
+    binding but `message` when `classes` holds message turns only.
+
+    Args:
+        where: the condition the classes come from, as the message names it (`` `open` ``).
+        fix: the help for the message-only case (what to write instead); `{b}` is replaced by
+            the binding as written.
+        word: ``same`` or ``returned``, as written before the binding.
+    """
+    if not classes or state.universe.carriers(binding, classes):  # no event at all: RV210's business
         return True
-    tools = [state.tools[t] for t in tools_of(classes)]
-    if binding.kind == "target":
-        if tools and not any(t.target for t in tools):
-            state.error(
-                code,
-                f"no tool matched by {where} declares a target",
-                binding.span,
-                "declare one with `tool NAME : TAGS target ARG`, or bind an argument: `same ARG`",
-            )
-            return False
-        return True
-    assert binding.arg is not None  # an `arg` binding names its argument
-    arg = binding.arg.text
-    if tools and all(t.params is not None for t in tools) and not any(arg in (t.params or ()) for t in tools):
+    if not any(kind == CALL for kind, _, _ in classes):
+        kinds = " and ".join(sorted({f"{kind} turns" for kind, _, _ in classes}))
+        written = f"{word} {binding.describe()}"
         state.error(
             code,
-            f"argument {quoted(arg)} is not bound by {where}: none of its tools "
-            f"({', '.join(sorted(t.name for t in tools))}) takes it",
+            f"`{written}` can never hold: {where} matches only {kinds}, and {_NO_VALUE_ON_MESSAGES[binding.kind]}",
             binding.span,
-            did_you_mean(arg, {p for t in tools for p in t.params or ()}),
+            (fix or "drop `{b}`, or bind on a call that carries it").replace("{b}", written),
         )
         return False
-    return True
+    tools = [state.tools[t] for t in tools_of(classes)]  # none takes the argument / declares a target
+    if binding.kind == "target":
+        state.error(
+            code,
+            f"no tool matched by {where} declares a target",
+            binding.span,
+            "declare one with `tool NAME : TAGS target ARG`, or bind an argument: `same ARG`",
+        )
+        return False
+    assert binding.arg is not None  # an `arg` binding names its argument
+    state.error(
+        code,
+        f"argument {quoted(binding.arg.text)} is not bound by {where}: none of its tools "
+        f"({', '.join(sorted(t.name for t in tools))}) takes it",
+        binding.span,
+        did_you_mean(binding.arg.text, {p for t in tools for p in t.params or ()}),
+    )
+    return False
+
+
+def check_history(state: CheckState, expr: ast.Expr) -> None:
+    """The bindings of the `seen` tests in `expr`, a condition tested on its own (a rule's `on`
+    with its `unless`, an obligation's `open`, ``discharge`` or deadline, ...), on both events
+    they compare (RV205): the earlier event *j* (the classes its condition C can match) and the
+    event *i* the `seen` is tested at -- the classes `expr` can match there, narrowed by every
+    `and` around the `seen`. `on assistant and not seen (call get ok same id)` is an error: an
+    assistant turn has no `id`, so `seen` is false on every one of them and `not seen` always holds.
+
+    Cost: two passes over `expr` (`Universe.possible_each`), none without such a `seen`.
+    """
+    if not any(isinstance(n, ast.Seen) and n.same is not None and n.same.kind != "message" for n in walk(expr)):
+        return
+    sets = state.universe.possible_each(expr)
+    stack: list[tuple[ast.Expr, frozenset[EventClass]]] = [(expr, sets[id(expr)])]
+    while stack:
+        node, context = stack.pop()
+        if isinstance(node, ast.And):  # a `seen` inside matters only where every item can hold
+            inner = context & sets[id(node)]
+            stack.extend((item, inner) for item in node.items)
+        elif isinstance(node, ast.Or):
+            stack.extend((item, context) for item in node.items)
+        elif isinstance(node, ast.Not):
+            stack.append((node.item, context))
+        elif isinstance(node, ast.Seen):
+            _check_seen(state, node, context, sets[id(node.cond)])
+            # C and D are tested at other events (the earlier one, those in between): contexts of their own
+            stack.extend((sub, sets[id(sub)]) for sub in (node.cond, node.since) if sub is not None)
+
+
+def _check_seen(
+    state: CheckState, node: ast.Seen, context: frozenset[EventClass], earlier: frozenset[EventClass]
+) -> None:
+    """RV205 for a binding of `node` that no event of `earlier` (C's classes) or of `context` carries."""
+    same = node.same
+    if same is None or same.kind == "message" or same.span.line <= 0:  # no binding, or one the checker made
+        return
+    word = "returned" if node.returned else "same"
+    if not node.returned and not check_binding(
+        state,
+        same,
+        earlier,
+        "the `seen` condition",
+        "RV205",
+        "drop `{b}` (`seen (C)` asks for any earlier such event), or make C a call that carries it",
+    ):
+        return
+    check_binding(
+        state,
+        same,
+        context,
+        "the condition around this `seen`",
+        "RV205",
+        "drop `{b}` (`seen (C)` asks for any earlier such event), or test the `seen` on a call "
+        "that carries it (`on call TOOL and ...`)",
+        word,
+    )

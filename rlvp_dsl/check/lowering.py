@@ -8,7 +8,7 @@ from .. import ast
 from ..analysis import tools_of
 from ..diagnostics import quoted
 from ..ir import ViolationRule
-from .conditions import check_expr
+from .conditions import check_expr, check_history
 from .meaning import lands_on_calls
 from .state import CheckState
 from .weights import weight
@@ -38,10 +38,12 @@ def repeat_error(state: CheckState, r: ast.RepeatError) -> ViolationRule:
     reset: ast.Expr = DEFAULT_RESET
     if r.reset is not None:
         check_expr(state, r.reset)
+        check_history(state, r.reset)
         reset = r.reset
     on: ast.Expr = ast.CallAtom()
     if r.on is not None:
         check_expr(state, r.on)
+        check_history(state, r.on)
         lands_on_calls(state, r.name.text, "`on`", r.on, r.on.span)
         on = r.on
     failed = ast.And((ast.CallAtom(), ast.StatusAtom("error")))
@@ -59,10 +61,12 @@ def blind_destructive(state: CheckState, r: ast.BlindDestructive) -> ViolationRu
     inspected: ast.Expr = DEFAULT_INSPECTED
     if r.on is not None:
         check_expr(state, r.on)
+        check_history(state, r.on)
         lands_on_calls(state, r.name.text, "`on`", r.on, r.on.span)
         on = r.on
     if r.inspected_by is not None:
         check_expr(state, r.inspected_by)
+        check_history(state, r.inspected_by)
         inspected = r.inspected_by
     target = ast.Binding("target")
     matched = tools_of(state.universe.possible(on))

@@ -9,11 +9,19 @@ from .. import ast
 from ..diagnostics import quoted
 from ..ir import CheckedRule, ObligationRule, ProgressRule, ViolationRule
 from ..source import Span
-from .conditions import check_binding, check_expr
+from .conditions import check_binding, check_expr, check_history
 from .lowering import blind_destructive, repeat_error
-from .meaning import lands_on_calls, never_fires
+from .meaning import lands_on_calls, never_fires, never_together
 from .state import CheckState
 from .weights import weight
+
+
+#: The help of a `same` binding that `open` / `discharge` can only ask of message turns.
+_OPEN_FIX = "drop `{b}` (one instance at a time), or open on a call that carries it"
+_DISCHARGE_FIX = (
+    "drop `{b}` (the first matching turn after the opener then discharges; one instance at a "
+    "time), or discharge on a call that carries it"
+)
 
 
 def check_rules(state: CheckState) -> tuple[list[CheckedRule], dict[str, Span]]:
@@ -59,6 +67,7 @@ def violation(state: CheckState, r: ast.Violation) -> ViolationRule:
     if r.unless is not None:
         check_expr(state, r.unless)
         cond = ast.And((r.on, ast.Not(r.unless, r.unless.span)), r.on.span)
+    check_history(state, cond)
     lands_on_calls(state, r.name.text, "`on`", r.on, r.on.span)
     never_fires(state, r.name.text, cond, r.name.span)
     return ViolationRule(r.name.text, "violation", w, cond, r.span)
@@ -72,6 +81,7 @@ def obligation(state: CheckState, r: ast.Obligation) -> ObligationRule:
     for expr in (r.open, r.discharge, r.deadline.cond):
         if expr is not None:
             check_expr(state, expr)
+            check_history(state, expr)
     lands_on_calls(state, r.name.text, "`open`", r.open, r.open.span)
     lands_on_calls(state, r.name.text, "`discharge`", r.discharge, r.discharge.span)
     open_classes = state.universe.possible(r.open)
@@ -80,13 +90,14 @@ def obligation(state: CheckState, r: ast.Obligation) -> ObligationRule:
     if not discharge_classes:
         state.error(
             "RV206",
-            f"obligation {quoted(r.name.text)} can never be discharged: no event satisfies its `discharge` condition",
+            f"obligation {quoted(r.name.text)} can never be discharged: no event satisfies its `discharge` "
+            f"condition{never_together(state.universe, r.discharge)}",
             r.discharge.span,
             "check the tool names, tags and statuses it combines with `and`",
         )
     elif r.same is not None:
-        if check_binding(state, r.same, open_classes, "`open`", "RV205"):
-            check_binding(state, r.same, discharge_classes, "`discharge`", "RV206")
+        if check_binding(state, r.same, open_classes, "`open`", "RV205", _OPEN_FIX):
+            check_binding(state, r.same, discharge_classes, "`discharge`", "RV206", _DISCHARGE_FIX)
     d = r.deadline
     return ObligationRule(r.name.text, credit, expire, r.open, r.discharge, r.same, d.kind, d.cond, d.calls, r.span)
 
@@ -102,5 +113,12 @@ def progress(state: CheckState, r: ast.Progress) -> ProgressRule:
             "add one, e.g. `(+0.2 per unit, max 1.0)`: credit must stay bounded",
         )
     if r.max is not None and r.max <= 0:
-        state.error("RV209", f"'max' must be positive (got {r.max:g})", r.span)
+        # the span: the rule's (the syntax tree keeps none for the cap itself)
+        state.error(
+            "RV209",
+            f"'max' must be positive (got {r.max:g})",
+            r.span,
+            "`max` caps the rule's total credit over the episode: write a positive cap, e.g. `max 1.0`"
+            + ("" if r.per_unit else f", or drop `, max {r.max:g}` to pay the weight for every new best"),
+        )
     return ProgressRule(r.name.text, w, r.signal.text, r.direction, r.per_unit, r.max, r.start, r.span)

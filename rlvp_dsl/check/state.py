@@ -5,14 +5,43 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping, TypeVar
 
+import attrs
+
 from .. import ast
 from ..analysis import Universe
-from ..diagnostics import WARNING, Diagnostic
+from ..diagnostics import WARNING, Diagnostic, quoted
 from ..manifests import Manifest
 from ..source import Span
 from ..tools import ToolSpec
 
 Item = TypeVar("Item")
+
+
+@attrs.frozen
+class TargetOrigin:
+    """Where a tool's target came from: a ``target`` clause (at its argument name), or a
+    manifest read by ``tools from`` (at that line), which may have inferred it."""
+
+    span: Span
+    manifest: str | None = None  # the path as written in `tools from`; None: a `target` clause
+    inferred: bool = False  # the manifest declares no target: `rlvp_dsl.manifests.targets` inferred it
+
+    def now(self, tool: str, target: str) -> str:
+        """The first half of RV203's message, for the declaration that conflicts."""
+        if self.manifest is None:
+            return f"tool {quoted(tool)} declared with target {quoted(target)}"
+        how = " (inferred from its parameters)" if self.inferred else ""
+        return f"the manifest {quoted(self.manifest)} gives tool {quoted(tool)} target {quoted(target)}{how}"
+
+    def before(self, target: str) -> str:
+        """The second half of RV203's message, for the declaration that came first."""
+        if self.manifest is None:
+            return f"earlier declared with target {quoted(target)} (at {self.span.location})"
+        how = "inferred from its parameters by " if self.inferred else ""
+        return (
+            f"earlier the manifest {quoted(self.manifest)} gave it target {quoted(target)} "
+            f"({how}`tools from` at {self.span.location})"
+        )
 
 
 class CheckState:
@@ -25,6 +54,8 @@ class CheckState:
         errors: how many of them are errors (counted, not recounted per rule).
         tools: the tool table (stage 1), name -> `ToolSpec`.
         tag_origins: declared tag -> (the first tool declaring it, where).
+        target_origins: tool name -> where its target came from (`rlvp_dsl.check.tools`; tools
+            with a target only).
         universe: the event classes the tool table allows (`rlvp_dsl.analysis.Universe`; after stage 1).
         declared_tags / known_tags: the tools' tags, and those plus `rlvp_dsl.check.tags.BUILTIN_TAGS`.
         consts: constant name -> (value, where) (stage 2).
@@ -43,6 +74,7 @@ class CheckState:
         self.errors = 0
         self.tools: dict[str, ToolSpec] = {}
         self.tag_origins: dict[str, tuple[str, Span]] = {}
+        self.target_origins: dict[str, TargetOrigin] = {}
         self.universe = Universe({})
         self.declared_tags: set[str] = set()
         self.known_tags: set[str] = set()
