@@ -32,7 +32,7 @@ class Reasons:
         for t in vocab.tools:
             declared = program.tools.get(t.name)
             tags = t.tags | (declared.tags if declared else frozenset())
-            table[t.name] = ToolSpec(t.name, tags, t.target, t.params or None)
+            table[t.name] = ToolSpec(t.name, tags, t.target, t.params)
         self.declared_only = sorted(set(program.tools) - generated)
         self.universe = Universe(table)
         self.generatable = self.universe.messages | self.universe.calls_of(sorted(generated))
@@ -67,6 +67,13 @@ class Reasons:
                     f"every one of the {opened} generated events that satisfied its open condition also "
                     "satisfied its discharge condition, and an event that satisfies the discharge "
                     "condition never opens an instance (docs/language.md): it can never open"
+                )
+        if isinstance(rule, ObligationRule) and rule.same is not None:
+            opening = self.possible(rule.open, STATUSES, creditable=True)
+            if not self.universe.carriers(rule.same, opening):
+                return True, (
+                    f"its open condition holds only on events with no value for `same {rule.same.describe()}` "
+                    f"(no tool of {self.source} that it matches takes it): no instance can open"
                 )
         label, expr, _ = parts[-1]
         never = self._never_held(expr, sample)

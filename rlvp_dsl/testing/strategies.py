@@ -120,8 +120,9 @@ def _shape(obj: Any) -> ToolSpec:
     name = getattr(obj, "name", None)
     if not isinstance(name, str):
         raise TypeError(f"a tool must be a name or have a 'name' attribute (got {type(obj).__name__})")
-    params = getattr(obj, "params", None) or ()
-    return ToolSpec(name, frozenset(getattr(obj, "tags", None) or ()), getattr(obj, "target", None), tuple(params))
+    params = getattr(obj, "params", None)  # None: not known (a `tool` line); (): takes none (a manifest says so)
+    tags = frozenset(getattr(obj, "tags", None) or ())
+    return ToolSpec(name, tags, getattr(obj, "target", None), None if params is None else tuple(params))
 
 
 def _tool_shapes(tools: Any) -> tuple[ToolSpec, ...]:

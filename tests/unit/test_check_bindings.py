@@ -153,3 +153,44 @@ def test_the_suggested_fix_pays(tmp_path):
     good = subprocess.run(run + [str(tmp_path / "good.rlvp")], capture_output=True, text=True, cwd=REPO)
     assert bad.returncode != 0 and "error[RV206]" in bad.stdout + bad.stderr
     assert good.returncode == 0 and "1 passed, 0 failed" in good.stdout, good.stdout + good.stderr
+
+
+def test_check_names_an_opener_whose_tools_cannot_carry_the_binding(tmp_path):
+    """`rlvp-compile --check --manifest M`: an obligation keyed `same reservation_id` whose open
+    condition matches only tools of M that take no such argument can never open -- said as that,
+    not as "held on no event ... (raise --examples)".  A tool a `tool` line declares (its
+    parameters not known) is not such a tool."""
+    manifest = tmp_path / "other.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "format": "rlvp-tools/1",
+                "tools": [
+                    {"name": "toggle", "tags": ["write"], "parameters": []},
+                    {"name": "lookup", "tags": ["read"], "parameters": ["line_id"]},
+                ],
+            }
+        ),
+        encoding="utf-8",
+    )
+    rules = tmp_path / "r.rlvp"
+    rules.write_text(
+        "tool toggle : write\ntool lookup : read\n"
+        "obligation o (+0.1, expire -0.1) {\n  open on call tag write ok\n"
+        "  discharge on call tag read ok same reservation_id\n}\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "rlvp_dsl.cli.compile", "--check", str(rules), "--manifest", str(manifest)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    said = "no instance can open"
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip().startswith("o (")]
+    assert lines == [
+        f"o ({outcome}) can never fire: its open condition holds only on events with no value for "
+        f"`same reservation_id` (no tool of the manifest {manifest} that it matches takes it): {said}"
+        for outcome in ("discharge", "expire")
+    ], done.stdout
