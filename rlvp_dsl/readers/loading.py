@@ -38,7 +38,7 @@ from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
 from rlvp_dsl.source import undecodable
 
 from .errors import ReaderError, load_json_text
-from .error_signals import DEFAULT_ERROR_SIGNALS, ErrorSignal, error_signal as resolve_signal
+from .error_signals import BAD_ERROR_FLAGS, DEFAULT_ERROR_SIGNALS, ErrorSignal, FlagWatch, error_signal as resolve_signal
 from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
@@ -191,9 +191,25 @@ def _decode(data: bytes, file: str) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        packed = {b"\x1f\x8b": "gzip", b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz"}.get(data[:2])
-        hint = f" -- it is {packed}-compressed: decompress it first" if packed else ""
-        raise ReaderError(_shown(file), detail=f"not UTF-8 text: {undecodable(exc)}{hint}") from None
+        raise _not_utf8(data, file, exc) from None
+
+
+def _not_utf8(data: bytes, file: str, exc: UnicodeDecodeError) -> ReaderError:
+    """The error of a file that is not UTF-8 text (saying so when it is compressed)."""
+    hint = f" -- it is {_packed(data)}-compressed: decompress it first" if _packed(data) else ""
+    return ReaderError(_shown(file), detail=f"not UTF-8 text: {undecodable(exc)}{hint}")
+
+
+def _packed(data: bytes) -> str:
+    """The compression whose magic bytes start `data` (``gzip``, ...), or ""."""
+    return {b"\x1f\x8b": "gzip", b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz"}.get(data[:2], "")
+
+
+def _escaped(data: bytes) -> str:
+    """`data` (a BOM dropped) as text whose bytes that are not UTF-8 are kept as lone surrogates
+    (``surrogateescape``): a JSONL file whose bad lines are each a record error
+    (`rlvp_dsl.readers.openai_chat.read_openai_jsonl`), the other lines read."""
+    return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="surrogateescape")
 
 
 def _shown(file: str) -> str:
@@ -211,24 +227,69 @@ def _looks_like_jsonl(text: str) -> bool:
     return False
 
 
-def _load(path: Path, file: str) -> tuple[str, Any, bool]:
-    """(text, parsed JSON or None, whether the text is JSONL); the text is ``""`` when orjson
-    parsed the bytes directly (only JSONL needs it)."""
+@attrs.frozen
+class _Loaded:
+    """A file's content: its `text` (``""`` when orjson parsed the bytes directly: only JSONL needs
+    it), its parsed JSON `data` (None for JSONL), whether it is `jsonl`, and whether that text has
+    `undecodable` lines (bytes that are not UTF-8, kept as lone surrogates: each such line is a
+    record error)."""
+
+    text: str
+    data: Any
+    jsonl: bool
+    undecodable: bool = False
+
+
+def _load(path: Path, file: str) -> _Loaded:
+    """Read and parse one file (`_Loaded`).  A JSONL file with lines that are not UTF-8 is read,
+    those lines marked (docs/readers.md, "Bad input": a bad record, not the file); any other
+    file that is not UTF-8 is an error.
+
+    Raises:
+        ReaderError: the file cannot be read, is empty, is not valid JSON nor JSONL, or is not
+            UTF-8 text (and not JSONL).
+    """
     data = _read_bytes(path, file)
     if path.suffix.lower() in JSONL_SUFFIXES and file != STDIN:
-        return _decode(data, file), None, True
+        try:
+            return _Loaded(data.decode("utf-8-sig"), None, True)
+        except UnicodeDecodeError as exc:
+            if _packed(data):
+                raise _not_utf8(data, file, exc) from None
+            return _Loaded(_escaped(data), None, True, undecodable=True)
     parsed = fast_loads_bytes(data)
     if parsed is not NOT_PARSED:
-        return "", parsed, False
-    text = _decode(data, file)
+        return _Loaded("", parsed, False)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        return _undecodable_jsonl(data, file, exc)
     if not text.strip():
         raise ReaderError(_shown(file), detail="the file is empty (expected a trajectory: JSON or JSONL)")
     try:
-        return text, load_json_text(text, _shown(file)), False
+        return _Loaded(text, load_json_text(text, _shown(file)), False)
     except ReaderError:
         if _looks_like_jsonl(text):
-            return text, None, True
+            return _Loaded(text, None, True)
         raise
+
+
+def _undecodable_jsonl(data: bytes, file: str, exc: UnicodeDecodeError) -> _Loaded:
+    """A file (not named ``.jsonl``, or standard input) that is not UTF-8: JSONL with undecodable
+    lines when it is JSONL (not one JSON document, its first line a JSON object or array), else
+    the file's error.
+
+    Raises:
+        ReaderError: the file is not UTF-8 text and not JSONL (or compressed).
+    """
+    if not _packed(data):
+        text = _escaped(data)
+        try:
+            load_json_text(text, _shown(file))
+        except ReaderError:
+            if _looks_like_jsonl(text):
+                return _Loaded(text, None, True, undecodable=True)
+    raise _not_utf8(data, file, exc) from None
 
 
 def _read_loaded(
@@ -240,6 +301,7 @@ def _read_loaded(
     signal: ErrorSignal | None,
     record_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
+    undecodable: bool = False,
 ) -> list[Episode]:
     signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[_SIGNAL_OF.get(fmt, fmt)]
     shown, name = _shown(file), (STDIN_NAME if file == STDIN else path.name)
@@ -248,8 +310,39 @@ def _read_loaded(
             raise ReaderError(
                 shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
             )
-        return _reader("openai_jsonl")(text, shown, name, signal, record_errors=record_errors)
+        return _reader("openai_jsonl")(text, shown, name, signal, record_errors=record_errors, undecodable=undecodable)
+    if fmt == "tau2" and signal.flags:
+        return _watched(data, shown, name, signal, record_errors)
     return _reader(fmt)(data, shown, name, signal, record_errors=record_errors)
+
+
+def _watched(
+    data: Any, file: str, name: str, signal: ErrorSignal, record_errors: list[ReaderError] | None
+) -> list[Episode]:
+    """A tau2 file read with a `FlagWatch` of `signal`: each tool message whose error flag is not a
+    boolean (``"error": "yes"``) is named in its episode's ``meta["bad_error_flags"]``
+    (``simulations[11].messages[5]: field 'error': expected true or false, got 'yes' (not read as an
+    error)``), as the chat reader names them.  The watch costs nothing per result (`is_error` tells it
+    only of such flags); finding where each one is happens only when there is one."""
+    watch = FlagWatch.of(signal)
+    episodes = _reader("tau2")(data, file, name, watch, record_errors=record_errors)
+    if not watch.seen:
+        return episodes
+    odd: dict[str, list[str]] = {}  # episode id -> its problems, in file order
+    wanted = {id(records[0]) for records in watch.seen}
+    simulations = data.get("simulations") if isinstance(data, dict) else None
+    for i, sim in enumerate(simulations if isinstance(simulations, list) else ()):
+        messages = sim.get("messages") if isinstance(sim, dict) else None
+        for k, message in enumerate(messages if isinstance(messages, list) else ()):
+            if id(message) in wanted:
+                for records in watch.seen:
+                    if records[0] is message:
+                        where = f"simulations[{i}].messages[{k}]"
+                        problems = odd.setdefault(f"{name}#simulations[{i}]", [])
+                        problems.extend(f"{where}: {problem}" for problem in signal.odd_flags(*records))
+    return [
+        attrs.evolve(e, meta={**e.meta, BAD_ERROR_FLAGS: odd[e.id]}) if e.id in odd else e for e in episodes
+    ]
 
 
 def _read_given(
@@ -261,13 +354,14 @@ def _read_given(
     signal: ErrorSignal | None,
     record_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
+    undecodable: bool = False,
 ) -> list[Episode]:
     """`_read_loaded` with a format the caller gave: where detection sees another format (or
     none) and reading as `fmt` fails or finds no event, the error says what the content looks like
     -- one error for the file, its records not read one by one (read as another format, every
     record would fail alike)."""
     if jsonl:
-        return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl)
+        return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl, undecodable)
     detected, reason = detect_trajectory_format(data, file)
     if detected == fmt:
         return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl)
@@ -363,13 +457,15 @@ def read_episodes(
     data = None
     with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
         try:
-            text, data, jsonl = _load(real, file)
+            loaded = _load(real, file)
+            text, data, jsonl, bad = loaded.text, loaded.data, loaded.jsonl, loaded.undecodable
             if format is not None:
-                return _shallow(_read_given(real, file, text, data, format, error_signal, jsonl=jsonl), file)
+                read = _read_given(real, file, text, data, format, error_signal, jsonl=jsonl, undecodable=bad)
+                return _shallow(read, file)
             fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
             if fmt is None:
                 raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
-            return _shallow(_read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl), file)
+            return _shallow(_read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl, undecodable=bad), file)
         except RecursionError:
             raise _too_deep(file, data) from None
 
@@ -466,7 +562,8 @@ def _read_file(
 ) -> list[Episode] | SkippedFile:
     """One file of `read_report`: its episodes, or why it is skipped (not a trajectory)."""
     data = None
-    text, data, jsonl = _load(path, file)
+    loaded = _load(path, file)
+    text, data, jsonl = loaded.text, loaded.data, loaded.jsonl
     fmt = format
     if fmt is None:
         fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
@@ -474,7 +571,10 @@ def _read_file(
             return SkippedFile(_shown(file), reason)
     read = _read_given if format is not None else _read_loaded
     try:
-        return _shallow(read(path, file, text, data, fmt, error_signal, record_errors=record_errors, jsonl=jsonl), file)
+        episodes = read(
+            path, file, text, data, fmt, error_signal, record_errors=record_errors, jsonl=jsonl, undecodable=loaded.undecodable
+        )
+        return _shallow(episodes, file)
     except RecursionError:
         raise _too_deep(file, data) from None
 
