@@ -38,7 +38,13 @@ from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
 from rlvp_dsl.source import undecodable
 
 from .errors import ReaderError, load_json_text
-from .error_signals import BAD_ERROR_FLAGS, DEFAULT_ERROR_SIGNALS, ErrorSignal, FlagWatch, error_signal as resolve_signal
+from .error_signals import (
+    BAD_ERROR_FLAGS,
+    DEFAULT_ERROR_SIGNALS,
+    ErrorSignal,
+    FlagWatch,
+    error_signal as resolve_signal,
+)
 from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
@@ -340,9 +346,7 @@ def _watched(
                         where = f"simulations[{i}].messages[{k}]"
                         problems = odd.setdefault(f"{name}#simulations[{i}]", [])
                         problems.extend(f"{where}: {problem}" for problem in signal.odd_flags(*records))
-    return [
-        attrs.evolve(e, meta={**e.meta, BAD_ERROR_FLAGS: odd[e.id]}) if e.id in odd else e for e in episodes
-    ]
+    return [attrs.evolve(e, meta={**e.meta, BAD_ERROR_FLAGS: odd[e.id]}) if e.id in odd else e for e in episodes]
 
 
 def _read_given(
@@ -572,7 +576,15 @@ def _read_file(
     read = _read_given if format is not None else _read_loaded
     try:
         episodes = read(
-            path, file, text, data, fmt, error_signal, record_errors=record_errors, jsonl=jsonl, undecodable=loaded.undecodable
+            path,
+            file,
+            text,
+            data,
+            fmt,
+            error_signal,
+            record_errors=record_errors,
+            jsonl=jsonl,
+            undecodable=loaded.undecodable,
         )
         return _shallow(episodes, file)
     except RecursionError:
