@@ -34,10 +34,9 @@ import attrs
 
 from rlvp_dsl.events import CALL, MALFORMED, Episode, Event
 from rlvp_dsl.gcpause import collector_paused
-from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
-from rlvp_dsl.source import undecodable
 
-from .errors import ReaderError, load_json_text
+from .errors import ReaderError
+from .file_content import JSONL_SUFFIXES, STDIN, STDIN_NAME, load, shown as _shown
 from .error_signals import (
     BAD_ERROR_FLAGS,
     DEFAULT_ERROR_SIGNALS,
@@ -45,16 +44,11 @@ from .error_signals import (
     FlagWatch,
     error_signal as resolve_signal,
 )
-from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
+from .json_text import MAX_DEPTH, nested_too_deep
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
 #: File name endings read when walking a folder.
 FOLDER_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
-#: Endings that always mean one JSON document per line.
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
-#: The path that names standard input, and the name its episodes and errors carry.
-STDIN = "-"
-STDIN_NAME = "<stdin>"
 
 #: Each format's reader, ``(module of this package, function)``: imported on first use, so that a
 #: process reading one format (rlvp-score on tau2 results) imports no other format's reader.
@@ -182,120 +176,6 @@ def _json_kind(data: Any) -> str:
     if isinstance(data, (int, float)):
         return "a JSON number"
     return "a JSON string" if isinstance(data, str) else f"a JSON {type(data).__name__}"
-
-
-def _read_bytes(path: Path, file: str) -> bytes:
-    try:
-        if file == STDIN:
-            return read_stdin_bytes()
-        return read_input_bytes(path)
-    except OSError as exc:
-        raise ReaderError(_shown(file), detail=f"cannot read: {exc.strerror or exc}") from None
-
-
-def _decode(data: bytes, file: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise _not_utf8(data, file, exc) from None
-
-
-def _not_utf8(data: bytes, file: str, exc: UnicodeDecodeError) -> ReaderError:
-    """The error of a file that is not UTF-8 text (saying so when it is compressed)."""
-    hint = f" -- it is {_packed(data)}-compressed: decompress it first" if _packed(data) else ""
-    return ReaderError(_shown(file), detail=f"not UTF-8 text: {undecodable(exc)}{hint}")
-
-
-def _packed(data: bytes) -> str:
-    """The compression whose magic bytes start `data` (``gzip``, ...), or ""."""
-    return {b"\x1f\x8b": "gzip", b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz"}.get(data[:2], "")
-
-
-def _escaped(data: bytes) -> str:
-    """`data` (a BOM dropped) as text whose bytes that are not UTF-8 are kept as lone surrogates
-    (``surrogateescape``): a JSONL file whose bad lines are each a record error
-    (`rlvp_dsl.readers.openai_chat.read_openai_jsonl`), the other lines read."""
-    return data.removeprefix(b"\xef\xbb\xbf").decode("utf-8", errors="surrogateescape")
-
-
-def _shown(file: str) -> str:
-    return STDIN_NAME if file == STDIN else file
-
-
-def _looks_like_jsonl(text: str) -> bool:
-    """Text that is not one JSON document but whose first non-blank line is a JSON object or array."""
-    for line in text.splitlines():
-        if line.strip():
-            try:
-                return isinstance(loads(line), (dict, list))
-            except ValueError:
-                return False
-    return False
-
-
-@attrs.frozen
-class _Loaded:
-    """A file's content: its `text` (``""`` when orjson parsed the bytes directly: only JSONL needs
-    it), its parsed JSON `data` (None for JSONL), whether it is `jsonl`, and whether that text has
-    `undecodable` lines (bytes that are not UTF-8, kept as lone surrogates: each such line is a
-    record error)."""
-
-    text: str
-    data: Any
-    jsonl: bool
-    undecodable: bool = False
-
-
-def _load(path: Path, file: str) -> _Loaded:
-    """Read and parse one file (`_Loaded`).  A JSONL file with lines that are not UTF-8 is read,
-    those lines marked (docs/readers.md, "Bad input": a bad record, not the file); any other
-    file that is not UTF-8 is an error.
-
-    Raises:
-        ReaderError: the file cannot be read, is empty, is not valid JSON nor JSONL, or is not
-            UTF-8 text (and not JSONL).
-    """
-    data = _read_bytes(path, file)
-    if path.suffix.lower() in JSONL_SUFFIXES and file != STDIN:
-        try:
-            return _Loaded(data.decode("utf-8-sig"), None, True)
-        except UnicodeDecodeError as exc:
-            if _packed(data):
-                raise _not_utf8(data, file, exc) from None
-            return _Loaded(_escaped(data), None, True, undecodable=True)
-    parsed = fast_loads_bytes(data)
-    if parsed is not NOT_PARSED:
-        return _Loaded("", parsed, False)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        return _undecodable_jsonl(data, file, exc)
-    if not text.strip():
-        raise ReaderError(_shown(file), detail="the file is empty (expected a trajectory: JSON or JSONL)")
-    try:
-        return _Loaded(text, load_json_text(text, _shown(file)), False)
-    except ReaderError:
-        if _looks_like_jsonl(text):
-            return _Loaded(text, None, True)
-        raise
-
-
-def _undecodable_jsonl(data: bytes, file: str, exc: UnicodeDecodeError) -> _Loaded:
-    """A file (not named ``.jsonl``, or standard input) that is not UTF-8: JSONL with undecodable
-    lines when it is JSONL (not one JSON document, its first line a JSON object or array), else
-    the file's error.
-
-    Raises:
-        ReaderError: the file is not UTF-8 text and not JSONL (or compressed).
-    """
-    if not _packed(data):
-        text = _escaped(data)
-        try:
-            load_json_text(text, _shown(file))
-        except ReaderError:
-            if _looks_like_jsonl(text):
-                return _Loaded(text, None, True, undecodable=True)
-    raise _not_utf8(data, file, exc) from None
 
 
 def _read_loaded(
@@ -461,7 +341,7 @@ def read_episodes(
     data = None
     with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
         try:
-            loaded = _load(real, file)
+            loaded = load(real, file)
             text, data, jsonl, bad = loaded.text, loaded.data, loaded.jsonl, loaded.undecodable
             if format is not None:
                 read = _read_given(real, file, text, data, format, error_signal, jsonl=jsonl, undecodable=bad)
@@ -566,7 +446,7 @@ def _read_file(
 ) -> list[Episode] | SkippedFile:
     """One file of `read_report`: its episodes, or why it is skipped (not a trajectory)."""
     data = None
-    loaded = _load(path, file)
+    loaded = load(path, file)
     text, data, jsonl = loaded.text, loaded.data, loaded.jsonl
     fmt = format
     if fmt is None:
