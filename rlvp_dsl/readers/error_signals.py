@@ -111,10 +111,11 @@ class ErrorSignal:
                 if isinstance(record, dict):
                     for name in flags:
                         value = record.get(name)
-                        if value is True:
-                            return True
-                        if value is not None and value is not False:
-                            odd = True
+                        if value is not False:  # tau2 writes `false` on every result: one test for it
+                            if value is True:
+                                return True
+                            if value is not None:
+                                odd = True
             if odd:
                 self.saw_odd_flags(records)
         return bool(self.prefixes or self.markers) and self.text_matches(text)
