@@ -197,7 +197,7 @@ def _read_loaded(
                 shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
             )
         return _reader("openai_jsonl")(text, shown, name, signal, record_errors=record_errors, undecodable=undecodable)
-    if fmt == "tau2" and signal.flags:
+    if fmt == "tau2" and signal.flags and type(signal) is ErrorSignal:  # (a subclass keeps its own is_error)
         return _watched(data, shown, name, signal, record_errors)
     return _reader(fmt)(data, shown, name, signal, record_errors=record_errors)
 
