@@ -36,7 +36,8 @@ from rlvp_dsl.events import CALL, MALFORMED, Episode, Event
 from rlvp_dsl.gcpause import collector_paused
 
 from .errors import ReaderError
-from .file_content import JSONL_SUFFIXES, STDIN, STDIN_NAME, load, shown as _shown
+from .file_content import JSONL_SUFFIXES as JSONL_SUFFIXES  # (re-exported: their home before file_content.py)
+from .file_content import STDIN as STDIN, STDIN_NAME as STDIN_NAME, load, shown as _shown
 from .error_signals import (
     BAD_ERROR_FLAGS,
     DEFAULT_ERROR_SIGNALS,
