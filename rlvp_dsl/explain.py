@@ -16,8 +16,12 @@ from .tools import ToolSpec
 
 
 def describe(event: Event) -> str:
-    """``call 3 `cancel_reservation``` / ``assistant turn 5``."""
+    """``call `cancel_reservation` at event 3`` / ``assistant turn at event 5``; a call whose name
+    is missing or not text (a malformed call) is ``call without a tool name at event 3``, never a
+    call to a tool `None` (docs/readers.md, "Malformed calls")."""
     if event.kind == CALL:
+        if event.tool is None:
+            return f"call without a tool name at event {event.index}"
         return f"call `{event.tool}` at event {event.index}"
     return f"{event.kind} turn at event {event.index}"
 

@@ -5,6 +5,7 @@
     rlvp-score rules/swe.rlvp trajs/ --json > score.json                           # everything as JSON
     rlvp-score rules/tau2_airline.rlvp runs/ --domain airline --csv episodes.csv    # one domain; a row per episode
     cat run.jsonl | rlvp-score rules/x.rlvp -                                      # standard input
+    cat rules/x.rlvp | rlvp-score - runs/                                          # the rule file on standard input
     rlvp-score --compare rules/a.rlvp rules/b.rlvp runs/                           # B against A, paired CIs
 
 `main` refuses contradictions among the options, loads the rule file, reads the trajectories,
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from .score_output import Scored
     from ..compile import Program
     from ..events import Episode
+    from ..pipeline import CheckResult
     from ..readers import ErrorSignal, ReadReport
     from ..source import SourceFile
 
@@ -90,6 +92,11 @@ def _usage_problem(args: ScoreArgs) -> str:
         return "--limit goes with --explain"
     if args.trajectories.count("-") > 1:
         return "standard input (-) can be read once"
+    if args.rules == "-" and "-" in args.trajectories:
+        return (
+            "standard input (-) can be read once: the rule file and a trajectory cannot both be -; "
+            "give one of them as a file"
+        )
     rule_files = [t for t in args.trajectories if t.lower().endswith(".rlvp") and _reads_as_text(t)]
     if rule_files:
         return (
@@ -132,6 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ScoreArgs(**vars(parser().parse_args(argv)))
     from .score_notes import data_notes
 
+    if (args.ray or args.ray_out is not None) and args.rules == "-":
+        print(
+            "rlvp-score: error: --ray reads the rule file from a file (every worker loads it), not standard input",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if args.ray or args.ray_out is not None:
         from ..integrations.ray import score_command
 
@@ -141,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         refuse(_usage_problem(args))
         program, sources = _load_rules(args)
+        if args.rules == "-":
+            args = attrs.evolve(args, rules=STDIN_NAME)  # named so in the report, the JSON and the warnings
         report = _read_trajectories(args, program, _error_signal(args))
         episodes, domains = _choose_episodes(args, report)
     except Stop as stop:
@@ -207,7 +222,8 @@ def _compare(args: ScoreArgs) -> int:
     scored_a = [(episode, program_a.score(episode)) for episode in episodes]
     scored_b = [(episode, program_b.score(episode)) for episode in episodes]
     comparison = compare(scored_a, scored_b, [r.name for r in program_a.rules], [r.name for r in program_b.rules])
-    outputs = CompareOutputs(args.rules, rules_b, json=args.json, csv=args.csv, html=args.html)
+    rules_a = STDIN_NAME if args.rules == "-" else args.rules
+    outputs = CompareOutputs(rules_a, rules_b, json=args.json, csv=args.csv, html=args.html)
     return write_comparison(outputs, comparison, (program_a, sources_a, scored_a), (program_b, sources_b, scored_b))
 
 
@@ -215,40 +231,80 @@ def _load_rules(args: ScoreArgs) -> tuple[Program, dict[str, SourceFile]]:
     """The compiled rule file and its sources (for the HTML report); its diagnostics printed
     (as JSON with --json) when it has errors.
 
+    The rule file ``-`` is read from standard input (named ``<stdin>``), as `rlvp-compile -` reads it.
+
     Raises:
-        Stop: the rule file is missing, a folder, a special file or a trajectory (exit 2), or it has errors (exit 1).
+        Stop: the rule file is missing, a folder, a special file or a trajectory, or standard input
+            cannot be read or is not UTF-8 (exit 2), or it has errors (exit 1).
     """
     from ..compile import compile_ruleset
     from ..diagnostics import diagnostics_fields, render_text, sort_and_cap
-    from ..input_files import NotARegularFile, check_regular
-    from ..pipeline import check_file
 
-    try:
-        check_regular(args.rules)
-    except NotARegularFile as exc:
-        raise Stop(EXIT_USAGE, f"cannot read {args.rules}: {exc.strerror}") from None
-    if not os.path.isfile(args.rules):
-        what = "is a directory, not a rule file" if os.path.isdir(args.rules) else "rule file not found"
-        raise Stop(EXIT_USAGE, f"{what}: {args.rules}")
-    result = check_file(args.rules, cache=True)  # an unchanged rule file is not parsed nor checked again
-    unreadable = next((d for d in result.diagnostics if d.code == "RV001" and d.span.line <= 0), None)
-    if unreadable is not None:  # the rule file itself cannot be read (not UTF-8): an I/O error, as in rlvp-compile
-        raise Stop(EXIT_USAGE, unreadable.message)
-    if not result.ok and os.path.splitext(args.rules)[1].lower() in _TRAJECTORY_SUFFIXES:
-        raise Stop(
-            EXIT_USAGE,
-            f"{args.rules} is not a rule file (it looks like a trajectory); the rule file "
-            "comes first: rlvp-score RULES.rlvp TRAJECTORY...",
-        )
+    result = _check_stdin() if args.rules == "-" else _check_rule_file(args.rules)
     if not result.ok or result.ruleset is None:
         kept, dropped = sort_and_cap(result.diagnostics)
         if args.json:
-            document = {"rules": args.rules, "ok": False, **diagnostics_fields(kept, dropped)}
+            name = STDIN_NAME if args.rules == "-" else args.rules
+            document = {"rules": name, "ok": False, **diagnostics_fields(kept, dropped)}
             print(json_text(document, indent=1, ensure_ascii=False))
         else:
             print(render_text(kept, result.sources, dropped=dropped), file=sys.stderr)
         raise Stop(EXIT_INPUT_ERRORS)
     return compile_ruleset(result.ruleset), result.sources
+
+
+#: The name of a rule file read from standard input (``-``), as rlvp-compile names it.
+STDIN_NAME = "<stdin>"
+
+
+def _check_stdin() -> CheckResult:
+    """The rule text on standard input, checked (a BOM dropped).
+
+    Raises:
+        Stop: standard input cannot be read or is not UTF-8 text (exit 2).
+    """
+    from ..input_files import read_stdin_bytes
+    from ..pipeline import check_text
+    from ..source import undecodable
+
+    try:
+        data = read_stdin_bytes()
+    except OSError as exc:
+        raise Stop(EXIT_USAGE, f"cannot read standard input: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise Stop(EXIT_USAGE, f"standard input is not UTF-8 text: {undecodable(exc)}") from None
+    return check_text(text, STDIN_NAME, cache=True)
+
+
+def _check_rule_file(path: str) -> CheckResult:
+    """The rule file at `path`, checked (taken from the cache when unchanged).
+
+    Raises:
+        Stop: the file is missing, a folder, a special file, not UTF-8, or a trajectory (exit 2).
+    """
+    from ..input_files import NotARegularFile, check_regular
+    from ..pipeline import check_file
+
+    try:
+        check_regular(path)
+    except NotARegularFile as exc:
+        raise Stop(EXIT_USAGE, f"cannot read {path}: {exc.strerror}") from None
+    if not os.path.isfile(path):
+        what = "is a directory, not a rule file" if os.path.isdir(path) else "rule file not found"
+        raise Stop(EXIT_USAGE, f"{what}: {path}")
+    result = check_file(path, cache=True)  # an unchanged rule file is not parsed nor checked again
+    unreadable = next((d for d in result.diagnostics if d.code == "RV001" and d.span.line <= 0), None)
+    if unreadable is not None:  # the rule file itself cannot be read (not UTF-8): an I/O error, as in rlvp-compile
+        raise Stop(EXIT_USAGE, unreadable.message)
+    if not result.ok and os.path.splitext(path)[1].lower() in _TRAJECTORY_SUFFIXES:
+        raise Stop(
+            EXIT_USAGE,
+            f"{path} is not a rule file (it looks like a trajectory); the rule file "
+            "comes first: rlvp-score RULES.rlvp TRAJECTORY...",
+        )
+    return result
 
 
 def _error_signal(args: ScoreArgs) -> ErrorSignal | None:

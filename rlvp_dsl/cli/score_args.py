@@ -64,7 +64,9 @@ def parser() -> argparse.ArgumentParser:
         "A rule file checked without errors is cached ($RLVP_CACHE_DIR, else $XDG_CACHE_HOME/rlvp or "
         "~/.cache/rlvp); RLVP_NO_CACHE=1 turns that off.",
     )
-    p.add_argument("rules", help="the .rlvp rule file (with --compare: rule file A, then rule file B)")
+    p.add_argument(
+        "rules", help="the .rlvp rule file, - for standard input (with --compare: rule file A, then rule file B)"
+    )
     p.add_argument("trajectories", nargs="+", help="trajectory files or folders; - reads standard input")
     p.add_argument(
         "--version",

@@ -1,6 +1,7 @@
 """What `rlvp-score` says about the episodes it read, before their scores: the domains (kept by
 `--domain`, or blended in one summary) and the notes on the data (calls to undeclared tools, tool
-names that are not text, malformed arguments)."""
+names that are not text or missing, error flags that are not booleans, malformed arguments, episodes
+without events)."""
 
 from __future__ import annotations
 
@@ -64,9 +65,73 @@ def select_domains(episodes: Sequence[Episode], wanted: Sequence[str]) -> tuple[
 
 def data_notes(program: Program, episodes: Sequence[Episode]) -> list[str]:
     """The notes and warnings on the episodes' data (each "" when there is nothing to say, left out):
-    tool names that are not text, malformed arguments, calls to tools the rules do not declare."""
-    notes = (_bad_names_note(episodes), _bad_arguments_note(episodes), _undeclared_note(program, episodes))
+    tool names that are not text, error flags that are not booleans, calls without a tool name,
+    malformed arguments, episodes without events, calls to tools the rules do not declare."""
+    notes = (
+        _bad_names_note(episodes),
+        _bad_flags_note(episodes),
+        _no_names_note(episodes),
+        _bad_arguments_note(episodes),
+        _empty_note(episodes),
+        _undeclared_note(program, episodes),
+    )
     return [note for note in notes if note]
+
+
+def _first(problems: Sequence[str]) -> str:
+    """The first of `problems`, and how many more: ``a.json: simulations[2]... (and 3 more)``."""
+    return problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else "")
+
+
+def _bad_flags_note(episodes: Sequence[Episode]) -> str:
+    """A warning when tool results carry an error flag that is not a boolean (``"error": "yes"``,
+    ``1``): only JSON ``true`` marks an error (docs/readers.md), so such a result is read by its
+    text alone; the first one is named (file, record, field: the readers' ``meta["bad_error_flags"]``)."""
+    problems = [
+        f"{episode.source}: {problem}" for episode in episodes for problem in episode.meta.get("bad_error_flags", ())
+    ]
+    if not problems:
+        return ""
+    results = "1 tool result has" if len(problems) == 1 else f"{len(problems):,} tool results have"
+    return (
+        f"warning: {results} an error flag that is not true or false (only true marks an error; "
+        f"scored by the result's text): {_first(problems)}"
+    )
+
+
+#: The problem of a call whose tool name is missing (`rlvp_dsl.readers.builder.EpisodeBuilder.call`).
+_NO_NAME = "call has no tool name"
+
+
+def _no_names_note(episodes: Sequence[Episode]) -> str:
+    """A note when calls have no tool name: they are scored as failed (malformed) calls, as calls
+    with malformed arguments are; the first one is named (its episode and event)."""
+    places = [
+        f"{episode.source}: episode {episode.id}, event {event.index}"
+        for episode in episodes
+        for event in episode.calls
+        if event.tool is None and event.status == "malformed" and (event.error_text or "").startswith(_NO_NAME)
+    ]
+    if not places:
+        return ""
+    had = "1 call had" if len(places) == 1 else f"{len(places):,} calls had"
+    them = "it" if len(places) == 1 else "them"
+    return f"note: {had} no tool name (scored as malformed; --explain shows {them}): {_first(places)}"
+
+
+def _empty_note(episodes: Sequence[Episode]) -> str:
+    """A note when episodes have no events (a JSONL line ``[]`` or ``{"messages": []}``): each is
+    scored 0 and counted in the summary's means; the first is named by its file and record (the
+    chat reader's ``meta["empty_record"]``, ``line 3``; else the episode's id)."""
+    places = [
+        f"{episode.source}: {episode.meta.get('empty_record') or episode.id}"
+        for episode in episodes
+        if not episode.events
+    ]
+    if not places:
+        return ""
+    have = "1 episode has" if len(places) == 1 else f"{len(places):,} episodes have"
+    return f"note: {have} no events (no messages; scored 0 and counted in the means): {_first(places)}"
 
 
 def _undeclared_note(program: Program, episodes: Sequence[Episode]) -> str:

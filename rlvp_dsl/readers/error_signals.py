@@ -13,6 +13,13 @@ from typing import Any, Iterable, Mapping
 
 import attrs
 
+from .errors import expected_got
+
+#: The episode meta key listing the tool results whose error flag is not a boolean, one entry each,
+#: the record and the field named (``simulations[11].messages[5]: field 'error': expected true or
+#: false, got 'yes' (not read as an error)``; `ErrorSignal.odd_flags`); `rlvp-score` notes them.
+BAD_ERROR_FLAGS = "bad_error_flags"
+
 
 def _names(value: Any) -> tuple[str, ...]:
     """A tuple of strings; a single string stays one name (not its characters)."""
@@ -66,7 +73,8 @@ class ErrorSignal:
         )
 
     def flagged(self, *records: Any) -> bool:
-        """True when one of ``records`` (dicts) has a flag field set to ``true``."""
+        """True when one of ``records`` (dicts) has a flag field set to ``true`` (JSON ``true`` only:
+        see `odd_flags`)."""
         for record in records:
             if isinstance(record, dict):
                 for name in self.flags:
@@ -91,15 +99,66 @@ class ErrorSignal:
 
     def is_error(self, text: str, *records: Any) -> bool:
         """True when the result (its text and its raw records) signals an error: `flagged` or
-        `text_matches` (written out: the readers ask once per tool result)."""
+        `text_matches` (written out: the readers ask once per tool result).
+
+        A flag that is neither ``true``, ``false`` nor ``null`` (``"error": "yes"``, ``1``) is no
+        flag: it is not read as an error (the text tests still apply) and `saw_odd_flags` is told,
+        so that a `FlagWatch` can name it (`odd_flags` words it)."""
         flags = self.flags
         if flags:
+            odd = False
             for record in records:
                 if isinstance(record, dict):
                     for name in flags:
-                        if record.get(name) is True:
-                            return True
+                        value = record.get(name)
+                        if value is not False:  # tau2 writes `false` on every result: one test for it
+                            if value is True:
+                                return True
+                            if value is not None:
+                                odd = True
+            if odd:
+                self.saw_odd_flags(records)
         return bool(self.prefixes or self.markers) and self.text_matches(text)
+
+    def odd_flags(self, *records: Any) -> list[str]:
+        """The flag fields of a tool result's `records` (the tool message first, then the records
+        inside it: an MCP result) that are not booleans, each worded for a note:
+        ``field 'error': expected true or false, got 'yes' (not read as an error)``; a field of a
+        record inside the message is named ``content.<name>``.  ``null`` is an absent flag.
+
+        Semantics (docs/readers.md, "When a tool result is an error"): only JSON ``true`` marks an
+        error; ``"true"``, ``1`` or ``"yes"`` are not guessed at -- the call is scored by its text
+        alone, and `rlvp-score` notes the field."""
+        out = []
+        for k, record in enumerate(records):
+            if isinstance(record, dict):
+                for name in self.flags:
+                    value = record.get(name)
+                    if value is not None and value is not True and value is not False:
+                        field = name if k == 0 else f"content.{name}"
+                        out.append(f"field {field!r}: {expected_got('true or false', value)} (not read as an error)")
+        return out
+
+    def saw_odd_flags(self, records: tuple[Any, ...]) -> None:
+        """Called by `is_error` for a result with a flag that is not a boolean (`odd_flags`);
+        nothing here (a `FlagWatch` keeps them)."""
+
+
+@attrs.frozen
+class FlagWatch(ErrorSignal):
+    """An `ErrorSignal` that keeps the tool results whose flags are not booleans (`seen`: each
+    result's records, the tool message first), for a reader that words where they are after
+    reading (`rlvp_dsl.readers.loading`, tau2 files).  One per file read: it collects."""
+
+    seen: list[tuple[Any, ...]] = attrs.field(factory=list, eq=False)
+
+    @classmethod
+    def of(cls, signal: ErrorSignal) -> "FlagWatch":
+        """A watch that recognises errors exactly as `signal` does."""
+        return cls(signal.flags, signal.prefixes, signal.markers, signal.case_sensitive)
+
+    def saw_odd_flags(self, records: tuple[Any, ...]) -> None:
+        self.seen.append(records)
 
 
 #: Observation markers of a failed SWE-agent command (substrings, case-sensitive).

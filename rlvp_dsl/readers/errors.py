@@ -45,20 +45,34 @@ class ReaderError(Exception):
         super().__init__(": ".join(parts))
 
 
+#: JSON's words for the values Python spells otherwise (``None``, ``True``, ``nan``).
+_JSON_WORDS = {"None": "null", "True": "true", "False": "false", "nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def shown_value(value: Any) -> str:
+    """A JSON value as a reader error shows it, in JSON's words: ``null``, ``true``, ``false``,
+    ``NaN``, ``Infinity`` (what the file says, not Python's ``None``/``True``/``nan``), an object
+    or array by its kind (``a JSON object``), numbers as written and text quoted
+    (``'robot'``), cut to 60 characters."""
+    if isinstance(value, (dict, list)):
+        return f"a JSON {'object' if isinstance(value, dict) else 'array'}"
+    shown = repr(value)
+    if value is None or isinstance(value, (bool, float)):
+        shown = _JSON_WORDS.get(shown, shown)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return shown
+
+
 def expected_got(expected: str, got: Any) -> str:
-    """The ``expected X, got Y`` part of a reader error; ``got`` is shown briefly."""
-    if isinstance(got, (dict, list)):
-        shown = f"a JSON {'object' if isinstance(got, dict) else 'array'}"
-    else:
-        shown = repr(got)
-        if len(shown) > 60:
-            shown = shown[:57] + "..."
-    return f"expected {expected}, got {shown}"
+    """The ``expected X, got Y`` part of a reader error; ``got`` is shown briefly and in JSON's
+    words (`shown_value`: ``got null``, never Python's ``got None``)."""
+    return f"expected {expected}, got {shown_value(got)}"
 
 
 def expected_field(expected: str, record: Mapping[str, Any], key: str) -> str:
     """`expected_got` for ``record[key]``; ``missing, expected X`` when `record` has no `key` (a
-    JSON ``null`` is shown as ``None``, an absent key as missing)."""
+    JSON ``null`` is shown as ``null``, an absent key as missing)."""
     if key not in record:
         return f"missing, expected {expected}"
     return expected_got(expected, record[key])

@@ -34,21 +34,22 @@ import attrs
 
 from rlvp_dsl.events import CALL, MALFORMED, Episode, Event
 from rlvp_dsl.gcpause import collector_paused
-from rlvp_dsl.input_files import read_input_bytes, read_stdin_bytes
-from rlvp_dsl.source import undecodable
 
-from .errors import ReaderError, load_json_text
-from .error_signals import DEFAULT_ERROR_SIGNALS, ErrorSignal, error_signal as resolve_signal
-from .json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, loads, nested_too_deep
+from .errors import ReaderError
+from .file_content import JSONL_SUFFIXES as JSONL_SUFFIXES  # (re-exported: their home before file_content.py)
+from .file_content import STDIN as STDIN, STDIN_NAME as STDIN_NAME, load, shown as _shown
+from .error_signals import (
+    BAD_ERROR_FLAGS,
+    DEFAULT_ERROR_SIGNALS,
+    ErrorSignal,
+    FlagWatch,
+    error_signal as resolve_signal,
+)
+from .json_text import MAX_DEPTH, nested_too_deep
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
 #: File name endings read when walking a folder.
 FOLDER_SUFFIXES = (".json", ".jsonl", ".ndjson", ".traj")
-#: Endings that always mean one JSON document per line.
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
-#: The path that names standard input, and the name its episodes and errors carry.
-STDIN = "-"
-STDIN_NAME = "<stdin>"
 
 #: Each format's reader, ``(module of this package, function)``: imported on first use, so that a
 #: process reading one format (rlvp-score on tau2 results) imports no other format's reader.
@@ -178,59 +179,6 @@ def _json_kind(data: Any) -> str:
     return "a JSON string" if isinstance(data, str) else f"a JSON {type(data).__name__}"
 
 
-def _read_bytes(path: Path, file: str) -> bytes:
-    try:
-        if file == STDIN:
-            return read_stdin_bytes()
-        return read_input_bytes(path)
-    except OSError as exc:
-        raise ReaderError(_shown(file), detail=f"cannot read: {exc.strerror or exc}") from None
-
-
-def _decode(data: bytes, file: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        packed = {b"\x1f\x8b": "gzip", b"PK": "zip", b"BZ": "bzip2", b"\xfd7": "xz"}.get(data[:2])
-        hint = f" -- it is {packed}-compressed: decompress it first" if packed else ""
-        raise ReaderError(_shown(file), detail=f"not UTF-8 text: {undecodable(exc)}{hint}") from None
-
-
-def _shown(file: str) -> str:
-    return STDIN_NAME if file == STDIN else file
-
-
-def _looks_like_jsonl(text: str) -> bool:
-    """Text that is not one JSON document but whose first non-blank line is a JSON object or array."""
-    for line in text.splitlines():
-        if line.strip():
-            try:
-                return isinstance(loads(line), (dict, list))
-            except ValueError:
-                return False
-    return False
-
-
-def _load(path: Path, file: str) -> tuple[str, Any, bool]:
-    """(text, parsed JSON or None, whether the text is JSONL); the text is ``""`` when orjson
-    parsed the bytes directly (only JSONL needs it)."""
-    data = _read_bytes(path, file)
-    if path.suffix.lower() in JSONL_SUFFIXES and file != STDIN:
-        return _decode(data, file), None, True
-    parsed = fast_loads_bytes(data)
-    if parsed is not NOT_PARSED:
-        return "", parsed, False
-    text = _decode(data, file)
-    if not text.strip():
-        raise ReaderError(_shown(file), detail="the file is empty (expected a trajectory: JSON or JSONL)")
-    try:
-        return text, load_json_text(text, _shown(file)), False
-    except ReaderError:
-        if _looks_like_jsonl(text):
-            return text, None, True
-        raise
-
-
 def _read_loaded(
     path: Path,
     file: str,
@@ -240,6 +188,7 @@ def _read_loaded(
     signal: ErrorSignal | None,
     record_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
+    undecodable: bool = False,
 ) -> list[Episode]:
     signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[_SIGNAL_OF.get(fmt, fmt)]
     shown, name = _shown(file), (STDIN_NAME if file == STDIN else path.name)
@@ -248,8 +197,37 @@ def _read_loaded(
             raise ReaderError(
                 shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
             )
-        return _reader("openai_jsonl")(text, shown, name, signal, record_errors=record_errors)
+        return _reader("openai_jsonl")(text, shown, name, signal, record_errors=record_errors, undecodable=undecodable)
+    if fmt == "tau2" and signal.flags and type(signal) is ErrorSignal:  # (a subclass keeps its own is_error)
+        return _watched(data, shown, name, signal, record_errors)
     return _reader(fmt)(data, shown, name, signal, record_errors=record_errors)
+
+
+def _watched(
+    data: Any, file: str, name: str, signal: ErrorSignal, record_errors: list[ReaderError] | None
+) -> list[Episode]:
+    """A tau2 file read with a `FlagWatch` of `signal`: each tool message whose error flag is not a
+    boolean (``"error": "yes"``) is named in its episode's ``meta["bad_error_flags"]``
+    (``simulations[11].messages[5]: field 'error': expected true or false, got 'yes' (not read as an
+    error)``), as the chat reader names them.  The watch costs nothing per result (`is_error` tells it
+    only of such flags); finding where each one is happens only when there is one."""
+    watch = FlagWatch.of(signal)
+    episodes = _reader("tau2")(data, file, name, watch, record_errors=record_errors)
+    if not watch.seen:
+        return episodes
+    odd: dict[str, list[str]] = {}  # episode id -> its problems, in file order
+    wanted = {id(records[0]) for records in watch.seen}
+    simulations = data.get("simulations") if isinstance(data, dict) else None
+    for i, sim in enumerate(simulations if isinstance(simulations, list) else ()):
+        messages = sim.get("messages") if isinstance(sim, dict) else None
+        for k, message in enumerate(messages if isinstance(messages, list) else ()):
+            if id(message) in wanted:
+                for records in watch.seen:
+                    if records[0] is message:
+                        where = f"simulations[{i}].messages[{k}]"
+                        problems = odd.setdefault(f"{name}#simulations[{i}]", [])
+                        problems.extend(f"{where}: {problem}" for problem in signal.odd_flags(*records))
+    return [attrs.evolve(e, meta={**e.meta, BAD_ERROR_FLAGS: odd[e.id]}) if e.id in odd else e for e in episodes]
 
 
 def _read_given(
@@ -261,13 +239,14 @@ def _read_given(
     signal: ErrorSignal | None,
     record_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
+    undecodable: bool = False,
 ) -> list[Episode]:
     """`_read_loaded` with a format the caller gave: where detection sees another format (or
     none) and reading as `fmt` fails or finds no event, the error says what the content looks like
     -- one error for the file, its records not read one by one (read as another format, every
     record would fail alike)."""
     if jsonl:
-        return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl)
+        return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl, undecodable)
     detected, reason = detect_trajectory_format(data, file)
     if detected == fmt:
         return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl)
@@ -363,13 +342,15 @@ def read_episodes(
     data = None
     with collector_paused():  # JSON values and episodes are acyclic: see rlvp_dsl.gcpause
         try:
-            text, data, jsonl = _load(real, file)
+            loaded = load(real, file)
+            text, data, jsonl, bad = loaded.text, loaded.data, loaded.jsonl, loaded.undecodable
             if format is not None:
-                return _shallow(_read_given(real, file, text, data, format, error_signal, jsonl=jsonl), file)
+                read = _read_given(real, file, text, data, format, error_signal, jsonl=jsonl, undecodable=bad)
+                return _shallow(read, file)
             fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
             if fmt is None:
                 raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
-            return _shallow(_read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl), file)
+            return _shallow(_read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl, undecodable=bad), file)
         except RecursionError:
             raise _too_deep(file, data) from None
 
@@ -466,7 +447,8 @@ def _read_file(
 ) -> list[Episode] | SkippedFile:
     """One file of `read_report`: its episodes, or why it is skipped (not a trajectory)."""
     data = None
-    text, data, jsonl = _load(path, file)
+    loaded = load(path, file)
+    text, data, jsonl = loaded.text, loaded.data, loaded.jsonl
     fmt = format
     if fmt is None:
         fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
@@ -474,7 +456,18 @@ def _read_file(
             return SkippedFile(_shown(file), reason)
     read = _read_given if format is not None else _read_loaded
     try:
-        return _shallow(read(path, file, text, data, fmt, error_signal, record_errors=record_errors, jsonl=jsonl), file)
+        episodes = read(
+            path,
+            file,
+            text,
+            data,
+            fmt,
+            error_signal,
+            record_errors=record_errors,
+            jsonl=jsonl,
+            undecodable=loaded.undecodable,
+        )
+        return _shallow(episodes, file)
     except RecursionError:
         raise _too_deep(file, data) from None
 

@@ -19,7 +19,10 @@ The same message reader serves tau-bench v1 (`tau_bench_v1.py`).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+
+import attrs
 
 from rlvp_dsl.events import ASSISTANT, USER, Episode
 
@@ -27,10 +30,12 @@ from .call_markers import THINK_MARKERS, marked_calls
 from .arguments import message_text
 from .arguments import tool_result as tool_result  # re-exported: its home until the tau2 reader needed it alone
 from .builder import EpisodeBuilder, is_reward
-from .error_signals import ErrorSignal
-from .errors import ReaderError, each_record, expected_field, expected_got, load_json_text
+from .error_signals import BAD_ERROR_FLAGS, ErrorSignal
+from .errors import ReaderError, each_record, expected_field, expected_got, load_json_text, shown_value
 
 ROLES = ("assistant", "user", "tool", "system", "developer", "function")
+#: The meta key of an episode with no events: the record it came from (``line 3``, ``[2]``), for `rlvp-score`'s note.
+EMPTY_RECORD = "empty_record"
 _CONTENT_TYPES = (str, list, dict, type(None))
 
 
@@ -41,7 +46,7 @@ def _call_parts(entry: Any) -> tuple[Any, Any, Any, str, str]:
             None,
             json.dumps(entry, ensure_ascii=False),
             None,
-            f"tool call must be a JSON object, got {type(entry).__name__}",
+            f"tool call must be a JSON object, got {shown_value(entry)}",
             "name",
         )
     function = entry.get("function")
@@ -108,13 +113,13 @@ def read_messages(
             _assistant(message, content, builder, file, where, call_markers, reasoning_markers)
         else:
             text, records = tool_result(content)
+            records = [message, *records]
             builder.result(
-                text,
-                call_id=message.get("tool_call_id"),
-                name=message.get("name"),
-                records=[message, *records],
-                signals=signals,
+                text, call_id=message.get("tool_call_id"), name=message.get("name"), records=records, signals=signals
             )
+            odd = builder.error_signal.odd_flags(*records) if builder.error_signal.flags else ()
+            if odd:  # `"error": "yes"`: no flag, and said (docs/readers.md, "When a tool result is an error")
+                meta.setdefault(BAD_ERROR_FLAGS, []).extend(f"{where}: {problem}" for problem in odd)
     return meta
 
 
@@ -176,6 +181,17 @@ def _is_message_list(value: Any) -> bool:
 
 
 def _episode(record_value: Any, file: str, name: str, record: str, episode_id: str, signal: ErrorSignal) -> Episode:
+    """The episode of one record (`record`: ``line 3``, ``[2]`` or ``""`` for the whole file); one
+    with no events (``[]``, ``{"messages": []}``) keeps its record in ``meta["empty_record"]``."""
+    episode = _read_episode(record_value, file, name, record, episode_id, signal)
+    if not episode.events:
+        episode = attrs.evolve(episode, meta={**episode.meta, EMPTY_RECORD: record or name})
+    return episode
+
+
+def _read_episode(
+    record_value: Any, file: str, name: str, record: str, episode_id: str, signal: ErrorSignal
+) -> Episode:
     builder = EpisodeBuilder(signal)
     if isinstance(record_value, list):
         meta = read_messages(record_value, builder, file, record)
@@ -217,23 +233,50 @@ def read_openai_json(
 
 
 def read_openai_jsonl(
-    text: str, file: str, name: str, signal: ErrorSignal, *, record_errors: list[ReaderError] | None = None
+    text: str,
+    file: str,
+    name: str,
+    signal: ErrorSignal,
+    *,
+    record_errors: list[ReaderError] | None = None,
+    undecodable: bool = False,
 ) -> list[Episode]:
     """Episodes of an OpenAI chat JSONL file: one episode object (or message list) per non-blank line.
 
     Ids default to ``<name>:<line>``.  With a `record_errors` list, a bad line is appended to it
     and the other lines are still read (a writer killed mid-line loses one episode, not all:
-    `each_record`).
+    `each_record`).  With `undecodable`, `text` was decoded with ``surrogateescape`` (the file is
+    not all UTF-8): a line holding such a byte is a bad line, ``file:2:43: not UTF-8 text (byte
+    0xe9)``, as an invalid JSON line is.
 
     Raises:
-        ReaderError: (without `record_errors`) a line is not valid JSON or not a valid episode
-            (names the line number).
+        ReaderError: (without `record_errors`) a line is not UTF-8, not valid JSON or not a valid
+            episode (names the line number).
     """
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
 
     def line_episode(_: int, numbered: tuple[int, str]) -> Episode:
         lineno, line = numbered
+        if undecodable and _ESCAPED.search(line):
+            raise _not_utf8_line(line, file, lineno)
         value = load_json_text(line, file, line_offset=lineno - 1)
         return _episode(value, file, name, f"line {lineno}", f"{name}:{lineno}", signal)
 
     return each_record(lines, line_episode, record_errors)
+
+
+#: A byte that is not UTF-8, as ``surrogateescape`` keeps it in text (U+DC80..U+DCFF).
+_ESCAPED = re.compile("[\udc80-\udcff]")
+
+
+def _not_utf8_line(line: str, file: str, lineno: int) -> ReaderError:
+    """The error of a JSONL line with bytes that are not UTF-8: ``file:LINE:COL: not UTF-8 text
+    (byte 0xe9)``, the column in code points (as `rlvp_dsl.source.undecodable` counts it)."""
+    raw = line.encode("utf-8", errors="surrogateescape")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        column = len(raw[: exc.start].decode("utf-8", errors="replace")) + 1
+        shown = " ".join(f"0x{b:02x}" for b in raw[exc.start : max(exc.end, exc.start + 1)][:4])
+        return ReaderError(f"{file}:{lineno}:{column}", detail=f"not UTF-8 text (byte {shown})")
+    return ReaderError(f"{file}:{lineno}", detail="not UTF-8 text")  # (escapes always fail to decode)

@@ -490,7 +490,7 @@ def test_bad_role_names_record_and_field(tmp_path):
     with pytest.raises(ReaderError, match=r"messages\[0\]: field 'role': missing, expected one of assistant/"):
         read_episodes(absent)
     null = _write(tmp_path, "null.json", {"simulations": [{"messages": [{"role": None, "content": "x"}]}]})
-    with pytest.raises(ReaderError, match=r"field 'role': expected one of assistant/user/tool/system, got None$"):
+    with pytest.raises(ReaderError, match=r"field 'role': expected one of assistant/user/tool/system, got null$"):
         read_episodes(null)
     chat = _write(tmp_path, "chat.json", {"messages": [{"content": "x"}]})
     with pytest.raises(ReaderError, match=r"messages\[0\]: field 'role': missing, expected one of"):
