@@ -432,7 +432,11 @@ def explain_credits(program: Program, episode: Episode) -> list[str]:
     lines = []
     for c in credits:
         e = episode.events[c.event_index]
-        what = f"call `{e.tool}`" if e.kind == CALL else f"{e.kind} turn"
+        what = (
+            (f"call `{e.tool}`" if e.tool is not None else "call without a tool name")
+            if e.kind == CALL
+            else f"{e.kind} turn"
+        )
         lines.append(f"event {c.event_index} ({what}): {c.rule} {c.value:+g} at {c.location}: {c.reason}")
     lines.append(f"total {_total(credits):+g}")
     return lines
