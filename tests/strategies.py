@@ -135,22 +135,29 @@ def _binding(table: ToolTable):
     return st.sampled_from(choices)
 
 
-def conditions(table: ToolTable, depth: int = 2):
+def conditions(table: ToolTable, depth: int = 2, bound: bool = False):
     """Any condition over the table: and (written `and` or juxtaposed) / or / not / seen with
-    optional `same` and `since`.  May be unsatisfiable (the checker only warns)."""
+    optional `same` and `since`.  May be unsatisfiable (the checker only warns).
+
+    `bound`: the condition is tested on a tool call (a rule's `on call ...`), so its `seen`s may
+    bind `same ARG` / `same target` / `same call` / `returned ARG` -- each of them over a condition
+    only calls satisfy (a message turn carries no argument: RV205/RV206).  Elsewhere (the event may
+    be a message turn) only `same message` is drawn, which every event has."""
     if depth <= 0:
         return atoms(table)
-    sub = conditions(table, depth - 1)
+    sub = conditions(table, depth - 1, bound)
 
     @st.composite
     def seen(draw):
-        inner = draw(sub)
-        text = f"seen ({inner}"
-        if draw(st.booleans()):
-            how = draw(st.sampled_from(("same", "returned")))
-            # `same message` looks inside the event's own message; `returned message` is an error (RV205)
-            bindings = _binding(table) | st.just("message") if how == "same" else _binding(table)
-            text += f" {how} {draw(bindings)}"
+        how = draw(st.sampled_from(("", "same", "returned") if bound else ("", "same")))
+        if how and bound:
+            binding = draw(_binding(table) | st.just("message") if how == "same" else _binding(table))
+        else:
+            binding = "message"
+        # the earlier event a binding compares with must be a call too (except `same message`)
+        inner = draw(call_conditions(table, depth - 1) if how and binding != "message" else sub)
+        # `same message` looks inside the event's own message; `returned message` is an error (RV205)
+        text = f"seen ({inner}" + (f" {how} {binding}" if how else "")
         if draw(st.booleans()):
             text += f" since {draw(sub)}"
         return text + ")"
@@ -165,10 +172,11 @@ def conditions(table: ToolTable, depth: int = 2):
 
 
 def call_conditions(table: ToolTable, depth: int = 2):
-    """A condition only tool calls can satisfy: a call head, and-ed with anything."""
+    """A condition only tool calls can satisfy: a call head, and-ed with anything (its `seen`s
+    may bind arguments: `conditions(bound=True)`)."""
     return st.one_of(
         call_heads(table),
-        st.tuples(call_heads(table), conditions(table, depth)).map(lambda t: f"{t[0]} and ({t[1]})"),
+        st.tuples(call_heads(table), conditions(table, depth, bound=True)).map(lambda t: f"{t[0]} and ({t[1]})"),
     )
 
 
@@ -179,7 +187,7 @@ def discharge_conditions(table: ToolTable):
     extra = st.one_of(
         st.just(""),
         conditions(table, 1).map(lambda c: f" and seen ({c})"),
-        conditions(table, 1).map(lambda c: f" and not ({c})"),
+        conditions(table, 1, bound=True).map(lambda c: f" and not ({c})"),
         st.sampled_from(REGEXES).map(lambda r: f" and (result matches {r} or arg {TARGET} exists)"),
     )
     return st.tuples(call_heads(table), st.sampled_from(("", " ok")), extra).map("".join)
@@ -197,7 +205,7 @@ def violations(draw, table: ToolTable, name: str) -> str:
     on = draw(call_conditions(table) | st.just("assistant").map(lambda a: a + " " + "says /done/"))
     text = f"violation {name} ({draw(_neg)}) {{\n  on {on}\n"
     if draw(st.booleans()):
-        text += f"  unless {draw(conditions(table))}\n"
+        text += f"  unless {draw(conditions(table, bound=on.startswith('call')))}\n"
     return text + "}"
 
 
