@@ -26,7 +26,8 @@ from typing import Any
 
 from rlvp_dsl.input_files import read_input_bytes
 from rlvp_dsl.source import undecodable
-from trainer.config_text import line_of, type_error
+from trainer.config_args import gen_args_problem, model_args_problem
+from trainer.config_text import setting_line, type_error
 
 try:  # Python 3.11+
     import tomllib
@@ -307,6 +308,9 @@ class TrainConfig:
             bad("token_page_every", "a non-negative integer (0: no token pages)")
         if self.token_page_rollouts < 1:
             bad("token_page_rollouts", "a positive integer")
+        for problem in (gen_args_problem(self.gen_args), model_args_problem(self.model, self.model_args)):
+            if problem is not None:  # the setting inside the table: `gen_args.call_style`
+                raise ConfigError(f"{where}: {problem.detail}", key=problem.key, detail=problem.detail)
 
     # ------------------------------------------------------------------
     def replace(self, **changes: Any) -> "TrainConfig":
@@ -425,7 +429,7 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         )
 
     def at(key: str | None) -> str:
-        line = line_of(text, key) if key else None
+        line = setting_line(text, key) if key else None
         return f"{path}:{line}" if line else str(path)
 
     try:
@@ -444,8 +448,8 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
     def build(values: dict[str, Any], blame) -> TrainConfig:
         for key, value in values.items():
             detail = type_error(key, value, types[key])
-            if detail:
-                raise ConfigError(f"{blame(key)}: {detail}", key=key, detail=detail)
+            if detail:  # an override's type is the caller's (the command line's flags are typed by click)
+                raise ConfigError(f"{'load_config' if key in given else blame(key)}: {detail}", key=key, detail=detail)
             if types[key].startswith("float") and isinstance(value, int):
                 values[key] = float(value)
         try:

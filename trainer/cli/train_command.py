@@ -117,6 +117,9 @@ def _train_one(config: str, cfg: TrainConfig, resume: bool, overwrite: bool, fla
         backend = build_backend(cfg)
     except RuleError:  # a ValueError whose own diagnostics name their file, line and column
         raise
+    except ConfigError as exc:  # a setting only the built model can check: at its key's line
+        where = key_location(config, exc.key) if exc.key else config
+        raise ConfigError(f"{where}: {exc.detail}", key=exc.key, detail=exc.detail) from None
     except (ValueError, FileNotFoundError) as exc:  # a model or environment setting
         where = key_location(config, "model") if str(exc).startswith("model ") else config
         raise ConfigError(f"{where}: {exc}") from None
