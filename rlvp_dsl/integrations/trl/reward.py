@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from typing import Any, Iterator, Sequence
 
 import attrs
@@ -17,6 +18,7 @@ import trl
 from rlvp_dsl.advantages import amplified_groups
 from rlvp_dsl.attach import CallCredits, completion_credits
 from rlvp_dsl.compile import Program
+from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
 from rlvp_dsl.readers import (
@@ -50,7 +52,8 @@ class ScoredRow:
         episode: the prompt's and the completion's events.
         first_event: index of the completion's first event (credit before it is dropped).
         first_call: how many calls precede the completion (in the prompt's messages).
-        problem: why the row could not be read (then `episode` is empty), else ``""``.
+        problem: why the row could not be read (then `episode` is empty), else ``""``; it names the
+            row and the message (``completions[2] (messages[1]): field 'role': ...``).
     """
 
     episode: Episode
@@ -60,9 +63,22 @@ class ScoredRow:
 
 
 def _as_program(rules: Program | str | os.PathLike) -> Program:
+    """`rules` compiled.  Raises TypeError for a value of another type, RuleError for a rule file
+    with errors -- a missing one included, whose help says where a relative path is looked up."""
     if not isinstance(rules, (Program, str, os.PathLike)):
         raise TypeError(f"'rules' must be a compiled Program or the path of a .rlvp file (got {rules!r})")
-    return rules if isinstance(rules, Program) else load_program(os.fspath(rules))
+    if isinstance(rules, Program):
+        return rules
+    path = os.fspath(rules)
+    try:
+        return load_program(path)
+    except RuleError as exc:
+        if os.path.exists(path) or [d.code for d in exc.diagnostics] != ["RV001"]:
+            raise
+        # the loader's help speaks of an including file; this path has none: it is the caller's
+        where = "" if os.path.isabs(path) else f" (a relative path starts at the current folder, {os.getcwd()})"
+        missing = attrs.evolve(exc.diagnostics[0], help=f"check the path{where}")
+        raise RuleError([missing], exc.sources) from None
 
 
 def _checked_weight(value: Any) -> float:
@@ -105,6 +121,27 @@ def _check_batch(prompts: Any, completions: Any, messages: Any) -> None:
         )
 
 
+def _where(exc: Exception, part: str, row: int | None, prompt_len: int) -> str:
+    """A reader's error about row ``row`` of the batch, named as the caller wrote the row:
+    ``completions[2] (messages[1]): ...`` -- the reader read the prompt's and the completion's
+    messages as one list (``messages[3]``), so the index is taken back to the part it is in."""
+    name = f"{part}[{row}]" if row is not None else part.rstrip("s")
+    if not isinstance(exc, ReaderError):
+        return f"{name}: {exc}"
+    found = re.fullmatch(r"messages\[(\d+)\](.*)", exc.record)
+    if found is None:
+        record = f" ({exc.record})" if exc.record else ""
+    else:
+        index = int(found[1])
+        if index < prompt_len:
+            name = f"prompts[{row}]" if row is not None else "prompt"
+        else:
+            index -= prompt_len
+        record = f" (messages[{index}]{found[2]})"
+    rest = [f"field {exc.field!r}"] if exc.field else []
+    return ": ".join([name + record, *rest, *([exc.detail] if exc.detail else [])])
+
+
 class RlvpReward:
     """A TRL reward function that scores completions with an rlvp rule program.
 
@@ -142,11 +179,16 @@ class RlvpReward:
 
     Raises:
         ValueError: an unknown mode or error signal, a process weight that is negative,
-            NaN or infinite, call markers that are empty or identical; at the first call,
+            NaN or infinite, an empty name, call markers that are not two, empty or identical; at the first call,
             a token-mode reward called by a trainer that is not an `RlvpAdvantageMixin`
             (the stock `GRPOTrainer` would train on 0 for every completion);
             ``components=True`` in token mode (its credit reaches TRL as advantages, not rewards).
-        TypeError: a process weight or rules of the wrong type.
+        TypeError: a value of the wrong type (Python's convention): ``mode``, ``name`` not a string,
+            ``process_weight`` not a number, ``error_signal`` neither a name nor an `ErrorSignal`,
+            ``call_markers`` not a list or tuple of strings, ``components`` not a bool, ``rules`` neither
+            a `Program` nor a path.
+        RuleError: the rule file has errors, or is not there (the help says where a relative path
+            is looked up: the current folder).
     """
 
     #: The markers of the model's thought (set to None on an instance for a template without them).
@@ -163,7 +205,9 @@ class RlvpReward:
         name: str = "rlvp",
         components: bool = False,
     ):
-        if not isinstance(mode, str) or mode not in ("token", "scalar"):
+        if not isinstance(mode, str):
+            raise TypeError(f"'mode' must be a string, token or scalar (got {type(mode).__name__} {mode!r})")
+        if mode not in ("token", "scalar"):
             raise ValueError(f"'mode' must be token or scalar (got {mode!r})")
         if not isinstance(components, bool):
             raise TypeError(f"'components' must be True or False (got {components!r})")
@@ -172,13 +216,24 @@ class RlvpReward:
                 "components=True splits scalar mode's reward by rule; in token mode the credit reaches TRL "
                 "as per-token advantages, not as rewards (use mode='scalar')"
             )
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"'name' must be a string, the name TRL logs the reward under (got {type(name).__name__} {name!r})"
+            )
+        if not name:
             raise ValueError(f"'name' must be a non-empty string, the name TRL logs the reward under (got {name!r})")
         self.process_weight = _checked_weight(process_weight)
         try:
             resolve_error_signal(error_signal, default="trl")
-        except (TypeError, ValueError) as exc:
+        except TypeError as exc:  # not a name nor an ErrorSignal
+            raise TypeError(f"'error_signal': {exc}") from None
+        except ValueError as exc:
             raise ValueError(f"'error_signal': {exc}") from None
+        if not isinstance(call_markers, (list, tuple)) or not all(isinstance(m, str) for m in call_markers):
+            raise TypeError(
+                f"'call_markers' must be a pair of strings, the chat template's opening and closing tool-call "
+                f"markers (got {type(call_markers).__name__} {call_markers!r}); Qwen/Hermes: {HERMES_MARKERS!r}"
+            )
         self.call_markers = checked_markers(call_markers)
         self.program = _as_program(rules)
         self.mode = mode
@@ -224,8 +279,15 @@ class RlvpReward:
         return totals
 
     # ---- reading one completion ------------------------------------------------------
-    def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
-        """The episode of one prompt + completion; never raises for a bad completion."""
+    def read(self, prompt: Any, completion: Any, messages: Any = None, *, row: int | None = None) -> ScoredRow:
+        """The episode of one prompt + completion; never raises for a bad completion.
+
+        A row that cannot be read gets an empty episode and a `ScoredRow.problem` that names it
+        as the batch does: ``completions[2] (messages[1]): field 'role': ...`` (``row`` is its
+        index in the batch; the message index counts within the completion, or within the
+        prompt, ``prompts[2] (messages[0])``, or the ``rlvp_messages`` row that replaced it)."""
+        prompt_len = len(prompt) if isinstance(prompt, list) else 1 if isinstance(prompt, str) and prompt else 0
+        part = "rlvp_messages" if messages is not None else "completions"
         try:
             prompt_part = (
                 prompt
@@ -259,9 +321,10 @@ class RlvpReward:
             )
             return ScoredRow(whole, len(head.events), len(head.calls))
         except (ReaderError, TypeError, ValueError) as exc:
+            problem = _where(exc, part, row, prompt_len)
             self.unscorable_rows += 1
-            log.warning("rlvp: a completion could not be read, it gets no rule credit: %s", exc)
-            return ScoredRow(Episode("completion", ()), problem=str(exc))
+            log.warning("rlvp: a completion could not be read, it gets no rule credit: %s", problem)
+            return ScoredRow(Episode("completion", ()), problem=problem)
 
     def credits(self, row: ScoredRow, episode: Episode | None = None) -> CallCredits:
         """Per-call credit of a row's episode (credit on the prompt's events dropped)."""
@@ -289,7 +352,7 @@ class RlvpReward:
         messages = kwargs.get("rlvp_messages")
         _check_batch(prompts, completions, messages)
         self.last_rows = [
-            self.read(p, c, messages[k] if messages is not None else None)
+            self.read(p, c, messages[k] if messages is not None else None, row=k)
             for k, (p, c) in enumerate(zip(prompts, completions, strict=True))
         ]
         if self.mode == "token":
