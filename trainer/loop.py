@@ -176,6 +176,8 @@ def train(
         trainer.checkpoint.Interrupted: on Ctrl-C, after writing the checkpoint of the last
             finished iteration (it is a KeyboardInterrupt).
         trainer.checkpoint.CheckpointMismatch: ``resume`` with a config that changes the run.
+        trainer.checkpoint.MetricsGap: ``resume`` of a run whose metrics.jsonl lacks rows of the
+            iterations its checkpoint holds.
     """
     say = log or _to_stderr
     run = _set_up(cfg, backend, resume)
@@ -333,6 +335,7 @@ def _set_up(cfg: TrainConfig, backend: Backend | None, resume: bool) -> _Run:
         learner.optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         run.start = int(state["counters"]["iteration"])
+        ckpt.check_metrics_cover(cfg.out_dir, run.start)
         run.episodes_generated = int(state["counters"]["episodes_generated"])
         ckpt.set_rng_state(state["rng"])
     return run
