@@ -38,6 +38,7 @@ from trainer.cli.checks import (
     check_writable,
     clear_out,
     grid_out,
+    warn_rules,
 )
 from trainer.cli.common import PROG, CommaList, Command, Failure, Seed, WholeNumber, error
 from trainer.config import ConfigError, ConfigReadError, TrainConfig, load_config
@@ -113,6 +114,7 @@ def _train_one(config: str, cfg: TrainConfig, resume: bool, overwrite: bool, fla
     from trainer.loop import train
 
     check_rule_files(config, cfg, [cfg.method])
+    warn_rules(cfg, [cfg.method])
     try:
         backend = build_backend(cfg)
     except RuleError:  # a ValueError whose own diagnostics name their file, line and column
@@ -177,6 +179,7 @@ def _set_up_grid(
     check_writable(out_dir)
     check_out(out_dir, resume, overwrite, resumable=kind == "compare")
     check_rules(config, cfg, methods)
+    warn_rules(cfg, methods)
     clear_out(out_dir, overwrite)
     return cfg, out_dir
 
