@@ -171,10 +171,16 @@ def _toml(value) -> str:
 
 
 def check_rule_files(config: str, cfg: TrainConfig, methods: list[str]) -> None:
-    """A rule file the config names that does not exist: a config error at its key's line (exit 1)."""
+    """A rule file the config names that does not exist or is a folder: a config error at its key's
+    line (exit 1)."""
     for m in methods:
         key = METHODS[m].rules_field
         value = getattr(cfg, key)
+        if value and Path(cfg.resolve(value)).is_dir():
+            raise ConfigError(
+                f"{key_location(config, key)}: {key} = {_toml(value)}: is a folder, not a rule file "
+                f"(name the .rlvp file in it)"
+            )
         if not Path(cfg.resolve(value)).is_file():
             raise ConfigError(
                 f"{key_location(config, key)}: {key} = {_toml(value)}: no such rule file (a relative "
