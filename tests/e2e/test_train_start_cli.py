@@ -85,7 +85,7 @@ def test_lint_warnings_of_the_rule_file_are_shown_once_and_the_run_goes_on(tmp_p
         "warning[RV302]",
     ]
     assert sum("lint warning" in line for line in lines) == 1
-    assert lines[-1] == f"metrics: {tmp_path / 'out' / 'metrics.jsonl'}"  # trained
+    assert done.stdout.splitlines()[-1] == f"metrics: {tmp_path / 'out' / 'metrics.jsonl'}"  # trained
 
 
 def test_an_empty_rule_file_is_a_warning_for_the_method_that_trains_with_it(tmp_path):
