@@ -445,11 +445,12 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
                 f"load_config: unknown setting {key!r}" + (f"; did you mean {close[0]!r}?" if close else ""), key=key
             )
 
-    def build(values: dict[str, Any], blame) -> TrainConfig:
+    def build(values: dict[str, Any], blame, overridden: dict[str, Any]) -> TrainConfig:
         for key, value in values.items():
             detail = type_error(key, value, types[key])
             if detail:  # an override's type is the caller's (the command line's flags are typed by click)
-                raise ConfigError(f"{'load_config' if key in given else blame(key)}: {detail}", key=key, detail=detail)
+                where = "load_config" if key in overridden else blame(key)
+                raise ConfigError(f"{where}: {detail}", key=key, detail=detail)
             if types[key].startswith("float") and isinstance(value, int):
                 values[key] = float(value)
         try:
@@ -458,11 +459,11 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
             raise ConfigError(f"{blame(exc.key)}: {exc.detail}", key=exc.key, detail=exc.detail) from None
 
     # The file's own values first: a wrong one is reported even where a flag overrides it.
-    build(dict(flat), at)
+    build(dict(flat), at, {})
     flat.update(given)
     for key in ("rules", "auto_rules"):
         value = flat.get(key)
         if value and not os.path.isabs(value) and not (Path.cwd() / value).exists() and (path.parent / value).exists():
             flat[key] = str(path.parent / value)
     flags = {"out_dir": "--out"}
-    return build(flat, lambda key: flags.get(key, f"--{key}") if key in given else at(key))
+    return build(flat, lambda key: flags.get(key, f"--{key}") if key in given else at(key), given)
