@@ -76,7 +76,9 @@ def gen_args_problem(gen_args: dict[str, Any]) -> Problem | None:
         if name == "think_token_ids":
             ok = isinstance(value, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in value)
             if not ok:
-                return Problem(key, f"'{key}' must be an array of token ids (whole numbers), e.g. [5, 6] (got {_toml(value)})")
+                return Problem(
+                    key, f"'{key}' must be an array of token ids (whole numbers), e.g. [5, 6] (got {_toml(value)})"
+                )
             if negative := [i for i in value if i < 0]:
                 return Problem(key, f"'{key}' must hold token ids >= 0 (got {negative[0]})")
             continue

@@ -151,7 +151,7 @@ def test_resume_of_a_run_whose_metrics_are_gone_is_refused(tmp_path):
         ('rules = "."', 'rules = ".": is a folder, not a rule file (name the .rlvp file in it)'),
         (
             'env = "chain99"',
-            'env = "chain99": environment \'chain99\': the number in its name is its number of stages, and '
+            "env = \"chain99\": environment 'chain99': the number in its name is its number of stages, and "
             "'num_stages' must be <= 10 (got 99)",
         ),
     ],

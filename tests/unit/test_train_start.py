@@ -97,6 +97,8 @@ def test_resume_without_the_metrics_of_the_checkpoints_iterations_is_refused(tmp
 def test_a_damaged_checkpoints_reason_is_cut_at_a_word():
     long = "PytorchStreamReader failed reading zip archive: " + "failed finding central directory " * 8
     assert ckpt._first_words(long + "\nsecond line") == (
-        "PytorchStreamReader failed reading zip archive: " + "failed finding central directory " * 4 + "failed finding ..."
+        "PytorchStreamReader failed reading zip archive: "
+        + "failed finding central directory " * 4
+        + "failed finding ..."
     )
     assert ckpt._first_words("short reason\nmore") == "short reason"

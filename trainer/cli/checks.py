@@ -106,9 +106,7 @@ def check_run_folder(cfg: TrainConfig, out_dir: str | None, resume: bool, overwr
         raise Failure(f"{flag} lies inside the run folder {inside}: a run needs a folder of its own", EXIT_USAGE)
     if (grid := inside_a_grid(cfg.out_dir)) is not None:
         flag = f"--out {cfg.out_dir}" if out_dir else f"out_dir = {cfg.out_dir!r}"
-        raise Failure(
-            f"{flag} lies inside the comparison folder {grid}: a run needs a folder of its own", EXIT_USAGE
-        )
+        raise Failure(f"{flag} lies inside the comparison folder {grid}: a run needs a folder of its own", EXIT_USAGE)
     if resume and not (Path(cfg.out_dir) / ckpt.FILENAME).is_file():
         raise Failure(
             f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"

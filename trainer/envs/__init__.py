@@ -90,8 +90,7 @@ def _named_by(name: str, knob: str, named: bool) -> Iterator[None]:
         if not named or f"'{knob}'" not in str(exc):
             raise
         raise ValueError(
-            f"environment {name!r}: the number in its name is its {knob.replace('num_', 'number of ')}, "
-            f"and {exc}"
+            f"environment {name!r}: the number in its name is its {knob.replace('num_', 'number of ')}, and {exc}"
         ) from None
 
 
