@@ -3,7 +3,9 @@
 A config file may be flat or grouped in tables (``[model]``, ``[env]``, ...); the
 tables are only for readability and are flattened, except ``env_args``,
 ``model_args`` and ``gen_args``, which are passed through as dicts.  Unknown keys are errors that
-name the file and the key (with a did-you-mean).
+name the file and the key (with a did-you-mean); so are unknown settings in ``gen_args`` and
+``model_args``, whose values are checked too (`trainer.config_args`; ``env_args`` is checked by
+the environment, `trainer.envs.checked_knobs`).
 
 Types are strict, as TOML writes them: a boolean field takes only ``true`` / ``false``
 (``anneal = "no"`` is an error, not "yes"), a whole-number field only an integer, a
@@ -135,7 +137,9 @@ class TrainConfig:
     max_new_tokens: int | None = None
     """Maximum generated tokens per turn (None: just enough for the longest call)."""
     gen_args: dict = field(default_factory=dict)
-    """Further `trainer.sampling.generation.GenConfig` fields (``call_style``, ``think_max_tokens``, ...)."""
+    """Further `trainer.sampling.generation.GenConfig` fields: ``call_style`` (plain | json),
+    ``think_max_tokens``, ``think_token_ids``, ``system_prompt`` (``temperature``, ``max_turns`` and
+    ``max_new_tokens`` are top-level settings)."""
     constrained_logprobs: bool = True
     """Train the policy that sampled: log-probs renormalised over the ids the call mask allowed
     (tokens with a single allowed id then carry no gradient).  False: full-vocabulary softmax."""

