@@ -53,7 +53,8 @@ class ScoredRow:
         first_event: index of the completion's first event (credit before it is dropped).
         first_call: how many calls precede the completion (in the prompt's messages).
         problem: why the row could not be read (then `episode` is empty), else ``""``; it names the
-            row and the message (``completions[2] (messages[1]): field 'role': ...``).
+            message (`RlvpReward.read`: ``completion (messages[1]): field 'role': ...``) and, in
+            `RlvpReward.last_rows`, the batch row (``completions[2] (messages[1]): ...``).
     """
 
     episode: Episode
@@ -121,25 +122,29 @@ def _check_batch(prompts: Any, completions: Any, messages: Any) -> None:
         )
 
 
-def _where(exc: Exception, part: str, row: int | None, prompt_len: int) -> str:
-    """A reader's error about row ``row`` of the batch, named as the caller wrote the row:
-    ``completions[2] (messages[1]): ...`` -- the reader read the prompt's and the completion's
-    messages as one list (``messages[3]``), so the index is taken back to the part it is in."""
-    name = f"{part}[{row}]" if row is not None else part.rstrip("s")
+def _where(exc: Exception, part: str, prompt_len: int) -> str:
+    """A reader's error about one row, named as the caller wrote the row: ``completion
+    (messages[1]): ...`` -- the reader read the prompt's and the completion's messages as one list
+    (``messages[3]``), so the index is taken back to the part it is in (``part``: ``completion``, or
+    ``rlvp_messages`` when they replaced it; ``prompt`` for an index inside the prompt)."""
     if not isinstance(exc, ReaderError):
-        return f"{name}: {exc}"
+        return f"{part}: {exc}"
     found = re.fullmatch(r"messages\[(\d+)\](.*)", exc.record)
-    if found is None:
-        record = f" ({exc.record})" if exc.record else ""
-    else:
+    name, record = part, f" ({exc.record})" if exc.record else ""
+    if found is not None:
         index = int(found[1])
-        if index < prompt_len:
-            name = f"prompts[{row}]" if row is not None else "prompt"
-        else:
-            index -= prompt_len
+        name, index = ("prompt", index) if index < prompt_len else (part, index - prompt_len)
         record = f" (messages[{index}]{found[2]})"
     rest = [f"field {exc.field!r}"] if exc.field else []
     return ": ".join([name + record, *rest, *([exc.detail] if exc.detail else [])])
+
+
+def _numbered(problem: str, row: int) -> str:
+    """`_where`'s ``completion (messages[1]): ...`` of batch row ``row``: ``completions[2] (messages[1]): ...``."""
+    for name, batch in (("completion", "completions"), ("prompt", "prompts"), ("rlvp_messages", "rlvp_messages")):
+        if problem.startswith((name + " ", name + ":")):
+            return f"{batch}[{row}]{problem[len(name) :]}"
+    return f"row {row}: {problem}"
 
 
 class RlvpReward:
@@ -279,15 +284,15 @@ class RlvpReward:
         return totals
 
     # ---- reading one completion ------------------------------------------------------
-    def read(self, prompt: Any, completion: Any, messages: Any = None, *, row: int | None = None) -> ScoredRow:
+    def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
         """The episode of one prompt + completion; never raises for a bad completion.
 
-        A row that cannot be read gets an empty episode and a `ScoredRow.problem` that names it
-        as the batch does: ``completions[2] (messages[1]): field 'role': ...`` (``row`` is its
-        index in the batch; the message index counts within the completion, or within the
-        prompt, ``prompts[2] (messages[0])``, or the ``rlvp_messages`` row that replaced it)."""
+        A row that cannot be read gets an empty episode and a `ScoredRow.problem` that names the
+        message at fault within its part: ``completion (messages[1]): field 'role': ...`` (or
+        ``prompt (messages[0])``, or ``rlvp_messages (...)`` when they replaced the completion);
+        a call numbers it by its batch row (``completions[2] (messages[1])``)."""
         prompt_len = len(prompt) if isinstance(prompt, list) else 1 if isinstance(prompt, str) and prompt else 0
-        part = "rlvp_messages" if messages is not None else "completions"
+        part = "rlvp_messages" if messages is not None else "completion"
         try:
             prompt_part = (
                 prompt
@@ -321,10 +326,8 @@ class RlvpReward:
             )
             return ScoredRow(whole, len(head.events), len(head.calls))
         except (ReaderError, TypeError, ValueError) as exc:
-            problem = _where(exc, part, row, prompt_len)
             self.unscorable_rows += 1
-            log.warning("rlvp: a completion could not be read, it gets no rule credit: %s", problem)
-            return ScoredRow(Episode("completion", ()), problem=problem)
+            return ScoredRow(Episode("completion", ()), problem=_where(exc, part, prompt_len))
 
     def credits(self, row: ScoredRow, episode: Episode | None = None) -> CallCredits:
         """Per-call credit of a row's episode (credit on the prompt's events dropped)."""
@@ -352,9 +355,15 @@ class RlvpReward:
         messages = kwargs.get("rlvp_messages")
         _check_batch(prompts, completions, messages)
         self.last_rows = [
-            self.read(p, c, messages[k] if messages is not None else None, row=k)
+            self.read(p, c, messages[k] if messages is not None else None)
             for k, (p, c) in enumerate(zip(prompts, completions, strict=True))
         ]
+        for k, row in enumerate(self.last_rows):
+            if row.problem:  # named by its batch row
+                self.last_rows[k] = attrs.evolve(row, problem=_numbered(row.problem, k))
+                log.warning(
+                    "rlvp: a completion could not be read, it gets no rule credit: %s", self.last_rows[k].problem
+                )
         if self.mode == "token":
             return [0.0] * len(self.last_rows)
         return [self.process_weight * self.credits(row).total for row in self.last_rows]

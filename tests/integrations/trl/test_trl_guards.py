@@ -282,6 +282,13 @@ def test_an_unreadable_row_is_named_by_its_batch_row_and_message():
     assert reward.last_rows[0].problem == (
         "prompts[0] (messages[0]): field 'role': expected one of assistant/user/tool/system, got 'robot'"
     )
+    reward(prompts=[prompt], completions=[good], rlvp_messages=[bad])
+    assert reward.last_rows[0].problem == (
+        "rlvp_messages[0] (messages[1]): field 'role': expected one of assistant/user/tool/system, got 'robot'"
+    )
+    assert reward.read(prompt, bad).problem == (  # one row alone: its part, no batch row
+        "completion (messages[1]): field 'role': expected one of assistant/user/tool/system, got 'robot'"
+    )
 
 
 @pytest.mark.parametrize(
