@@ -14,7 +14,8 @@ from typing import Any, Callable
 import attrs
 import torch
 
-from trainer.config import TrainConfig
+from trainer.config import ConfigError, TrainConfig
+from trainer.config_args import token_ids_problem
 from trainer.methods import get_method
 from trainer.types import Rollout
 
@@ -47,7 +48,15 @@ class Backend:
 
 
 def build_backend(cfg: TrainConfig) -> Backend:
-    """The default backend: `trainer.model` policy, `trainer.sampling.rollout.collect_group`, rules from the config."""
+    """The default backend: `trainer.model` policy, `trainer.sampling.rollout.collect_group`, rules from the config.
+
+    Raises:
+        ConfigError: (``key`` names the setting) a ``lora_target_modules`` that matches no module of
+            the model, or ``gen_args.think_token_ids`` past its vocabulary: settings only the built
+            model can check.
+        RuleError: the method's rule file has errors.
+        ValueError: an environment or model setting the environment or model builder refuses.
+    """
     from rlvp_dsl import load_program
     from trainer import envs, model as model_mod
     from trainer.sampling import rollout
@@ -57,15 +66,19 @@ def build_backend(cfg: TrainConfig) -> Backend:
     rules_path = cfg.resolve(getattr(cfg, method.rules_field))
     program = load_program(rules_path)
     factory = envs.env_factory(cfg.env, **cfg.env_args)
-    try:
-        gen_cfg = GenConfig(
-            temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, **cfg.gen_args
-        )
-    except TypeError as exc:
-        raise ValueError(f"'gen_args': {exc}") from None
+    # gen_args passed the config's checks (`trainer.config_args`): GenConfig takes them
+    gen_cfg = GenConfig(
+        temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, **cfg.gen_args
+    )
     torch.manual_seed(cfg.seed)  # LoRA init
-    policy, tokenizer = model_mod.build_policy(cfg, factory)
+    try:
+        policy, tokenizer = model_mod.build_policy(cfg, factory)
+    except model_mod.LoraTargetError as exc:
+        raise ConfigError(f"config: {exc}", key="lora_target_modules", detail=str(exc)) from None
     policy.eval()
+    vocab = policy.get_output_embeddings().weight.shape[0]
+    if (problem := token_ids_problem(cfg.gen_args, vocab)) is not None:  # known once the model is
+        raise ConfigError(f"config: {problem.detail}", key=problem.key, detail=problem.detail)
 
     def collect(task, n, seed):
         return rollout.collect_group(policy, tokenizer, factory, task, n, gen_cfg, seed)

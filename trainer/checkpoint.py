@@ -198,7 +198,7 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
     except OSError as exc:
         raise CheckpointReadError(f"{path}: cannot read the checkpoint: {exc.strerror or exc}") from None
     except Exception as exc:  # noqa: BLE001 - torch/pickle/zipfile raise many kinds for a damaged file
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        reason = _first_words(str(exc)) if str(exc).strip() else type(exc).__name__
         raise CheckpointReadError(
             f"{path}: not a readable checkpoint (corrupt or cut short: {reason}); {recover}"
         ) from None
@@ -208,6 +208,15 @@ def load_checkpoint(path: str | os.PathLike) -> dict[str, Any]:
             f"{path}: not an rlvp-train checkpoint (missing {', '.join(missing) or 'counters'}); {recover}"
         )
     return state
+
+
+def _first_words(text: str, limit: int = 200) -> str:
+    """The first line of a library's error, cut at a word (with "...") when past ``limit`` characters,
+    never mid-word or mid-sentence without saying so."""
+    line = text.strip().splitlines()[0].strip()
+    if len(line) <= limit:
+        return line
+    return line[:limit].rsplit(" ", 1)[0].rstrip(" ,;:(") + " ..."
 
 
 def restore_model(model: torch.nn.Module, trainable: dict[str, torch.Tensor]) -> None:
@@ -269,11 +278,58 @@ def check_resumable(saved: dict[str, Any], now: dict[str, Any], where: str | os.
 
 def check_resume(out_dir: str | os.PathLike, now: dict[str, Any]) -> int:
     """``--resume``: raise `CheckpointMismatch` when the checkpoint in ``out_dir`` was trained with
-    another config (see `check_resumable`), else return the iterations it holds.  Run before
+    another config (see `check_resumable`), `MetricsGap` when the run's metrics.jsonl lacks rows of
+    iterations it holds (`check_metrics_cover`), else return the iterations it holds.  Run before
     anything else decides, e.g. that a finished run has nothing left to train."""
     state = load_checkpoint(out_dir)
     check_resumable(state["config"], now, Path(out_dir) / FILENAME)
-    return int(state["counters"]["iteration"])
+    done = int(state["counters"]["iteration"])
+    check_metrics_cover(out_dir, done)
+    return done
+
+
+class MetricsGap(ValueError):
+    """``--resume`` of a run whose metrics.jsonl lacks rows of the iterations its checkpoint holds."""
+
+
+def check_metrics_cover(out_dir: str | os.PathLike, done: int) -> None:
+    """Refuse to resume a run whose ``metrics.jsonl`` is missing or lacks a row of an iteration
+    ``0 .. done - 1`` the checkpoint holds: the resumed run would log only the iterations after
+    them, and its summary, curves and ``--compare`` table would count a run that starts at
+    iteration ``done`` (its first iterations' success and episodes lost without a trace).  The
+    rows cannot be made again; the checkpoint is left as it is.
+
+    Raises:
+        MetricsGap: naming the file, the missing iterations and the ways on (restore the file, or
+            ``--overwrite`` to start again).
+    """
+    from trainer.metrics import FILENAME as METRICS, read_metrics
+
+    if done <= 0:
+        return
+    path = Path(out_dir) / METRICS
+    recover = f"restore {METRICS} from a copy, or start the run again with --overwrite"
+    if not path.is_file():
+        raise MetricsGap(
+            f"--resume: {Path(out_dir) / FILENAME} holds {done} iteration(s) but {path} is missing: the resumed "
+            f"run's summary and curves would start at iteration {done}, without iterations {_span(range(done))}; "
+            f"{recover}"
+        )
+    logged = {int(r["iteration"]) for r in read_metrics(path, notes=[])}
+    missing = [i for i in range(done) if i not in logged]
+    if missing:
+        raise MetricsGap(
+            f"--resume: {Path(out_dir) / FILENAME} holds {done} iteration(s) but {path} has no row of "
+            f"iteration(s) {_span(missing)}: the resumed run's summary and curves would miss them; {recover}"
+        )
+
+
+def _span(iterations: Any) -> str:
+    """``0-2`` for a run of consecutive iterations, else them listed (the first 5)."""
+    its = list(iterations)
+    if len(its) > 1 and its[-1] - its[0] == len(its) - 1:
+        return f"{its[0]}-{its[-1]}"
+    return ", ".join(map(str, its[:5])) + (" ..." if len(its) > 5 else "")
 
 
 def iterations_done(out_dir: str | os.PathLike) -> int:

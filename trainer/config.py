@@ -3,7 +3,9 @@
 A config file may be flat or grouped in tables (``[model]``, ``[env]``, ...); the
 tables are only for readability and are flattened, except ``env_args``,
 ``model_args`` and ``gen_args``, which are passed through as dicts.  Unknown keys are errors that
-name the file and the key (with a did-you-mean).
+name the file and the key (with a did-you-mean); so are unknown settings in ``gen_args`` and
+``model_args``, whose values are checked too (`trainer.config_args`; ``env_args`` is checked by
+the environment, `trainer.envs.checked_knobs`).
 
 Types are strict, as TOML writes them: a boolean field takes only ``true`` / ``false``
 (``anneal = "no"`` is an error, not "yes"), a whole-number field only an integer, a
@@ -26,7 +28,8 @@ from typing import Any
 
 from rlvp_dsl.input_files import read_input_bytes
 from rlvp_dsl.source import undecodable
-from trainer.config_text import line_of, type_error
+from trainer.config_args import gen_args_problem, model_args_problem
+from trainer.config_text import setting_line, type_error
 
 try:  # Python 3.11+
     import tomllib
@@ -134,7 +137,9 @@ class TrainConfig:
     max_new_tokens: int | None = None
     """Maximum generated tokens per turn (None: just enough for the longest call)."""
     gen_args: dict = field(default_factory=dict)
-    """Further `trainer.sampling.generation.GenConfig` fields (``call_style``, ``think_max_tokens``, ...)."""
+    """Further `trainer.sampling.generation.GenConfig` fields: ``call_style`` (plain | json),
+    ``think_max_tokens``, ``think_token_ids``, ``system_prompt`` (``temperature``, ``max_turns`` and
+    ``max_new_tokens`` are top-level settings)."""
     constrained_logprobs: bool = True
     """Train the policy that sampled: log-probs renormalised over the ids the call mask allowed
     (tokens with a single allowed id then carry no gradient).  False: full-vocabulary softmax."""
@@ -307,6 +312,9 @@ class TrainConfig:
             bad("token_page_every", "a non-negative integer (0: no token pages)")
         if self.token_page_rollouts < 1:
             bad("token_page_rollouts", "a positive integer")
+        for problem in (gen_args_problem(self.gen_args), model_args_problem(self.model, self.model_args)):
+            if problem is not None:  # the setting inside the table: `gen_args.call_style`
+                raise ConfigError(f"{where}: {problem.detail}", key=problem.key, detail=problem.detail)
 
     # ------------------------------------------------------------------
     def replace(self, **changes: Any) -> "TrainConfig":
@@ -425,7 +433,7 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
         )
 
     def at(key: str | None) -> str:
-        line = line_of(text, key) if key else None
+        line = setting_line(text, key) if key else None
         return f"{path}:{line}" if line else str(path)
 
     try:
@@ -441,11 +449,12 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
                 f"load_config: unknown setting {key!r}" + (f"; did you mean {close[0]!r}?" if close else ""), key=key
             )
 
-    def build(values: dict[str, Any], blame) -> TrainConfig:
+    def build(values: dict[str, Any], blame, overridden: dict[str, Any]) -> TrainConfig:
         for key, value in values.items():
             detail = type_error(key, value, types[key])
-            if detail:
-                raise ConfigError(f"{blame(key)}: {detail}", key=key, detail=detail)
+            if detail:  # an override's type is the caller's (the command line's flags are typed by click)
+                where = "load_config" if key in overridden else blame(key)
+                raise ConfigError(f"{where}: {detail}", key=key, detail=detail)
             if types[key].startswith("float") and isinstance(value, int):
                 values[key] = float(value)
         try:
@@ -454,11 +463,11 @@ def load_config(path: str | os.PathLike, **overrides: Any) -> TrainConfig:
             raise ConfigError(f"{blame(exc.key)}: {exc.detail}", key=exc.key, detail=exc.detail) from None
 
     # The file's own values first: a wrong one is reported even where a flag overrides it.
-    build(dict(flat), at)
+    build(dict(flat), at, {})
     flat.update(given)
     for key in ("rules", "auto_rules"):
         value = flat.get(key)
         if value and not os.path.isabs(value) and not (Path.cwd() / value).exists() and (path.parent / value).exists():
             flat[key] = str(path.parent / value)
     flags = {"out_dir": "--out"}
-    return build(flat, lambda key: flags.get(key, f"--{key}") if key in given else at(key))
+    return build(flat, lambda key: flags.get(key, f"--{key}") if key in given else at(key), given)

@@ -76,10 +76,21 @@ def table_key_line(text: str, table: str, key: str) -> int | None:
     return None
 
 
+def setting_line(text: str, key: str) -> int | None:
+    """The 1-based line of setting ``key`` in the TOML ``text``: `line_of` for a key, and for a
+    dotted ``table.knob`` (``gen_args.call_style``) the knob's line in a ``[table]`` table, else the
+    table's own line (``gen_args = { ... }`` written inline), if found."""
+    table, dot, knob = key.partition(".")
+    if dot:
+        return table_key_line(text, table, knob) or line_of(text, table)
+    return line_of(text, key)
+
+
 def key_location(path: str | os.PathLike, key: str) -> str:
-    """``path:line`` where ``key = ...`` is set in the config file ``path``, else ``path``."""
+    """``path:line`` where ``key = ...`` is set in the config file ``path`` (a dotted
+    ``table.knob`` as `setting_line` finds it), else ``path``."""
     try:
-        line = line_of(Path(path).read_text(encoding="utf-8"), key)
+        line = setting_line(Path(path).read_text(encoding="utf-8"), key)
     except (OSError, UnicodeDecodeError):
         line = None
     return f"{path}:{line}" if line else str(path)

@@ -51,6 +51,7 @@ from __future__ import annotations
 import functools
 import math
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -68,6 +69,7 @@ from trainer.batch import pad_batch
 from trainer.config import TrainConfig
 from trainer.dapo import Group, SamplingResult, dynamic_sampling
 from trainer.methods import Method, get_method
+from trainer.metrics import FILENAME as METRICS_FILE
 from trainer.metrics import GridClock, MetricsLogger, ProgressBar
 from trainer.types import Rollout
 from trainer.update import Learner, UpdateStats, update_policy
@@ -174,9 +176,12 @@ def train(
         trainer.checkpoint.Interrupted: on Ctrl-C, after writing the checkpoint of the last
             finished iteration (it is a KeyboardInterrupt).
         trainer.checkpoint.CheckpointMismatch: ``resume`` with a config that changes the run.
+        trainer.checkpoint.MetricsGap: ``resume`` of a run whose metrics.jsonl lacks rows of the
+            iterations its checkpoint holds.
     """
     say = log or _to_stderr
     run = _set_up(cfg, backend, resume)
+    before = _FolderBefore.of(cfg.out_dir)
     logger = MetricsLogger(cfg.out_dir, tensorboard=cfg.tensorboard, append=resume, keep_below=run.start)
     if logger.note:
         say(logger.note)
@@ -204,9 +209,45 @@ def train(
         if dirty or not path.is_file():
             path = ckpt.write(cfg.out_dir, saved)
         raise ckpt.Interrupted(path, int(saved["counters"]["iteration"]), cfg.out_dir) from None
+    except Exception:
+        bar.close()
+        logger.close()
+        if not rows and not resume:  # a failed start: leave nothing that would block the retry
+            before.forget_new(cfg.out_dir)
+        raise
     bar.close()
     logger.close()
     return rows
+
+
+@attrs.frozen
+class _FolderBefore:
+    """What a fresh run's folder held before `train` wrote to it, so that a run that fails before
+    its first iteration is logged can remove what it wrote (an empty metrics.jsonl, a token page,
+    the folder itself) and a retry is not refused as "already holds a run"."""
+
+    existed: bool
+    new_subfolders: tuple[str, ...]
+
+    @classmethod
+    def of(cls, out_dir: str) -> "_FolderBefore":
+        subs = (token_page.FOLDER, "tb")  # the token pages, TensorBoard's events
+        return cls(Path(out_dir).exists(), tuple(s for s in subs if not (Path(out_dir) / s).exists()))
+
+    def forget_new(self, out_dir: str) -> None:
+        """Remove the empty metrics file, and the sub-folders and the folder this run created."""
+        folder = Path(out_dir)
+        metrics = folder / METRICS_FILE
+        if metrics.is_file() and metrics.stat().st_size == 0:
+            metrics.unlink()
+        for sub in self.new_subfolders:
+            if (folder / sub).is_dir():
+                shutil.rmtree(folder / sub, ignore_errors=True)
+        if not self.existed:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty: something else is there
+                pass
 
 
 def _iteration(
@@ -294,6 +335,7 @@ def _set_up(cfg: TrainConfig, backend: Backend | None, resume: bool) -> _Run:
         learner.optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         run.start = int(state["counters"]["iteration"])
+        ckpt.check_metrics_cover(cfg.out_dir, run.start)
         run.episodes_generated = int(state["counters"]["episodes_generated"])
         ckpt.set_rng_state(state["rng"])
     return run

@@ -216,18 +216,30 @@ class LoraSettings:
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
+class LoraTargetError(ValueError):
+    """None of the LoRA ``target_modules`` is a module of the model (the config's ``lora_target_modules``)."""
+
+
 def apply_lora(model, settings: LoraSettings | None = None):
     """Wrap `model` in a peft LoRA adapter; only the adapter weights are trainable.
 
-    Raises ValueError naming the missing modules when none of `target_modules` exists.
+    Raises LoraTargetError (a ValueError) naming the missing modules, with a did-you-mean and the
+    model's linear layers, when none of `target_modules` exists.
     """
+    import torch
     from peft import LoraConfig, get_peft_model
 
     s = settings or LoraSettings()
     names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
     missing = [m for m in s.target_modules if m not in names]
     if len(missing) == len(s.target_modules):
-        raise ValueError(f"LoRA 'target_modules' {list(s.target_modules)} match no module of the model")
+        linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)})
+        hint = difflib.get_close_matches(missing[0], linear, n=1)
+        raise LoraTargetError(
+            f"LoRA 'target_modules' {list(s.target_modules)} match no module of the model"
+            + (f"; did you mean {hint[0]!r}?" if hint else "")
+            + f" (its linear layers: {', '.join(linear)})"
+        )
     config = LoraConfig(
         r=s.r,
         lora_alpha=s.alpha,

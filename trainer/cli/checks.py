@@ -83,6 +83,18 @@ def inside_a_run(out_dir: str, itself: bool = True) -> Path | None:
     return None
 
 
+def inside_a_grid(out_dir: str) -> Path | None:
+    """The ``--compare`` or ``--paired`` folder that ``out_dir`` lies below, if any: a folder above it
+    that holds the grid's runs (``METHOD/seedK``, ``seedK/driver_METHOD``) or its summary
+    (``summary.json`` and ``summary.md``), so that ``--out cmp/rlvp`` does not write beside ``cmp/rlvp/seed0``."""
+    from trainer.run_folder import nested_runs
+
+    for folder in Path(out_dir).resolve().parents:
+        if ((folder / "summary.json").is_file() and (folder / "summary.md").is_file()) or nested_runs(folder):
+            return folder
+    return None
+
+
 def check_run_folder(cfg: TrainConfig, out_dir: str | None, resume: bool, overwrite: bool) -> None:
     """The run's folder: not inside another run, a checkpoint there for ``--resume``, writable, and
     no earlier run in it unless ``--resume`` or ``--overwrite``."""
@@ -92,6 +104,9 @@ def check_run_folder(cfg: TrainConfig, out_dir: str | None, resume: bool, overwr
     if (inside := inside_a_run(cfg.out_dir, itself=False)) is not None:
         flag = f"--out {cfg.out_dir}" if out_dir else f"out_dir = {cfg.out_dir!r}"
         raise Failure(f"{flag} lies inside the run folder {inside}: a run needs a folder of its own", EXIT_USAGE)
+    if (grid := inside_a_grid(cfg.out_dir)) is not None:
+        flag = f"--out {cfg.out_dir}" if out_dir else f"out_dir = {cfg.out_dir!r}"
+        raise Failure(f"{flag} lies inside the comparison folder {grid}: a run needs a folder of its own", EXIT_USAGE)
     if resume and not (Path(cfg.out_dir) / ckpt.FILENAME).is_file():
         raise Failure(
             f"--resume: {cfg.out_dir} has no {ckpt.FILENAME} to continue from"
@@ -109,6 +124,11 @@ def grid_out(cfg: TrainConfig, out: str | None, suffix: str) -> str:
         if inside is not None:
             raise Failure(
                 f"--out {out} lies inside the run folder {inside}: a comparison needs a folder of its own", EXIT_USAGE
+            )
+        if (grid := inside_a_grid(out)) is not None:
+            raise Failure(
+                f"--out {out} lies inside the comparison folder {grid}: a comparison needs a folder of its own",
+                EXIT_USAGE,
             )
         return out
     return f"{cfg.out_dir.rstrip('/')}_{suffix}"
@@ -149,16 +169,48 @@ def _toml(value) -> str:
 
 
 def check_rule_files(config: str, cfg: TrainConfig, methods: list[str]) -> None:
-    """A rule file the config names that does not exist: a config error at its key's line (exit 1)."""
+    """A rule file the config names that does not exist or is a folder: a config error at its key's
+    line (exit 1)."""
     for m in methods:
         key = METHODS[m].rules_field
         value = getattr(cfg, key)
+        if value and Path(cfg.resolve(value)).is_dir():
+            raise ConfigError(
+                f"{key_location(config, key)}: {key} = {_toml(value)}: is a folder, not a rule file "
+                f"(name the .rlvp file in it)"
+            )
         if not Path(cfg.resolve(value)).is_file():
             raise ConfigError(
                 f"{key_location(config, key)}: {key} = {_toml(value)}: no such rule file (a relative "
                 f"path is looked up in the current folder, then the config file's folder, "
                 f"then the repository root)"
             )
+
+
+def warn_rules(cfg: TrainConfig, methods: list[str]) -> None:
+    """Print the lint warnings (RV3xx) of the rule file each credit-using method trains with, once
+    per file, as ``rlvp-compile`` renders them, under a ``rlvp-train: warning:`` line that says the
+    run goes on: an empty rule set (RV306, an rlvp run that is plain GRPO), an outsized weight
+    (RV304), a duplicate rule (RV302).  Never fails: a file with errors is left to `check_rules` /
+    the backend, which report them."""
+    from rlvp_dsl.diagnostics import render_text, sort_and_cap
+    from rlvp_dsl.pipeline import check_file
+
+    users = [m for m in methods if METHODS[m].credit_mode != "none"]
+    for path in dict.fromkeys(cfg.resolve(getattr(cfg, METHODS[m].rules_field)) for m in users):
+        checked = check_file(path, lints=True, cache=True)
+        warnings = [d for d in checked.diagnostics if d.severity == "warning"]
+        if not checked.ok or not warnings:
+            continue
+        kept, dropped = sort_and_cap(warnings)
+        trained = ", ".join(m for m in users if cfg.resolve(getattr(cfg, METHODS[m].rules_field)) == path)
+        n = len(warnings)
+        click.echo(
+            f"{PROG}: warning: the rule file {path} has {n} lint warning{'s' if n != 1 else ''} "
+            f"(below, as rlvp-compile {path} shows them); {trained} trains with it as it is",
+            err=True,
+        )
+        click.echo(render_text(kept, checked.sources, dropped=dropped).rstrip("\n"), err=True)
 
 
 def check_rules(config: str, cfg: TrainConfig, methods: list[str]) -> None:

@@ -5,6 +5,7 @@ argparse-style (exit 2).  The checks before a run (its folder, its config): `tra
 
 from __future__ import annotations
 
+import difflib
 import sys
 
 import click
@@ -72,7 +73,9 @@ class CommaList(click.ParamType):
         if self.kind == "method":
             for m in items:
                 if m not in METHODS:
-                    self.fail(f"unknown method {m!r}: expected one of {', '.join(METHODS)}", param, ctx)
+                    close = difflib.get_close_matches(m, list(METHODS), n=1)
+                    hint = f"; did you mean {close[0]!r}?" if close else ""
+                    self.fail(f"unknown method {m!r}{hint} (expected one of {', '.join(METHODS)})", param, ctx)
             if len(set(items)) < len(items):
                 self.fail(f"names a method twice (got {value!r})", param, ctx)
             return items

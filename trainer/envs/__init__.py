@@ -9,11 +9,12 @@ user turns, `trainer.envs.dialog`), ``bfcl`` (BFCL v4 multi-turn conversations,
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import random
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import attrs
 
@@ -70,11 +71,27 @@ def make_env(name: str, **knobs: Any) -> ToolEnv:
             f"unknown environment {name!r}: expected 'chainN' (e.g. chain4), 'gated' / 'gatedN', 'dialog' / 'dialogN' or 'bfcl'"
         )
     kind, digits = match.groups()
+    named = bool(digits) and "num_stages" not in knobs  # the name's digits give num_stages
     if digits:
         knobs.setdefault("num_stages", int(digits))
     config_cls = ChainConfig if kind == "chain" else GatedConfig
-    config = config_cls(**checked_knobs(name, config_cls, knobs))
+    with _named_by(name, "num_stages", named):
+        config = config_cls(**checked_knobs(name, config_cls, knobs))
     return ChainEnv(config) if kind == "chain" else GatedEnv(config)
+
+
+@contextlib.contextmanager
+def _named_by(name: str, knob: str, named: bool) -> Iterator[None]:
+    """A ValueError about `knob` that the environment's name set (``chain99``: ``num_stages = 99``)
+    names what the user wrote, the name, not a knob they never set."""
+    try:
+        yield
+    except ValueError as exc:
+        if not named or f"'{knob}'" not in str(exc):
+            raise
+        raise ValueError(
+            f"environment {name!r}: the number in its name is its {knob.replace('num_', 'number of ')}, and {exc}"
+        ) from None
 
 
 def _make_bfcl(knobs: dict[str, Any]) -> ToolEnv:
@@ -133,9 +150,11 @@ def checked_knobs(env: str, config_cls: type, knobs: dict[str, Any]) -> dict[str
 def _make_dialog(name: str, knobs: dict[str, Any]) -> ToolEnv:
     from trainer.envs.dialog import DialogConfig, DialogEnv
 
+    named = bool(name[len("dialog") :]) and "num_turns" not in knobs
     if name[len("dialog") :]:
         knobs.setdefault("num_turns", int(name[len("dialog") :]))
-    return DialogEnv(DialogConfig(**checked_knobs(name, DialogConfig, knobs)))
+    with _named_by(name, "num_turns", named):
+        return DialogEnv(DialogConfig(**checked_knobs(name, DialogConfig, knobs)))
 
 
 def env_factory(name: str, **knobs: Any) -> Callable[[], ToolEnv]:

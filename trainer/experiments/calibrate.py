@@ -59,8 +59,16 @@ def calibrate(
     seed: int = 0,
     temperature: float = 1.0,
 ) -> dict:
-    """Run the untrained `model` on `groups` tasks of `env`; returns the numbers as a dict."""
+    """Run the untrained `model` on `groups` tasks of `env`; returns the numbers as a dict.
+
+    Raises:
+        ValueError: ``groups`` or ``num_generations`` below 1 (nothing to measure), an unknown
+            environment or knob.
+    """
     import torch
+
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ValueError(f"'groups' must be >= 1 (got {groups!r})")
 
     from trainer import envs
     from trainer.sampling.generation import GenConfig

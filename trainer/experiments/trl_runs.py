@@ -242,7 +242,8 @@ def build_trl_run(
     are recorded in `TrlRun.rlvp_s`.
 
     Raises:
-        ValueError: an unknown method, environment or loss type.
+        ValueError: an unknown method, environment or loss type; ``gen_args.think_token_ids`` past
+            the model's vocabulary.
         RuleError: the rule file has errors.
     """
     import torch
@@ -251,12 +252,15 @@ def build_trl_run(
     from rlvp_dsl.integrations.trl import RlvpReward
     from rlvp_dsl.pipeline import load_program
     from trainer import envs
+    from trainer.config_args import token_ids_problem
 
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of: {', '.join(METHODS)}")
     torch.set_num_threads(int(threads or cfg.threads))
     factory = envs.env_factory(cfg.env, **cfg.env_args)
     model, tokenizer = tiny_policy(cfg, factory)
+    if (problem := token_ids_problem(cfg.gen_args, model.get_output_embeddings().weight.shape[0])) is not None:
+        raise ValueError(f"config: {problem.detail}")
     tasks = envs.make_tasks(steps * cfg.tasks_per_iteration, cfg.seed, prefix=f"{cfg.env}-")
     gen_cfg = GenConfig(
         temperature=cfg.temperature, max_new_tokens=cfg.max_new_tokens, max_turns=cfg.max_turns, **cfg.gen_args

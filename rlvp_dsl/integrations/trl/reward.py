@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from typing import Any, Iterator, Sequence
 
 import attrs
@@ -17,6 +18,7 @@ import trl
 from rlvp_dsl.advantages import amplified_groups
 from rlvp_dsl.attach import CallCredits, completion_credits
 from rlvp_dsl.compile import Program
+from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
 from rlvp_dsl.readers import (
@@ -50,7 +52,9 @@ class ScoredRow:
         episode: the prompt's and the completion's events.
         first_event: index of the completion's first event (credit before it is dropped).
         first_call: how many calls precede the completion (in the prompt's messages).
-        problem: why the row could not be read (then `episode` is empty), else ``""``.
+        problem: why the row could not be read (then `episode` is empty), else ``""``; it names the
+            message (`RlvpReward.read`: ``completion (messages[1]): field 'role': ...``) and, in
+            `RlvpReward.last_rows`, the batch row (``completions[2] (messages[1]): ...``).
     """
 
     episode: Episode
@@ -60,9 +64,22 @@ class ScoredRow:
 
 
 def _as_program(rules: Program | str | os.PathLike) -> Program:
+    """`rules` compiled.  Raises TypeError for a value of another type, RuleError for a rule file
+    with errors -- a missing one included, whose help says where a relative path is looked up."""
     if not isinstance(rules, (Program, str, os.PathLike)):
         raise TypeError(f"'rules' must be a compiled Program or the path of a .rlvp file (got {rules!r})")
-    return rules if isinstance(rules, Program) else load_program(os.fspath(rules))
+    if isinstance(rules, Program):
+        return rules
+    path = os.fspath(rules)
+    try:
+        return load_program(path)
+    except RuleError as exc:
+        if os.path.exists(path) or [d.code for d in exc.diagnostics] != ["RV001"]:
+            raise
+        # the loader's help speaks of an including file; this path has none: it is the caller's
+        where = "" if os.path.isabs(path) else f" (a relative path starts at the current folder, {os.getcwd()})"
+        missing = attrs.evolve(exc.diagnostics[0], help=f"check the path{where}")
+        raise RuleError([missing], exc.sources) from None
 
 
 def _checked_weight(value: Any) -> float:
@@ -105,6 +122,31 @@ def _check_batch(prompts: Any, completions: Any, messages: Any) -> None:
         )
 
 
+def _where(exc: Exception, part: str, prompt_len: int) -> str:
+    """A reader's error about one row, named as the caller wrote the row: ``completion
+    (messages[1]): ...`` -- the reader read the prompt's and the completion's messages as one list
+    (``messages[3]``), so the index is taken back to the part it is in (``part``: ``completion``, or
+    ``rlvp_messages`` when they replaced it; ``prompt`` for an index inside the prompt)."""
+    if not isinstance(exc, ReaderError):
+        return f"{part}: {exc}"
+    found = re.fullmatch(r"messages\[(\d+)\](.*)", exc.record)
+    name, record = part, f" ({exc.record})" if exc.record else ""
+    if found is not None:
+        index = int(found[1])
+        name, index = ("prompt", index) if index < prompt_len else (part, index - prompt_len)
+        record = f" (messages[{index}]{found[2]})"
+    rest = [f"field {exc.field!r}"] if exc.field else []
+    return ": ".join([name + record, *rest, *([exc.detail] if exc.detail else [])])
+
+
+def _numbered(problem: str, row: int) -> str:
+    """`_where`'s ``completion (messages[1]): ...`` of batch row ``row``: ``completions[2] (messages[1]): ...``."""
+    for name, batch in (("completion", "completions"), ("prompt", "prompts"), ("rlvp_messages", "rlvp_messages")):
+        if problem.startswith((name + " ", name + ":")):
+            return f"{batch}[{row}]{problem[len(name) :]}"
+    return f"row {row}: {problem}"
+
+
 class RlvpReward:
     """A TRL reward function that scores completions with an rlvp rule program.
 
@@ -142,11 +184,16 @@ class RlvpReward:
 
     Raises:
         ValueError: an unknown mode or error signal, a process weight that is negative,
-            NaN or infinite, call markers that are empty or identical; at the first call,
+            NaN or infinite, an empty name, call markers that are not two, empty or identical; at the first call,
             a token-mode reward called by a trainer that is not an `RlvpAdvantageMixin`
             (the stock `GRPOTrainer` would train on 0 for every completion);
             ``components=True`` in token mode (its credit reaches TRL as advantages, not rewards).
-        TypeError: a process weight or rules of the wrong type.
+        TypeError: a value of the wrong type (Python's convention): ``mode``, ``name`` not a string,
+            ``process_weight`` not a number, ``error_signal`` neither a name nor an `ErrorSignal`,
+            ``call_markers`` not a list or tuple of strings, ``components`` not a bool, ``rules`` neither
+            a `Program` nor a path.
+        RuleError: the rule file has errors, or is not there (the help says where a relative path
+            is looked up: the current folder).
     """
 
     #: The markers of the model's thought (set to None on an instance for a template without them).
@@ -163,7 +210,9 @@ class RlvpReward:
         name: str = "rlvp",
         components: bool = False,
     ):
-        if not isinstance(mode, str) or mode not in ("token", "scalar"):
+        if not isinstance(mode, str):
+            raise TypeError(f"'mode' must be a string, token or scalar (got {type(mode).__name__} {mode!r})")
+        if mode not in ("token", "scalar"):
             raise ValueError(f"'mode' must be token or scalar (got {mode!r})")
         if not isinstance(components, bool):
             raise TypeError(f"'components' must be True or False (got {components!r})")
@@ -172,13 +221,24 @@ class RlvpReward:
                 "components=True splits scalar mode's reward by rule; in token mode the credit reaches TRL "
                 "as per-token advantages, not as rewards (use mode='scalar')"
             )
-        if not isinstance(name, str) or not name:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"'name' must be a string, the name TRL logs the reward under (got {type(name).__name__} {name!r})"
+            )
+        if not name:
             raise ValueError(f"'name' must be a non-empty string, the name TRL logs the reward under (got {name!r})")
         self.process_weight = _checked_weight(process_weight)
         try:
             resolve_error_signal(error_signal, default="trl")
-        except (TypeError, ValueError) as exc:
+        except TypeError as exc:  # not a name nor an ErrorSignal
+            raise TypeError(f"'error_signal': {exc}") from None
+        except ValueError as exc:
             raise ValueError(f"'error_signal': {exc}") from None
+        if not isinstance(call_markers, (list, tuple)) or not all(isinstance(m, str) for m in call_markers):
+            raise TypeError(
+                f"'call_markers' must be a pair of strings, the chat template's opening and closing tool-call "
+                f"markers (got {type(call_markers).__name__} {call_markers!r}); Qwen/Hermes: {HERMES_MARKERS!r}"
+            )
         self.call_markers = checked_markers(call_markers)
         self.program = _as_program(rules)
         self.mode = mode
@@ -225,7 +285,14 @@ class RlvpReward:
 
     # ---- reading one completion ------------------------------------------------------
     def read(self, prompt: Any, completion: Any, messages: Any = None) -> ScoredRow:
-        """The episode of one prompt + completion; never raises for a bad completion."""
+        """The episode of one prompt + completion; never raises for a bad completion.
+
+        A row that cannot be read gets an empty episode and a `ScoredRow.problem` that names the
+        message at fault within its part: ``completion (messages[1]): field 'role': ...`` (or
+        ``prompt (messages[0])``, or ``rlvp_messages (...)`` when they replaced the completion);
+        a call numbers it by its batch row (``completions[2] (messages[1])``)."""
+        prompt_len = len(prompt) if isinstance(prompt, list) else 1 if isinstance(prompt, str) and prompt else 0
+        part = "rlvp_messages" if messages is not None else "completion"
         try:
             prompt_part = (
                 prompt
@@ -260,8 +327,7 @@ class RlvpReward:
             return ScoredRow(whole, len(head.events), len(head.calls))
         except (ReaderError, TypeError, ValueError) as exc:
             self.unscorable_rows += 1
-            log.warning("rlvp: a completion could not be read, it gets no rule credit: %s", exc)
-            return ScoredRow(Episode("completion", ()), problem=str(exc))
+            return ScoredRow(Episode("completion", ()), problem=_where(exc, part, prompt_len))
 
     def credits(self, row: ScoredRow, episode: Episode | None = None) -> CallCredits:
         """Per-call credit of a row's episode (credit on the prompt's events dropped)."""
@@ -292,6 +358,12 @@ class RlvpReward:
             self.read(p, c, messages[k] if messages is not None else None)
             for k, (p, c) in enumerate(zip(prompts, completions, strict=True))
         ]
+        for k, row in enumerate(self.last_rows):
+            if row.problem:  # named by its batch row
+                self.last_rows[k] = attrs.evolve(row, problem=_numbered(row.problem, k))
+                log.warning(
+                    "rlvp: a completion could not be read, it gets no rule credit: %s", self.last_rows[k].problem
+                )
         if self.mode == "token":
             return [0.0] * len(self.last_rows)
         return [self.process_weight * self.credits(row).total for row in self.last_rows]

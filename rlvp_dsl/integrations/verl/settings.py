@@ -28,6 +28,7 @@ directory: give an absolute path.
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
 from functools import lru_cache
@@ -78,10 +79,14 @@ def _plain(section: Any, where: str) -> dict[str, Any]:
 
 
 def _check_keys(values: Mapping[str, Any], known: tuple[str, ...], where: str) -> None:
-    unknown = sorted(set(values) - set(known))
+    """SettingsError for keys of ``values`` not in ``known``, with a did-you-mean for a near miss."""
+    unknown = sorted(set(values) - set(known), key=str)
     if unknown:
+        near = {k: close[0] for k in unknown if (close := difflib.get_close_matches(str(k), list(known), n=1))}
+        hints = [f"{c!r}" if len(unknown) == 1 else f"{c!r} for {k!r}" for k, c in near.items()]
+        did_you_mean = f" (did you mean {', '.join(hints)}?)" if hints else ""
         raise SettingsError(
-            f"'{where}' has unknown key(s) {', '.join(map(repr, unknown))}; known keys: {', '.join(known)}"
+            f"'{where}' has unknown key(s) {', '.join(map(repr, unknown))}{did_you_mean}; known keys: {', '.join(known)}"
         )
 
 

@@ -33,15 +33,18 @@ LOGGER = "rlvp_dsl.integrations.trl"
         ({"process_weight": True}, TypeError, "a number"),
         ({"process_weight": 10**400}, ValueError, "finite"),
         ({"error_signal": "nope"}, ValueError, "unknown error signal 'nope'"),
-        ({"error_signal": 5}, ValueError, "error_signal"),
+        ({"error_signal": 5}, TypeError, "'error_signal': error_signal must be an ErrorSignal or one of"),
         ({"call_markers": ("", "")}, ValueError, "non-empty"),
         ({"call_markers": ("<tool_call>", "")}, ValueError, "non-empty"),
         ({"call_markers": ("<x>", "<x>")}, ValueError, "different"),
         ({"call_markers": ("<x>",)}, ValueError, "two non-empty strings"),
-        ({"call_markers": "<x></x>"}, ValueError, "two non-empty strings"),
+        ({"call_markers": "<x></x>"}, TypeError, "'call_markers' must be a pair of strings"),
+        ({"call_markers": ("<x>", 5)}, TypeError, "'call_markers' must be a pair of strings"),
         ({"mode": "tokens"}, ValueError, "token or scalar"),
-        ({"mode": None}, ValueError, "token or scalar"),
+        ({"mode": None}, TypeError, "'mode' must be a string, token or scalar \\(got NoneType None\\)"),
+        ({"mode": 5}, TypeError, "'mode' must be a string, token or scalar \\(got int 5\\)"),
         ({"name": ""}, ValueError, "non-empty string"),
+        ({"name": 3}, TypeError, "'name' must be a string, the name TRL logs the reward under \\(got int 3\\)"),
     ],
 )
 def test_bad_arguments_are_refused_at_construction(kwargs, error, words):
@@ -178,14 +181,14 @@ def test_scalar_mode_counts_nothing_where_the_outcomes_differ(tmp_path):
         ({"process_weight": [1.0]}, TypeError, "a number"),
         ({"error_signal": "opnai"}, ValueError, "did you mean 'openai'"),
         ({"error_signal": ""}, ValueError, "error_signal"),
-        ({"error_signal": ["trl"]}, ValueError, "error_signal"),
-        ({"call_markers": None}, ValueError, "two non-empty strings"),
+        ({"error_signal": ["trl"]}, TypeError, "'error_signal': error_signal must be an ErrorSignal"),
+        ({"call_markers": None}, TypeError, "'call_markers' must be a pair of strings"),
         ({"call_markers": ("<a>", "</a>", "<b>")}, ValueError, "two non-empty strings"),
-        ({"call_markers": (1, 2)}, ValueError, "two non-empty strings"),
+        ({"call_markers": (1, 2)}, TypeError, "'call_markers' must be a pair of strings"),
         ({"mode": "Scalar"}, ValueError, "token or scalar"),
-        ({"mode": 1}, ValueError, "token or scalar"),
-        ({"name": None}, ValueError, "non-empty string"),
-        ({"name": 5}, ValueError, "non-empty string"),
+        ({"mode": 1}, TypeError, "'mode' must be a string, token or scalar"),
+        ({"name": None}, TypeError, "'name' must be a string"),
+        ({"name": 5}, TypeError, "'name' must be a string"),
     ],
 )
 def test_more_bad_arguments_are_refused_at_construction(kwargs, error, words):
@@ -197,7 +200,7 @@ def test_more_bad_arguments_are_refused_at_construction(kwargs, error, words):
     "rules, error, words",
     [
         ("/dev/zero", RuleError, "a character device, not a regular file"),
-        ("/nonexistent/rules.rlvp", RuleError, "file not found"),
+        ("/nonexistent/rules.rlvp", RuleError, "file not found: /nonexistent/rules.rlvp\n  = help: check the path$"),
         ("/tmp", RuleError, "is a directory"),
         (None, TypeError, "compiled Program or the path"),
         (b"rules.rlvp", TypeError, "compiled Program or the path"),
@@ -207,6 +210,18 @@ def test_more_bad_arguments_are_refused_at_construction(kwargs, error, words):
 def test_rules_that_cannot_be_loaded_are_refused_by_name(rules, error, words):
     with pytest.raises(error, match=words):
         RlvpReward(rules)
+
+
+def test_a_missing_relative_rule_file_says_it_is_looked_up_in_the_current_folder(tmp_path, monkeypatch):
+    """No including file here: the help names the current folder, where a relative path starts."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(RuleError) as caught:
+        RlvpReward("nope.rlvp")
+    assert str(caught.value) == (
+        "nope.rlvp: error[RV001]: file not found: nope.rlvp\n"
+        f"  = help: check the path (a relative path starts at the current folder, {tmp_path})"
+    )
+    assert "including file" not in str(caught.value)
 
 
 CALL = '<tool_call>{"name": "cancel_reservation", "arguments": {"reservation_id": "A"}}</tool_call>'
@@ -242,6 +257,38 @@ def test_a_malformed_completion_is_isolated_to_its_row(prompt, completion, unsco
     assert values[1] == alone[0]
     assert (reward.last_rows[0].problem != "") == unscorable
     assert reward.unscorable_rows == int(unscorable)
+
+
+def test_an_unreadable_row_is_named_by_its_batch_row_and_message():
+    """Row 2's second completion message has an unknown role: ``completions[2] (messages[1])``, not the
+    reader's index into prompt + completion (``messages[3]``); a bad prompt message is ``prompts[k]``;
+    a completion of the wrong type names its row."""
+    reward = RlvpReward(loads(RULES), mode="scalar")
+    prompt = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    good = [{"role": "assistant", "content": "ok"}]
+    bad = [{"role": "assistant", "content": "a"}, {"role": "robot", "content": "x"}]
+    reward(prompts=[prompt] * 3, completions=[good, good, bad])
+    assert [row.problem for row in reward.last_rows] == [
+        "",
+        "",
+        "completions[2] (messages[1]): field 'role': expected one of assistant/user/tool/system, got 'robot'",
+    ]
+    reward(prompts=[prompt, [{"role": "robot", "content": "x"}]], completions=[good, 5])
+    assert [row.problem for row in reward.last_rows] == [
+        "",
+        "completions[1]: a completion must be text or a list of chat messages (got int)",
+    ]
+    reward(prompts=[[{"role": "robot", "content": "x"}]], completions=[good])
+    assert reward.last_rows[0].problem == (
+        "prompts[0] (messages[0]): field 'role': expected one of assistant/user/tool/system, got 'robot'"
+    )
+    reward(prompts=[prompt], completions=[good], rlvp_messages=[bad])
+    assert reward.last_rows[0].problem == (
+        "rlvp_messages[0] (messages[1]): field 'role': expected one of assistant/user/tool/system, got 'robot'"
+    )
+    assert reward.read(prompt, bad).problem == (  # one row alone: its part, no batch row
+        "completion (messages[1]): field 'role': expected one of assistant/user/tool/system, got 'robot'"
+    )
 
 
 @pytest.mark.parametrize(

@@ -38,7 +38,13 @@ RULE_CASES = [
     ("rules-a-folder", _reward(rules="/tmp"), "which is not a file"),
     ("rules-a-device", _reward(rules="/dev/zero"), "which is not a file"),
     ("rules-relative-missing", _reward(rules="nope.rlvp"), "give an absolute path"),
-    ("unknown-key", _reward(rules=RULES, rule="x"), "unknown key(s) 'rule'"),
+    ("unknown-key", _reward(rules=RULES, rule="x"), "unknown key(s) 'rule' (did you mean 'rules'?)"),
+    (
+        "unknown-key-error-signal",
+        _reward(rules=RULES, error_signl="trl"),
+        f"'{R}' has unknown key(s) 'error_signl' (did you mean 'error_signal'?); known keys: rules, process_weight, "
+        "error_signal, call_markers",
+    ),
     ("process-weight-text", _reward(rules=RULES, process_weight="1"), f"'{R}.process_weight' must be a finite number"),
     ("process-weight-bool", _reward(rules=RULES, process_weight=True), "must be a finite number"),
     ("process-weight-nan", _reward(rules=RULES, process_weight=float("nan")), "must be a finite number"),
@@ -80,6 +86,16 @@ ESTIMATOR_CASES = [
     ("scale-unknown", {"rlvp": {"scale_rewards": "batchh"}}, f"'{A}.scale_rewards' must be one of"),
     ("scale-a-list", {"rlvp": {"scale_rewards": ["group"]}}, f"'{A}.scale_rewards' must be one of"),
     ("unknown-key", {"rlvp": {"proces_weight": 1.0}}, "unknown key(s) 'proces_weight'"),
+    (
+        "unknown-key-near-miss",
+        {"rlvp": {"process_weigth": 1.0}},
+        f"'{A}' has unknown key(s) 'process_weigth' (did you mean 'process_weight'?); known keys: ",
+    ),
+    (
+        "unknown-keys-one-near-miss",
+        {"rlvp": {"process_weigth": 1.0, "zzz": 1}},
+        "unknown key(s) 'process_weigth', 'zzz' (did you mean 'process_weight' for 'process_weigth'?)",
+    ),
     ("section-a-list", {"rlvp": [1.0]}, f"'{A}' must be a mapping"),
     ("kl-in-reward", {"use_kl_in_reward": True}, "'algorithm.use_kl_in_reward' must be false"),
 ]
