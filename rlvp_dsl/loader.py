@@ -42,13 +42,14 @@ def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, li
     try:
         data = read_input_bytes(path)
     except FileNotFoundError:
+        if at.line > 0:  # named by an include (the file asked for has no place: line 0)
+            where = "relative paths start at the including file"
+        elif os.path.isabs(path):
+            where = ""
+        else:  # the file a caller named: the current folder
+            where = f"a relative path starts at the current folder, {os.getcwd()}"
         return None, [
-            Diagnostic(
-                "RV001",
-                f"file not found: {path}",
-                at,
-                help="check the path (relative paths start at the including file)",
-            )
+            Diagnostic("RV001", f"file not found: {path}", at, help=f"check the path{f' ({where})' if where else ''}")
         ]
     except IsADirectoryError:
         return None, [Diagnostic("RV001", f"is a directory, not a rule file: {path}", at)]

@@ -409,7 +409,7 @@ CASES = [
         "train",
         ("{d}/c.toml",),
         1,
-        ("{d}/c.toml: 'init_std' must be a finite number >= 0 (got inf)",),
+        ("{d}/c.toml:11: model_args: 'init_std' must be a finite number >= 0 (got inf)",),
         {"c.toml": train_config(model_args="{ init_std = inf }")},
     ),
     Case(

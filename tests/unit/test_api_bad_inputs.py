@@ -727,7 +727,7 @@ CASES: list[ApiCase] = [
         "load-config-override-text",
         lambda d: load_config(d / "c.toml", learning_rate="x"),
         ConfigError,
-        ("--learning_rate: 'learning_rate' must be a number",),
+        ("load_config: 'learning_rate' must be a number",),
         {"c.toml": 'method = "rlvp"\n'},
     ),
     ApiCase(

@@ -18,7 +18,6 @@ import trl
 from rlvp_dsl.advantages import amplified_groups
 from rlvp_dsl.attach import CallCredits, completion_credits
 from rlvp_dsl.compile import Program
-from rlvp_dsl.diagnostics import RuleError
 from rlvp_dsl.events import Episode
 from rlvp_dsl.pipeline import load_program
 from rlvp_dsl.readers import (
@@ -70,16 +69,7 @@ def _as_program(rules: Program | str | os.PathLike) -> Program:
         raise TypeError(f"'rules' must be a compiled Program or the path of a .rlvp file (got {rules!r})")
     if isinstance(rules, Program):
         return rules
-    path = os.fspath(rules)
-    try:
-        return load_program(path)
-    except RuleError as exc:
-        if os.path.exists(path) or [d.code for d in exc.diagnostics] != ["RV001"]:
-            raise
-        # the loader's help speaks of an including file; this path has none: it is the caller's
-        where = "" if os.path.isabs(path) else f" (a relative path starts at the current folder, {os.getcwd()})"
-        missing = attrs.evolve(exc.diagnostics[0], help=f"check the path{where}")
-        raise RuleError([missing], exc.sources) from None
+    return load_program(os.fspath(rules))  # a missing file: RuleError, its help says where a relative path starts
 
 
 def _checked_weight(value: Any) -> float:
