@@ -37,13 +37,21 @@ MAX_FILES = 1000
 MAX_ITEMS = 50_000
 
 
+def _base_of(path: str, named: str) -> str:
+    """Where a relative path written in the rule file `path` starts, in words: `named` (its folder),
+    or the current folder for a rule text with no folder of its own (``<stdin>``, ``<string>``)."""
+    if path.startswith("<") and path.endswith(">"):
+        return f"the current folder, {os.getcwd()}"
+    return named
+
+
 def read_source(path: str, *, at: Span = NO_SPAN) -> tuple[SourceFile | None, list[Diagnostic]]:
     """Read one file as UTF-8 (BOM tolerated).  Errors become RV001 diagnostics at `at`."""
     try:
         data = read_input_bytes(path)
     except FileNotFoundError:
         if at.line > 0:  # named by an include (the file asked for has no place: line 0)
-            where = "relative paths start at the including file"
+            where = f"relative paths start at {_base_of(at.file, 'the including file')}"
         elif os.path.isabs(path):
             where = ""
         else:  # the file a caller named: the current folder
@@ -249,7 +257,7 @@ def load_manifests(files: list[ast.RuleFile]) -> tuple[dict[tuple[str, str], Man
                             "RV001",
                             f"manifest not found: {path}",
                             item.span,
-                            "paths are relative to the rule file that names them",
+                            f"paths are relative to {_base_of(f.path, 'the rule file that names them')}",
                         )
                     )
                 except OSError as exc:
@@ -275,7 +283,7 @@ def load_manifests(files: list[ast.RuleFile]) -> tuple[dict[tuple[str, str], Man
                             "RV001",
                             f"test episode file not found: {path}",
                             item.span,
-                            "paths are relative to the rule file that names them",
+                            f"paths are relative to {_base_of(f.path, 'the rule file that names them')}",
                         )
                     )
     return manifests, diagnostics

@@ -95,7 +95,7 @@ def _bad_flags_note(episodes: Sequence[Episode]) -> str:
     results = "1 tool result has" if len(problems) == 1 else f"{len(problems):,} tool results have"
     return (
         f"warning: {results} an error flag that is not true or false (only true marks an error; "
-        f"scored by the result's text): {_first(problems)}"
+        f"its result is judged by its text alone): {_first(problems)}"
     )
 
 

@@ -1094,7 +1094,7 @@ CASES += [
         "train",
         ("{d}/c.toml", "--method", "nope"),
         2,
-        ("--method: 'nope' is not one of",),
+        ("--method: unknown method 'nope' (expected one of",),
         {"c.toml": train_config()},
     ),
     Case(

@@ -77,7 +77,7 @@ def test_an_error_flag_that_is_not_a_boolean_is_named_and_not_read_as_an_error(f
     assert done.returncode == 0
     assert done.stderr == (
         "rlvp-score: warning: 2 tool results have an error flag that is not true or false (only true marks an "
-        "error; scored by the result's text): errstr.jsonl: line 2: messages[2]: field 'error': expected true "
+        "error; its result is judged by its text alone): errstr.jsonl: line 2: messages[2]: field 'error': expected true "
         "or false, got 'true' (not read as an error) (and 1 more)\n"
     )
     rows = [row.split(",") for row in done.stdout.splitlines()[1:]]
@@ -92,7 +92,7 @@ def test_a_tau2_error_flag_that_is_not_a_boolean_is_named(folder):
     assert done.returncode == 0
     assert done.stderr == (
         "rlvp-score: warning: 1 tool result has an error flag that is not true or false (only true marks an "
-        "error; scored by the result's text): run.json: simulations[1].messages[2]: field 'error': expected "
+        "error; its result is judged by its text alone): run.json: simulations[1].messages[2]: field 'error': expected "
         "true or false, got 'yes' (not read as an error)\n"
     )
     totals = [row.split(",")[-1] for row in done.stdout.splitlines()[1:]]

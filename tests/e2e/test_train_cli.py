@@ -270,3 +270,14 @@ def test_a_misspelt_choice_gets_a_did_you_mean(tmp_path):
         path.write_text("\n".join(lines) + "\n")
         done = invoke(path)
         assert done.exit_code == 1 and f"rlvp-train: error: {path}:{len(lines)}: {message}" in done.output, done.output
+
+
+def test_a_mistyped_method_flag_gets_the_closest_name(tmp_path):
+    """`--method rvlp`: exit 2, the flag, the closest method and the known ones (as --compare says it)."""
+    done = invoke(CONFIG, "--method", "rvlp", "--out", tmp_path / "out")
+    assert done.exit_code == 2
+    assert done.output.splitlines()[-1] == (
+        "rlvp-train: error: --method: unknown method 'rvlp'; did you mean 'rlvp'? "
+        "(expected one of grpo, dapo, scalar_fold, rlvp, rlvp_auto, rlvp_noanneal)"
+    )
+    assert not (tmp_path / "out").exists()

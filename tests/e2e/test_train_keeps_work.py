@@ -385,7 +385,7 @@ def test_bad_flag_values_are_blamed_on_the_flag(tmp_path):
     config = small_config(tmp_path)
     for args, message in [
         (["--iterations", "-1"], "rlvp-train: error: --iterations: must be at least 1 (got -1)"),
-        (["--method", "nonsense"], "rlvp-train: error: --method: 'nonsense' is not one of"),
+        (["--method", "nonsense"], "rlvp-train: error: --method: unknown method 'nonsense' (expected one of"),
         (["--compare", "grpo,rlvp", "--seeds", "0,,1"], "rlvp-train: error: --seeds: has an empty item"),
         (["--compare", "grpo", "--jobs", "0"], "rlvp-train: error: --jobs: must be at least 1 (got 0)"),
         (["--compare", "grpo,nope"], "rlvp-train: error: --compare: unknown method 'nope'"),

@@ -76,10 +76,11 @@ def test_lint_warnings_of_the_rule_file_are_shown_once_and_the_run_goes_on(tmp_p
     assert done.exit_code == 0, done.output
     lines = done.output.splitlines()
     assert lines[0] == (
-        f"rlvp-train: warning: the rule file {rules} has 3 lint warnings (below, as rlvp-compile {rules} "
-        "shows them); rlvp trains with it as it is"
+        f"rlvp-train: warning: the rule file {rules} has 3 lint warnings (in full: rlvp-compile {rules}); "
+        "rlvp trains with it as it is"
     )
-    assert [line.split(": ", 2)[1] for line in lines if line.startswith(f"{rules}:")] == [
+    # one line each, under it: file:line:col: warning[CODE]: message
+    assert [line.split(": ", 2)[1] for line in lines if line.startswith(f"  {rules}:")] == [
         "warning[RV304]",
         "warning[RV304]",
         "warning[RV302]",
@@ -95,9 +96,9 @@ def test_an_empty_rule_file_is_a_warning_for_the_method_that_trains_with_it(tmp_
     done = invoke(config, "--out", tmp_path / "out")
     assert done.exit_code == 0, done.output
     assert done.output.splitlines()[:2] == [
-        f"rlvp-train: warning: the rule file {rules} has 1 lint warning (below, as rlvp-compile {rules} "
-        "shows them); rlvp trains with it as it is",
-        f"{rules}: warning[RV306]: the rule set has no rules: it gives no credit to any episode",
+        f"rlvp-train: warning: the rule file {rules} has 1 lint warning (in full: rlvp-compile {rules}); "
+        "rlvp trains with it as it is",
+        f"  {rules}: warning[RV306]: the rule set has no rules: it gives no credit to any episode",
     ]
 
 

@@ -130,6 +130,13 @@ def test_an_unread_manifest_hides_the_unknown_names_it_may_declare(tmp_path):
         assert not result.ok
     result = check_text(TOOLS + body, str(tmp_path / "r.rlvp"))
     assert [(d.code, d.span.line) for d in result.diagnostics] == [("RV201", 4), ("RV202", 4)]
+    # nor a test episode's call of a tool the manifest may declare (a warning otherwise)
+    test = 'test "t" {\n  episode {\n    call cancel ok\n  }\n  expect total == 0\n}\n'
+    result = check_text('tools from "nope.json"\n' + TOOLS + test, str(tmp_path / "r.rlvp"))
+    assert [d.code for d in result.diagnostics] == ["RV001"]
+    assert [(d.code, d.severity) for d in check_text(TOOLS + test, str(tmp_path / "r.rlvp")).diagnostics] == [
+        ("RV201", "warning")
+    ]
 
 
 def test_a_test_episode_that_is_a_folder_is_named_as_one(tmp_path):
@@ -182,3 +189,17 @@ def test_unknown_standard_tag_points_at_the_misspelt_declaration():
     assert "target" not in by_code["RV210"].message
     assert "no declared tool carries the tag 'destructive', or 'write' without 'additive'" in by_code["RV210"].message
     assert by_code["RV212"].severity == "warning"
+
+
+def test_paths_in_rule_text_without_a_folder_are_said_to_start_at_the_current_folder(tmp_path, monkeypatch):
+    """Rules read from standard input (`<stdin>`) or a string have no folder: a missing include or
+    manifest says relative paths start at the current folder, not at "the rule file"."""
+    monkeypatch.chdir(tmp_path)
+    for text, code, help in (
+        ('tools from "m.json"\n', "RV001", f"paths are relative to the current folder, {tmp_path}"),
+        ('include "nope.rlvp"\n', "RV001", f"check the path (relative paths start at the current folder, {tmp_path})"),
+    ):
+        (d,) = check_text(text, "<stdin>").diagnostics
+        assert (d.code, d.help) == (code, help)
+    (d,) = check_text('tools from "m.json"\n', str(tmp_path / "r.rlvp")).diagnostics
+    assert d.help == "paths are relative to the rule file that names them"

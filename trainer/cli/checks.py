@@ -189,11 +189,12 @@ def check_rule_files(config: str, cfg: TrainConfig, methods: list[str]) -> None:
 
 def warn_rules(cfg: TrainConfig, methods: list[str]) -> None:
     """Print the lint warnings (RV3xx) of the rule file each credit-using method trains with, once
-    per file, as ``rlvp-compile`` renders them, under a ``rlvp-train: warning:`` line that says the
-    run goes on: an empty rule set (RV306, an rlvp run that is plain GRPO), an outsized weight
-    (RV304), a duplicate rule (RV302).  Never fails: a file with errors is left to `check_rules` /
-    the backend, which report them."""
-    from rlvp_dsl.diagnostics import render_text, sort_and_cap
+    per file, one line each (``file:line:col: warning[CODE]: message``; ``rlvp-compile FILE``
+    shows them in full), under a ``rlvp-train: warning:`` line that says the run goes on: an empty
+    rule set (RV306, an rlvp run that is plain GRPO), an outsized weight (RV304), a duplicate rule
+    (RV302).  Never fails: a file with errors is left to `check_rules` / the backend, which report
+    them."""
+    from rlvp_dsl.diagnostics import sort_and_cap
     from rlvp_dsl.pipeline import check_file
 
     users = [m for m in methods if METHODS[m].credit_mode != "none"]
@@ -207,10 +208,13 @@ def warn_rules(cfg: TrainConfig, methods: list[str]) -> None:
         n = len(warnings)
         click.echo(
             f"{PROG}: warning: the rule file {path} has {n} lint warning{'s' if n != 1 else ''} "
-            f"(below, as rlvp-compile {path} shows them); {trained} trains with it as it is",
+            f"(in full: rlvp-compile {path}); {trained} trains with it as it is",
             err=True,
         )
-        click.echo(render_text(kept, checked.sources, dropped=dropped).rstrip("\n"), err=True)
+        for d in kept:
+            click.echo(f"  {d.span.location}: warning[{d.code}]: {d.message}", err=True)
+        if dropped:
+            click.echo(f"  ... and {dropped} more", err=True)
 
 
 def check_rules(config: str, cfg: TrainConfig, methods: list[str]) -> None:

@@ -57,6 +57,21 @@ class Seed(WholeNumber):
         super().__init__(SEED_MIN, SEED_MAX)
 
 
+class Method(click.Choice):
+    """One method name (``--method``): click's choice, with the closest name when it is mistyped
+    (as ``--compare`` and the config's ``method`` say it)."""
+
+    def __init__(self) -> None:
+        super().__init__(list(METHODS))
+
+    def convert(self, value, param, ctx):
+        if value in METHODS:
+            return value
+        close = difflib.get_close_matches(str(value), list(METHODS), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        self.fail(f"unknown method {value!r}{hint} (expected one of {', '.join(METHODS)})", param, ctx)
+
+
 class CommaList(click.ParamType):
     """Comma-separated items: method names (checked) or seeds (whole numbers >= 0)."""
 

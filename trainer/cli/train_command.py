@@ -40,10 +40,9 @@ from trainer.cli.checks import (
     grid_out,
     warn_rules,
 )
-from trainer.cli.common import PROG, CommaList, Command, Failure, Seed, WholeNumber, error
+from trainer.cli.common import PROG, CommaList, Command, Failure, Method, Seed, WholeNumber, error
 from trainer.config import ConfigError, ConfigReadError, TrainConfig, load_config
 from trainer.config_text import key_location
-from trainer.methods import METHODS
 
 
 class _Main(Command):
@@ -114,7 +113,6 @@ def _train_one(config: str, cfg: TrainConfig, resume: bool, overwrite: bool, fla
     from trainer.loop import train
 
     check_rule_files(config, cfg, [cfg.method])
-    warn_rules(cfg, [cfg.method])
     try:
         backend = build_backend(cfg)
     except (RuleError, ConfigError):  # its own diagnostics / key name where (`_error_line`)
@@ -122,6 +120,7 @@ def _train_one(config: str, cfg: TrainConfig, resume: bool, overwrite: bool, fla
     except (ValueError, FileNotFoundError) as exc:  # a model or environment setting
         where = key_location(config, "model") if str(exc).startswith("model ") else config
         raise ConfigError(f"{where}: {exc}") from None
+    warn_rules(cfg, [cfg.method])  # once the run can start: an error that stops it comes alone
     clear_out(cfg.out_dir, overwrite)
     try:
         train(cfg, backend=backend, resume=resume)
@@ -276,7 +275,7 @@ Exit codes: 0 ok, 1 errors in the config or a rule file, 2 usage or I/O error, 1
 @click.command(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EPILOG)
 @click.version_option(message=version_text(PROG), package_name="rlvp", prog_name=PROG)
 @click.argument("config", type=click.Path(dir_okay=False, exists=True))
-@click.option("--method", type=click.Choice(METHODS), help="training method (overrides the config)")
+@click.option("--method", type=Method(), help="training method (overrides the config)")
 @click.option("--iterations", type=WholeNumber(1), help="number of iterations (overrides the config)")
 @click.option("--seed", type=Seed(), help="seed (overrides the config)")
 @click.option("--out", "out_dir", help="output folder (overrides out_dir; --compare: default <out_dir>_compare)")
