@@ -196,10 +196,15 @@ def _where(draw: st.DrawFn, messages: list[Any], test: Callable[[Any], bool]) ->
 
 
 def _calls(draw: st.DrawFn, messages: list[Any]) -> Any:
-    message = _where(
-        draw, messages, lambda m: isinstance(m, dict) and isinstance(m.get("tool_calls"), list) and m["tool_calls"]
-    )
-    return None if message is None else draw(st.sampled_from(message["tool_calls"]))
+    """One call (an object) of a message, or None."""
+    calls = [
+        call
+        for m in messages
+        if isinstance(m, dict) and isinstance(m.get("tool_calls"), list)
+        for call in m["tool_calls"]
+        if isinstance(call, dict)
+    ]
+    return draw(st.sampled_from(calls)) if calls else None
 
 
 def _results(draw: st.DrawFn, messages: list[Any]) -> Any:
@@ -271,7 +276,7 @@ def deviate(draw: st.DrawFn, messages: list[Any]) -> None:
         messages[draw(st.integers(0, len(messages) - 1))] = draw(st.sampled_from([5, None, "text", [], ["a"]]))
     elif how == 13 and (message := _where(draw, messages, lambda m: isinstance(m, dict))) is not None:
         if draw(st.booleans()):
-            message.pop("role")
+            message.pop("role", None)
         else:
             message["role"] = draw(st.sampled_from(["robot", "", None, 5, "system", "tool", "user"]))
     elif how == 14 and (message := _where(draw, messages, lambda m: isinstance(m, dict))) is not None:
