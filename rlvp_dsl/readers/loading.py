@@ -189,7 +189,10 @@ def _read_loaded(
     record_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
     undecodable: bool = False,
+    shallow: set[int] | None = None,
 ) -> list[Episode]:
+    """The episodes of a loaded file as format `fmt`; a tau2 reader adds to `shallow` the ids of
+    the episodes whose depth it checked itself (`_shallow` skips them)."""
     signal = signal if signal is not None else DEFAULT_ERROR_SIGNALS[_SIGNAL_OF.get(fmt, fmt)]
     shown, name = _shown(file), (STDIN_NAME if file == STDIN else path.name)
     if jsonl:
@@ -199,20 +202,31 @@ def _read_loaded(
             )
         return _reader("openai_jsonl")(text, shown, name, signal, record_errors=record_errors, undecodable=undecodable)
     if fmt == "tau2" and signal.flags and type(signal) is ErrorSignal:  # (a subclass keeps its own is_error)
-        return _watched(data, shown, name, signal, record_errors)
+        return _watched(data, shown, name, signal, record_errors, shallow)
+    if fmt == "tau2" and shallow is not None:  # `data` was parsed for this read: handed over
+        return _reader(fmt)(data, shown, name, signal, record_errors=record_errors, shallow=shallow, owned=True)
     return _reader(fmt)(data, shown, name, signal, record_errors=record_errors)
 
 
 def _watched(
-    data: Any, file: str, name: str, signal: ErrorSignal, record_errors: list[ReaderError] | None
+    data: Any,
+    file: str,
+    name: str,
+    signal: ErrorSignal,
+    record_errors: list[ReaderError] | None,
+    shallow: set[int] | None = None,
 ) -> list[Episode]:
     """A tau2 file read with a `FlagWatch` of `signal`: each tool message whose error flag is not a
     boolean (``"error": "yes"``) is named in its episode's ``meta["bad_error_flags"]``
     (``simulations[11].messages[5]: field 'error': expected true or false, got 'yes' (not read as an
     error)``), as the chat reader names them.  The watch costs nothing per result (`is_error` tells it
-    only of such flags); finding where each one is happens only when there is one."""
+    only of such flags); finding where each one is happens only when there is one.  `shallow`: as
+    `_read_loaded`'s (the data handed over), kept up to date for the episodes given a new meta."""
     watch = FlagWatch.of(signal)
-    episodes = _reader("tau2")(data, file, name, watch, record_errors=record_errors)
+    if shallow is None:
+        episodes = _reader("tau2")(data, file, name, watch, record_errors=record_errors)
+    else:
+        episodes = _reader("tau2")(data, file, name, watch, record_errors=record_errors, shallow=shallow, owned=True)
     if not watch.seen:
         return episodes
     odd: dict[str, list[str]] = {}  # episode id -> its problems, in file order
@@ -227,7 +241,13 @@ def _watched(
                         where = f"simulations[{i}].messages[{k}]"
                         problems = odd.setdefault(f"{name}#simulations[{i}]", [])
                         problems.extend(f"{where}: {problem}" for problem in signal.odd_flags(*records))
-    return [attrs.evolve(e, meta={**e.meta, BAD_ERROR_FLAGS: odd[e.id]}) if e.id in odd else e for e in episodes]
+    out = [attrs.evolve(e, meta={**e.meta, BAD_ERROR_FLAGS: odd[e.id]}) if e.id in odd else e for e in episodes]
+    if shallow:  # an episode given a new meta is checked as its old self was
+        for old, new in zip(episodes, out):
+            if new is not old and id(old) in shallow:
+                shallow.discard(id(old))
+                shallow.add(id(new))
+    return out
 
 
 def _read_given(
@@ -240,6 +260,7 @@ def _read_given(
     record_errors: list[ReaderError] | None = None,
     jsonl: bool = False,
     undecodable: bool = False,
+    shallow: set[int] | None = None,
 ) -> list[Episode]:
     """`_read_loaded` with a format the caller gave: where detection sees another format (or
     none) and reading as `fmt` fails or finds no event, the error says what the content looks like
@@ -249,14 +270,14 @@ def _read_given(
         return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl, undecodable)
     detected, reason = detect_trajectory_format(data, file)
     if detected == fmt:
-        return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl)
+        return _read_loaded(path, file, text, data, fmt, signal, record_errors, jsonl, shallow=shallow)
     looks = (
         f"the content looks like {detected!r}, not {fmt!r} (leave the format out to detect it, or give {detected!r})"
         if detected
         else f"the content is not a trajectory of any format ({reason.removeprefix('not a trajectory: ')})"
     )
     try:
-        episodes = _read_loaded(path, file, text, data, fmt, signal, None, jsonl)
+        episodes = _read_loaded(path, file, text, data, fmt, signal, None, jsonl, shallow=shallow)
     except ReaderError as exc:
         raise ReaderError(exc.file, exc.record, exc.field, f"{exc.detail}; {looks}" if exc.detail else looks) from None
     if not any(episode.events for episode in episodes):
@@ -275,12 +296,18 @@ def _too_deep(file: str, data: Any) -> ReaderError:
     )
 
 
-def _shallow(episodes: list[Episode], file: str) -> list[Episode]:
+def _shallow(episodes: list[Episode], file: str, checked: set[int] | None = None) -> list[Episode]:
     """`episodes`, where a call whose arguments nest deeper than `MAX_DEPTH` (the scorer and the
     reports recurse once per level) becomes a malformed call, as arguments that are not a JSON
-    object are: the bad value stays on its call, the rest of the file is read."""
+    object are: the bad value stays on its call, the rest of the file is read.  An episode whose
+    ``id()`` is in `checked` is one its reader found no deeper (the tau2 fast path): kept as is."""
+    if checked and len(checked) == len(episodes):
+        return episodes  # the reader checked every one
     out = []
     for episode in episodes:
+        if checked and id(episode) in checked:
+            out.append(episode)
+            continue
         events: list[Event] | None = None  # a copy, made at the first call to change
         for k, event in enumerate(episode.events):
             args = event.arguments
@@ -344,13 +371,19 @@ def read_episodes(
         try:
             loaded = load(real, file)
             text, data, jsonl, bad = loaded.text, loaded.data, loaded.jsonl, loaded.undecodable
+            checked: set[int] = set()
             if format is not None:
-                read = _read_given(real, file, text, data, format, error_signal, jsonl=jsonl, undecodable=bad)
-                return _shallow(read, file)
+                read = _read_given(
+                    real, file, text, data, format, error_signal, jsonl=jsonl, undecodable=bad, shallow=checked
+                )
+                return _shallow(read, file, checked)
             fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
             if fmt is None:
                 raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
-            return _shallow(_read_loaded(real, file, text, data, fmt, error_signal, jsonl=jsonl, undecodable=bad), file)
+            episodes = _read_loaded(
+                real, file, text, data, fmt, error_signal, jsonl=jsonl, undecodable=bad, shallow=checked
+            )
+            return _shallow(episodes, file, checked)
         except RecursionError:
             raise _too_deep(file, data) from None
 
@@ -455,6 +488,7 @@ def _read_file(
         if fmt is None:
             return SkippedFile(_shown(file), reason)
     read = _read_given if format is not None else _read_loaded
+    checked: set[int] = set()
     try:
         episodes = read(
             path,
@@ -466,8 +500,9 @@ def _read_file(
             record_errors=record_errors,
             jsonl=jsonl,
             undecodable=loaded.undecodable,
+            shallow=checked,
         )
-        return _shallow(episodes, file)
+        return _shallow(episodes, file, checked)
     except RecursionError:
         raise _too_deep(file, data) from None
 

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlvp_dsl.events import ASSISTANT, USER, Episode
+from rlvp_dsl.events import ASSISTANT, USER, Episode, trusted_episode
 
 from .arguments import message_text, tool_result
 from .builder import EpisodeBuilder, is_reward
 from .error_signals import ErrorSignal
 from .errors import ReaderError, each_record, expected_field, expected_got
+from .tau2_fast import ErrorTest, error_test, fast_events
 
 ROLES = ("assistant", "user", "tool", "system")
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -41,12 +42,26 @@ def _get(mapping: Any, *keys: str) -> Any:
 
 
 def read_tau2(
-    data: Any, file: str, name: str, signal: ErrorSignal, *, record_errors: list[ReaderError] | None = None
+    data: Any,
+    file: str,
+    name: str,
+    signal: ErrorSignal,
+    *,
+    record_errors: list[ReaderError] | None = None,
+    shallow: set[int] | None = None,
+    owned: bool = False,
 ) -> list[Episode]:
     """Episodes of a parsed tau2 ``Results`` file.
 
     With a `record_errors` list, a malformed simulation is appended to it and the other
     simulations are still read (one bad message loses its simulation, not the file).
+
+    A simulation of the common shape is read by one tight loop (`rlvp_dsl.readers.tau2_fast`),
+    any other through `EpisodeBuilder`: the same episodes either way.  With a `shallow` set,
+    the ``id`` of each episode the tight loop read -- whose call arguments it found no deeper
+    than `MAX_DEPTH` levels -- is added to it (the depth guard of `read_report` skips those).
+    `owned`: the caller hands `data` over (parsed for this read and dropped after it), so the
+    episodes may keep its call-argument objects instead of copies.
 
     Raises:
         ReaderError: ``simulations`` is missing, or (without `record_errors`) a
@@ -67,16 +82,58 @@ def read_tau2(
     policy = _get(info, "environment_info", "policy")
     if isinstance(policy, str):
         common["policy"] = policy
-    return each_record(simulations, lambda i, sim: _simulation(sim, i, file, name, signal, common), record_errors)
+    test = error_test(signal)
+    return each_record(
+        simulations,
+        lambda i, sim: _simulation(sim, i, file, name, signal, common, test, shallow, owned),
+        record_errors,
+    )
 
 
-def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, common: dict[str, Any]) -> Episode:
+def _simulation(
+    sim: Any,
+    i: int,
+    file: str,
+    name: str,
+    signal: ErrorSignal,
+    common: dict[str, Any],
+    test: ErrorTest | None,
+    shallow: set[int] | None = None,
+    owned: bool = False,
+) -> Episode:
     record = f"simulations[{i}]"
     if not isinstance(sim, dict):
         raise ReaderError(file, record, detail=expected_got("a simulation object", sim))
     messages = sim.get("messages")
     if not isinstance(messages, list):
         raise ReaderError(file, record, "messages", expected_got("a list of messages", messages))
+    events = fast_events(messages, test, owned)
+    builder = None
+    if events is None:  # not the common shape: the general path, message by message
+        builder = _general(messages, record, file, signal)
+    reward_info = sim.get("reward_info")
+    reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
+    if not is_reward(reward):
+        raise ReaderError(file, f"{record}.reward_info", "reward", expected_got("a finite number or null", reward))
+    meta = {
+        **common,
+        "simulation_id": sim.get("id"),
+        "task_id": sim.get("task_id"),
+        "trial": sim.get("trial"),
+        "termination_reason": sim.get("termination_reason"),
+    }
+    if builder is not None:
+        return builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta)
+    # as `EpisodeBuilder.episode` makes it: no orphan result, no ambiguous call, no bad tool name
+    outcome = None if reward is None else float(reward)
+    episode = trusted_episode(f"{name}#{record}", tuple(events or ()), outcome, file, meta)
+    if shallow is not None:
+        shallow.add(id(episode))
+    return episode
+
+
+def _general(messages: list[Any], record: str, file: str, signal: ErrorSignal) -> EpisodeBuilder:
+    """The builder of a simulation's `messages`, read message by message (any shape)."""
     builder = EpisodeBuilder(signal)
     begin, turn, result = builder.begin_message, builder.turn, builder.result
     for position, message in enumerate(messages):
@@ -96,18 +153,7 @@ def _simulation(sim: Any, i: int, file: str, name: str, signal: ErrorSignal, com
                     continue
         begin()
         _message(message, record, position, file, builder)
-    reward_info = sim.get("reward_info")
-    reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
-    if not is_reward(reward):
-        raise ReaderError(file, f"{record}.reward_info", "reward", expected_got("a finite number or null", reward))
-    meta = dict(common)
-    meta.update(
-        simulation_id=sim.get("id"),
-        task_id=sim.get("task_id"),
-        trial=sim.get("trial"),
-        termination_reason=sim.get("termination_reason"),
-    )
-    return builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta)
+    return builder
 
 
 def _message(message: Any, record: str, position: int, file: str, builder: EpisodeBuilder) -> None:

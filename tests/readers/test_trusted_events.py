@@ -1,5 +1,6 @@
-"""The readers' trusted construction path (`rlvp_dsl.events.trusted_event`, `trusted_episode`):
-every event and episode the readers build equals -- ``==``, hash, every field and its type -- the
+"""The readers' trusted construction path (`rlvp_dsl.events.trusted_event`, `trusted_episode`,
+and the tau2 fast path that writes `trusted_event` out): every event and episode the readers build
+equals -- ``==``, hash, every field and its type -- the
 one the public constructors build from the same values, on every shared trajectory and the shipped
 examples; the dicts a trusted event holds are its own; the public constructors still validate."""
 
