@@ -59,7 +59,6 @@ Without ``../shared/data`` (a user's clone) it prints a skip line and exits 0.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import shlex
@@ -392,25 +391,27 @@ def our_keys(episodes) -> list[str]:
     return [episode_key(e.source, int(e.id.rsplit("[", 1)[1].rstrip("]"))) for e in episodes]
 
 
+def _parser():
+    """orjson's ``loads`` (what the readers use when it is installed), else json's."""
+    try:
+        from orjson import loads
+    except ImportError:
+        loads = json.loads
+    return loads
+
+
 def parse_floor(files: list[str]) -> int:
     """The physical floor of reading: open, read and parse (orjson, else json) every file; the
     number of simulations, so that the parse cannot be skipped.  The cyclic collector is
     paused, as our readers pause it (``rlvp_dsl.gcpause``): with it on, its passes over the
     process's live objects would inflate the floor (by 30-70 % here) and make it noisy."""
-    try:
-        from orjson import loads as parse
-    except ImportError:
-        parse = json.loads
-    n = 0
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    from rlvp_dsl.gcpause import collector_paused
+
+    parse, n = _parser(), 0
+    with collector_paused():
         for f in files:
             with open(f, "rb") as fh:
                 n += len(parse(fh.read())["simulations"])
-    finally:
-        if was_enabled:
-            gc.enable()
     return n
 
 
@@ -420,15 +421,11 @@ def python_bound(files: list[str]) -> int:
     or assistant text, each call -- and hands each tool result to its call by id, with no checks,
     no pairing rules, no errors and no `Event` class: not a reader (it would accept anything),
     a measure of the interpreter's own cost.  The number of events (ours: the same)."""
-    try:
-        from orjson import loads as parse
-    except ImportError:
-        parse = json.loads
-    new, blank = tuple.__new__, frozenset()
+    from rlvp_dsl.gcpause import collector_paused
+
+    parse, new, blank = _parser(), tuple.__new__, frozenset()
     n = 0
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         for f in files:
             with open(f, "rb") as fh:
                 data = parse(fh.read())
@@ -451,9 +448,6 @@ def python_bound(files: list[str]) -> int:
                     if type(e) is list:
                         events[k] = new(tuple, (k, "call", *e, blank))
                 n += len(events)
-    finally:
-        if was_enabled:
-            gc.enable()
     return n
 
 
