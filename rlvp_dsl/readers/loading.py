@@ -32,7 +32,7 @@ from typing import Any, Callable, Iterable
 
 import attrs
 
-from rlvp_dsl.events import CALL, MALFORMED, Episode, Event
+from rlvp_dsl.events import Episode
 from rlvp_dsl.gcpause import collector_paused
 
 from .errors import ReaderError
@@ -46,6 +46,7 @@ from .error_signals import (
     error_signal as resolve_signal,
 )
 from .json_text import MAX_DEPTH, nested_too_deep
+from .depth import depth_guarded
 
 FORMATS = ("tau2", "tau_bench_v1", "openai", "swe_agent", "atif")
 #: File name endings read when walking a folder.
@@ -296,42 +297,6 @@ def _too_deep(file: str, data: Any) -> ReaderError:
     )
 
 
-def _shallow(episodes: list[Episode], file: str, checked: set[int] | None = None) -> list[Episode]:
-    """`episodes`, where a call whose arguments nest deeper than `MAX_DEPTH` (the scorer and the
-    reports recurse once per level) becomes a malformed call, as arguments that are not a JSON
-    object are: the bad value stays on its call, the rest of the file is read.  An episode whose
-    ``id()`` is in `checked` is one its reader found no deeper (the tau2 fast path): kept as is."""
-    if checked and len(checked) == len(episodes):
-        return episodes  # the reader checked every one
-    out = []
-    for episode in episodes:
-        if checked and id(episode) in checked:
-            out.append(episode)
-            continue
-        events: list[Event] | None = None  # a copy, made at the first call to change
-        for k, event in enumerate(episode.events):
-            args = event.arguments
-            if not args or event.kind != CALL:
-                continue
-            for value in args.values():
-                if isinstance(value, (dict, list)):
-                    break
-            else:
-                continue  # flat arguments (most calls): nothing can nest too deep
-            where = nested_too_deep(args, MAX_DEPTH - 1)  # the arguments sit one level inside their call
-            if where is not None:
-                if events is None:
-                    events = list(episode.events)
-                events[k] = attrs.evolve(
-                    event,
-                    status=MALFORMED,
-                    arguments={},
-                    error_text=(f"arguments must be a JSON object at most {MAX_DEPTH} levels deep (deeper at {where})"),
-                )
-        out.append(episode if events is None else attrs.evolve(episode, events=events))
-    return out
-
-
 def _check_format(format: str | None) -> None:
     if format is not None and format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)} or None (got {format!r})")
@@ -376,14 +341,14 @@ def read_episodes(
                 read = _read_given(
                     real, file, text, data, format, error_signal, jsonl=jsonl, undecodable=bad, shallow=checked
                 )
-                return _shallow(read, file, checked)
+                return depth_guarded(read, file, checked)
             fmt, reason = ("openai", "") if jsonl else detect_trajectory_format(data, file)
             if fmt is None:
                 raise ReaderError(_shown(file), detail=f"{reason}; pass format= one of {', '.join(FORMATS)}")
             episodes = _read_loaded(
                 real, file, text, data, fmt, error_signal, jsonl=jsonl, undecodable=bad, shallow=checked
             )
-            return _shallow(episodes, file, checked)
+            return depth_guarded(episodes, file, checked)
         except RecursionError:
             raise _too_deep(file, data) from None
 
@@ -502,7 +467,7 @@ def _read_file(
             undecodable=loaded.undecodable,
             shallow=checked,
         )
-        return _shallow(episodes, file, checked)
+        return depth_guarded(episodes, file, checked)
     except RecursionError:
         raise _too_deep(file, data) from None
 

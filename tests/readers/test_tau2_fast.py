@@ -23,7 +23,8 @@ from rlvp_dsl.events import Episode, Event, trusted_event
 from rlvp_dsl.readers import ERROR_SIGNALS, ErrorSignal, ReaderError, read_episodes, read_report
 from rlvp_dsl.readers import tau2, tau2_fast
 from rlvp_dsl.readers.json_text import MAX_DEPTH
-from rlvp_dsl.readers.loading import _read_loaded, _shallow
+from rlvp_dsl.readers.depth import depth_guarded as _shallow
+from rlvp_dsl.readers.loading import _read_loaded
 from rlvp_dsl.readers.tau2_fast import error_test
 
 REPO = Path(__file__).resolve().parents[2]
