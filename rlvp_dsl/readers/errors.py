@@ -49,6 +49,19 @@ class ReaderError(Exception):
 _JSON_WORDS = {"None": "null", "True": "true", "False": "false", "nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
+def json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words (``a JSON array``, ``JSON null``), for messages."""
+    if value is None:
+        return "JSON null"
+    if isinstance(value, bool):
+        return f"JSON {'true' if value else 'false'}"
+    if isinstance(value, (int, float)):
+        return "a JSON number"
+    if isinstance(value, str):
+        return "a JSON string"
+    return "a JSON array" if isinstance(value, list) else "a JSON object"
+
+
 def shown_value(value: Any) -> str:
     """A JSON value as a reader error shows it, in JSON's words: ``null``, ``true``, ``false``,
     ``NaN``, ``Infinity`` (what the file says, not Python's ``None``/``True``/``nan``), an object

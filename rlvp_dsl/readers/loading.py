@@ -35,7 +35,7 @@ import attrs
 from rlvp_dsl.events import Episode
 from rlvp_dsl.gcpause import collector_paused
 
-from .errors import ReaderError
+from .errors import ReaderError, json_kind
 from .file_content import JSONL_SUFFIXES as JSONL_SUFFIXES  # (re-exported: their home before file_content.py)
 from .file_content import STDIN as STDIN, STDIN_NAME as STDIN_NAME, load, shown as _shown
 from .error_signals import (
@@ -166,18 +166,7 @@ def detect_trajectory_format(data: Any, path: str = "") -> tuple[str | None, str
         if isinstance(first, dict) and ("messages" in first or "role" in first):
             return "openai", ""
         return None, "not a trajectory: a JSON list whose entries have no traj/messages/role"
-    return None, f"not a trajectory: {_json_kind(data)}"
-
-
-def _json_kind(data: Any) -> str:
-    """What a JSON value is, in JSON's words (``null``, not Python's ``NoneType``)."""
-    if data is None:
-        return "JSON null"
-    if isinstance(data, bool):
-        return f"JSON {'true' if data else 'false'}"
-    if isinstance(data, (int, float)):
-        return "a JSON number"
-    return "a JSON string" if isinstance(data, str) else f"a JSON {type(data).__name__}"
+    return None, f"not a trajectory: {json_kind(data)}"
 
 
 def _read_loaded(

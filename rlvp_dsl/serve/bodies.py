@@ -14,13 +14,13 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from typing import Any
 
+from rlvp_dsl.diagnostics import did_you_mean
 from rlvp_dsl.readers import ERROR_SIGNALS, ReaderError
-from rlvp_dsl.readers.errors import load_json_text
+from rlvp_dsl.readers.errors import json_kind as json_kind, load_json_text  # (json_kind: the routes' messages)
 from rlvp_dsl.readers.json_text import MAX_DEPTH, NOT_PARSED, fast_loads_bytes, nested_too_deep
 from rlvp_dsl.source import undecodable
 
@@ -90,8 +90,8 @@ def checked_signal(name: str | None) -> str | None:
     """
     if name is None or name in ERROR_SIGNALS:
         return name
-    close = difflib.get_close_matches(name, list(ERROR_SIGNALS), n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(name, ERROR_SIGNALS)
+    hint = f" ({hint})" if hint else ""
     raise BadInput(
         f"?error_signal= must be one of the names {', '.join(ERROR_SIGNALS)}; got {name!r}{hint}",
         field="error_signal",
@@ -127,16 +127,3 @@ def reader_problem(exc: ReaderError, path: str, name: str, *, inside: str = "") 
 def problem_json(problem: BadInput) -> dict[str, str]:
     """``{"record", "field", "message"}``: one entry of an answer's ``errors`` list."""
     return {"record": problem.record, "field": problem.field, "message": str(problem)}
-
-
-def json_kind(value: Any) -> str:
-    """What a JSON value is, in JSON's words (``a JSON array``, ``JSON null``), for messages."""
-    if value is None:
-        return "JSON null"
-    if isinstance(value, bool):
-        return f"JSON {'true' if value else 'false'}"
-    if isinstance(value, (int, float)):
-        return "a JSON number"
-    if isinstance(value, str):
-        return "a JSON string"
-    return "a JSON array" if isinstance(value, list) else "a JSON object"

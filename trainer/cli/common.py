@@ -65,11 +65,16 @@ class Method(click.Choice):
         super().__init__(list(METHODS))
 
     def convert(self, value, param, ctx):
-        if value in METHODS:
-            return value
-        close = difflib.get_close_matches(str(value), list(METHODS), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        self.fail(f"unknown method {value!r}{hint} (expected one of {', '.join(METHODS)})", param, ctx)
+        if value not in METHODS:
+            self.fail(_unknown_method(str(value)), param, ctx)
+        return value
+
+
+def _unknown_method(name: str) -> str:
+    """``unknown method 'rvlp'; did you mean 'rlvp'? (expected one of ...)``."""
+    close = difflib.get_close_matches(name, list(METHODS), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown method {name!r}{hint} (expected one of {', '.join(METHODS)})"
 
 
 class CommaList(click.ParamType):
@@ -88,9 +93,7 @@ class CommaList(click.ParamType):
         if self.kind == "method":
             for m in items:
                 if m not in METHODS:
-                    close = difflib.get_close_matches(m, list(METHODS), n=1)
-                    hint = f"; did you mean {close[0]!r}?" if close else ""
-                    self.fail(f"unknown method {m!r}{hint} (expected one of {', '.join(METHODS)})", param, ctx)
+                    self.fail(_unknown_method(m), param, ctx)
             if len(set(items)) < len(items):
                 self.fail(f"names a method twice (got {value!r})", param, ctx)
             return items
