@@ -21,7 +21,6 @@ from trainer.config_text import type_error
 #: Sampling settings that are top-level config keys: passing them in gen_args too would give
 #: GenConfig the same argument twice.
 TOP_LEVEL_GEN = ("temperature", "max_new_tokens", "max_turns")
-CALL_STYLES = ("plain", "json")
 
 
 @attrs.frozen
@@ -87,6 +86,8 @@ def gen_args_problem(gen_args: dict[str, Any]) -> Problem | None:
             return Problem(key, detail)
         if name == "think_max_tokens" and value < 0:
             return Problem(key, f"'{key}' must be a whole number >= 0 (0: no reasoning segment) (got {value})")
+    from trainer.sampling.call_grammar import CALL_STYLES
+
     style = gen_args.get("call_style", "plain")
     if style not in CALL_STYLES:
         hint = difflib.get_close_matches(style, CALL_STYLES, n=1)

@@ -21,7 +21,7 @@ from rlvp_dsl.events import Episode
 from rlvp_dsl.readers.json_text import loads
 from rlvp_dsl.token_data import EpisodeTokenCredits, TokenData, TokenDataError, token_data_from_json
 
-from .bodies import BadInput
+from .bodies import BadInput, json_kind
 
 #: The keys of an envelope, exactly.
 ENVELOPE_KEYS = ("trajectory", "tokens")
@@ -110,7 +110,7 @@ def episode_tokens(tokens: Any, episodes: Sequence[Episode]) -> list[TokenData |
         entries, record = tokens, ""
     else:
         raise BadInput(
-            f"'tokens' must be an object or a list of them (one per episode), got {type(tokens).__name__}",
+            f"'tokens' must be an object or a list of them (one per episode), got {json_kind(tokens)}",
             record="tokens",
             field="tokens",
         )

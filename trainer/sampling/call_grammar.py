@@ -16,12 +16,16 @@ from trainer.envs.base import END_TURN, ToolCall, all_calls
 from trainer.sampling.tokenizer import encode
 
 
+#: The ways a call can be written (`CallFormat.style`).
+CALL_STYLES = ("plain", "json")
+
+
 @attrs.frozen
 class CallFormat:
     """How a call is written: ``plain`` = ``fetch k3`` (tool, then argument values, by spaces);
     ``json`` = ``{"name": "fetch", "arguments": {"token": "k3"}}``."""
 
-    style: str = attrs.field(default="plain", validator=attrs.validators.in_(("plain", "json")))
+    style: str = attrs.field(default="plain", validator=attrs.validators.in_(CALL_STYLES))
 
     def render(self, call: ToolCall) -> str:
         if self.style == "json":
