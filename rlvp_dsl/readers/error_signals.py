@@ -99,25 +99,15 @@ class ErrorSignal:
 
     def is_error(self, text: str, *records: Any) -> bool:
         """True when the result (its text and its raw records) signals an error: `flagged` or
-        `text_matches` (written out: the readers ask once per tool result).
-
-        A flag that is neither ``true``, ``false`` nor ``null`` (``"error": "yes"``, ``1``) is no
-        flag: it is not read as an error (the text tests still apply) and `saw_odd_flags` is told,
-        so that a `FlagWatch` can name it (`odd_flags` words it)."""
+        `text_matches` (written out: the readers ask once per tool result).  Only a flag of JSON
+        ``true`` is an error; any other value is not read as one (the readers name it: `odd_flags`)."""
         flags = self.flags
         if flags:
-            odd = False
             for record in records:
                 if isinstance(record, dict):
                     for name in flags:
-                        value = record.get(name)
-                        if value is not False:  # tau2 writes `false` on every result: one test for it
-                            if value is True:
-                                return True
-                            if value is not None:
-                                odd = True
-            if odd:
-                self.saw_odd_flags(records)
+                        if record.get(name) is True:
+                            return True
         return bool(self.prefixes or self.markers) and self.text_matches(text)
 
     def odd_flags(self, *records: Any) -> list[str]:
@@ -138,27 +128,6 @@ class ErrorSignal:
                         field = name if k == 0 else f"content.{name}"
                         out.append(f"field {field!r}: {expected_got('true or false', value)} (not read as an error)")
         return out
-
-    def saw_odd_flags(self, records: tuple[Any, ...]) -> None:
-        """Called by `is_error` for a result with a flag that is not a boolean (`odd_flags`);
-        nothing here (a `FlagWatch` keeps them)."""
-
-
-@attrs.frozen
-class FlagWatch(ErrorSignal):
-    """An `ErrorSignal` that keeps the tool results whose flags are not booleans (`seen`: each
-    result's records, the tool message first), for a reader that words where they are after
-    reading (`rlvp_dsl.readers.loading`, tau2 files).  One per file read: it collects."""
-
-    seen: list[tuple[Any, ...]] = attrs.field(factory=list, eq=False)
-
-    @classmethod
-    def of(cls, signal: ErrorSignal) -> "FlagWatch":
-        """A watch that recognises errors exactly as `signal` does."""
-        return cls(signal.flags, signal.prefixes, signal.markers, signal.case_sensitive)
-
-    def saw_odd_flags(self, records: tuple[Any, ...]) -> None:
-        self.seen.append(records)
 
 
 #: Observation markers of a failed SWE-agent command (substrings, case-sensitive).

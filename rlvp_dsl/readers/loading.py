@@ -39,10 +39,8 @@ from .errors import ReaderError, json_kind
 from .file_content import JSONL_SUFFIXES as JSONL_SUFFIXES  # (re-exported: their home before file_content.py)
 from .file_content import STDIN as STDIN, STDIN_NAME as STDIN_NAME, load, shown as _shown
 from .error_signals import (
-    BAD_ERROR_FLAGS,
     DEFAULT_ERROR_SIGNALS,
     ErrorSignal,
-    FlagWatch,
     error_signal as resolve_signal,
 )
 from .json_text import MAX_DEPTH, nested_too_deep
@@ -191,53 +189,9 @@ def _read_loaded(
                 shown, detail=f"JSONL (one JSON document per line) is read as 'openai' chat episodes, not {fmt!r}"
             )
         return _reader("openai_jsonl")(text, shown, name, signal, record_errors=record_errors, undecodable=undecodable)
-    if fmt == "tau2" and signal.flags and type(signal) is ErrorSignal:  # (a subclass keeps its own is_error)
-        return _watched(data, shown, name, signal, record_errors, shallow)
     if fmt == "tau2" and shallow is not None:  # `data` was parsed for this read: handed over
         return _reader(fmt)(data, shown, name, signal, record_errors=record_errors, shallow=shallow, owned=True)
     return _reader(fmt)(data, shown, name, signal, record_errors=record_errors)
-
-
-def _watched(
-    data: Any,
-    file: str,
-    name: str,
-    signal: ErrorSignal,
-    record_errors: list[ReaderError] | None,
-    shallow: set[int] | None = None,
-) -> list[Episode]:
-    """A tau2 file read with a `FlagWatch` of `signal`: each tool message whose error flag is not a
-    boolean (``"error": "yes"``) is named in its episode's ``meta["bad_error_flags"]``
-    (``simulations[11].messages[5]: field 'error': expected true or false, got 'yes' (not read as an
-    error)``), as the chat reader names them.  The watch costs nothing per result (`is_error` tells it
-    only of such flags); finding where each one is happens only when there is one.  `shallow`: as
-    `_read_loaded`'s (the data handed over), kept up to date for the episodes given a new meta."""
-    watch = FlagWatch.of(signal)
-    if shallow is None:
-        episodes = _reader("tau2")(data, file, name, watch, record_errors=record_errors)
-    else:
-        episodes = _reader("tau2")(data, file, name, watch, record_errors=record_errors, shallow=shallow, owned=True)
-    if not watch.seen:
-        return episodes
-    odd: dict[str, list[str]] = {}  # episode id -> its problems, in file order
-    wanted = {id(records[0]) for records in watch.seen}
-    simulations = data.get("simulations") if isinstance(data, dict) else None
-    for i, sim in enumerate(simulations if isinstance(simulations, list) else ()):
-        messages = sim.get("messages") if isinstance(sim, dict) else None
-        for k, message in enumerate(messages if isinstance(messages, list) else ()):
-            if id(message) in wanted:
-                for records in watch.seen:
-                    if records[0] is message:
-                        where = f"simulations[{i}].messages[{k}]"
-                        problems = odd.setdefault(f"{name}#simulations[{i}]", [])
-                        problems.extend(f"{where}: {problem}" for problem in signal.odd_flags(*records))
-    out = [attrs.evolve(e, meta={**e.meta, BAD_ERROR_FLAGS: odd[e.id]}) if e.id in odd else e for e in episodes]
-    if shallow:  # an episode given a new meta is checked as its old self was
-        for old, new in zip(episodes, out):
-            if new is not old and id(old) in shallow:
-                shallow.discard(id(old))
-                shallow.add(id(new))
-    return out
 
 
 def _read_given(

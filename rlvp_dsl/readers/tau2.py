@@ -25,7 +25,7 @@ from rlvp_dsl.events import ASSISTANT, USER, Episode, trusted_episode
 
 from .arguments import message_text, tool_result
 from .builder import EpisodeBuilder, is_reward
-from .error_signals import ErrorSignal
+from .error_signals import BAD_ERROR_FLAGS, ErrorSignal
 from .errors import ReaderError, each_record, expected_field, expected_got
 from .tau2_fast import ErrorTest, error_test, fast_events
 
@@ -108,9 +108,9 @@ def _simulation(
     if not isinstance(messages, list):
         raise ReaderError(file, record, "messages", expected_got("a list of messages", messages))
     events = fast_events(messages, test, owned)
-    builder = None
+    builder, bad_flags = None, list[str]()
     if events is None:  # not the common shape: the general path, message by message
-        builder = _general(messages, record, file, signal)
+        builder, bad_flags = _general(messages, record, file, signal)
     reward_info = sim.get("reward_info")
     reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
     if not is_reward(reward):
@@ -123,6 +123,8 @@ def _simulation(
         "termination_reason": sim.get("termination_reason"),
     }
     if builder is not None:
+        if bad_flags:  # `"error": "yes"`: no flag, and said (docs/readers.md, "When a tool result is an error")
+            meta[BAD_ERROR_FLAGS] = bad_flags
         return builder.episode(f"{name}#{record}", outcome=reward, source=file, meta=meta)
     # as `EpisodeBuilder.episode` makes it: no orphan result, no ambiguous call, no bad tool name
     outcome = None if reward is None else float(reward)
@@ -132,10 +134,14 @@ def _simulation(
     return episode
 
 
-def _general(messages: list[Any], record: str, file: str, signal: ErrorSignal) -> EpisodeBuilder:
-    """The builder of a simulation's `messages`, read message by message (any shape)."""
+def _general(messages: list[Any], record: str, file: str, signal: ErrorSignal) -> tuple[EpisodeBuilder, list[str]]:
+    """The builder of a simulation's `messages`, read message by message (any shape), and the
+    tool results whose error flag is not a boolean (``simulations[i].messages[k]: field 'error':
+    ...``, `ErrorSignal.odd_flags`: for the episode's ``meta["bad_error_flags"]``)."""
     builder = EpisodeBuilder(signal)
     begin, turn, result = builder.begin_message, builder.turn, builder.result
+    odd = signal.odd_flags if signal.flags else None
+    bad: list[str] = []
     for position, message in enumerate(messages):
         # the two commonest messages first, as `_message` reads them: a turn of text without
         # calls, and a tool's text result (no MCP result inside); everything else goes there
@@ -147,17 +153,22 @@ def _general(messages: list[Any], record: str, file: str, signal: ErrorSignal) -
                     if not ('"isError"' in content and content.lstrip().startswith("{")):
                         begin()
                         result(content, call_id=message.get("id"), records=(message,))
+                        if odd is not None and (problems := odd(message)):
+                            bad.extend(f"{_where(record, position)}: {p}" for p in problems)
                         continue
                 elif (role == "assistant" or role == "user") and message.get("tool_calls") is None:
                     turn(ASSISTANT if role == "assistant" else USER, content)
                     continue
         begin()
-        _message(message, record, position, file, builder)
-    return builder
+        records = _message(message, record, position, file, builder)
+        if odd is not None and records and (problems := odd(*records)):
+            bad.extend(f"{_where(record, position)}: {p}" for p in problems)
+    return builder, bad
 
 
-def _message(message: Any, record: str, position: int, file: str, builder: EpisodeBuilder) -> None:
-    """One message of ``record`` (``simulations[i]``) at `position`.  Its place,
+def _message(message: Any, record: str, position: int, file: str, builder: EpisodeBuilder) -> list[Any] | None:
+    """One message of ``record`` (``simulations[i]``) at `position`; for a tool result, its
+    records (the message, then an MCP result inside it), else None.  Its place,
     ``simulations[i].messages[k]``, is worded only when a problem needs it: most messages
     have none, and this runs once per message of every file."""
     if type(message) is not dict:
@@ -168,9 +179,10 @@ def _message(message: Any, record: str, position: int, file: str, builder: Episo
     if role == "tool":
         if not isinstance(content, _CONTENT_TYPES):
             raise ReaderError(file, _where(record, position), "content", expected_got("text or null", content))
-        text, records = tool_result(content)
-        builder.result(text, call_id=message.get("id"), records=[message, *records])
-        return
+        text, inner = tool_result(content)
+        records = [message, *inner]
+        builder.result(text, call_id=message.get("id"), records=records)
+        return records
     if role not in ROLES:
         raise ReaderError(
             file, _where(record, position), "role", expected_field("one of " + "/".join(ROLES), message, "role")
@@ -178,13 +190,13 @@ def _message(message: Any, record: str, position: int, file: str, builder: Episo
     if type(content) is not str and not isinstance(content, _CONTENT_TYPES):
         raise ReaderError(file, _where(record, position), "content", expected_got("text or null", content))
     if role == "system":
-        return
+        return None
     builder.message(
         ASSISTANT if role == "assistant" else USER, content if type(content) is str else message_text(content)
     )
     calls = message.get("tool_calls")
     if calls is None:
-        return
+        return None
     if not isinstance(calls, list):
         raise ReaderError(
             file, _where(record, position), "tool_calls", expected_got("a list of tool calls or null", calls)
@@ -210,6 +222,7 @@ def _message(message: Any, record: str, position: int, file: str, builder: Episo
             # the call's place is worded only for a name that is not a tool name (its one use)
             where="" if type(name) is str and name.strip() else f"{_where(record, position)}.tool_calls[{k}]",
         )
+    return None
 
 
 def _where(record: str, position: int) -> str:

@@ -28,7 +28,7 @@ from rlvp_dsl.events import ASSISTANT, CALL, ERROR, NO_RESULT, OK, USER, Event
 from rlvp_dsl.events import _EventUnderConstruction  # `trusted_event`'s twin: written out here
 
 from .builder import ERROR_TEXT_LIMIT, USER_SIDE_TAG
-from .error_signals import ErrorSignal, FlagWatch
+from .error_signals import ErrorSignal
 from .json_text import MAX_DEPTH
 
 _CONTENT_TYPES = (str, list, dict, type(None))
@@ -43,14 +43,14 @@ ErrorTest = tuple[Any, tuple[str, ...], Callable[..., bool]]
 
 def error_test(signal: ErrorSignal) -> ErrorTest | None:
     """How the fast path tells an error result as `signal` does, or None: no fast path for a
-    subclass of `ErrorSignal` other than `FlagWatch` (its own ``is_error`` may do anything).
+    subclass of `ErrorSignal` (its own ``is_error`` may do anything).
 
     ``(flag, flags, is_error)``: `flag` is the one flag field when `signal` is one flag and nothing
     else (tau2's default, ``error: true``: the loop reads the field itself), else None and the
     loop asks ``is_error`` (the builder's own question, of the same text and tool message).  A
     flag field that is not a boolean (``"error": "yes"``) makes the loop give up, for the general
-    path to tell the signal (a `FlagWatch` keeps such results, once each)."""
-    if type(signal) is not ErrorSignal and type(signal) is not FlagWatch:
+    path to read (and name: `ErrorSignal.odd_flags`)."""
+    if type(signal) is not ErrorSignal:
         return None
     flags = signal.flags
     one = len(flags) == 1 and type(flags[0]) is str and not signal.prefixes and not signal.markers

@@ -1,5 +1,5 @@
 """The readers on data problems an audit found (2026-12-02), through the Python API: error flags that
-are not booleans (`ErrorSignal.odd_flags`, `FlagWatch`, ``meta["bad_error_flags"]``), JSONL lines that
+are not booleans (`ErrorSignal.odd_flags`, ``meta["bad_error_flags"]``), JSONL lines that
 are not UTF-8 (a record error of that line), reader errors in JSON's words (`shown_value`), and
 episodes without events (``meta["empty_record"]``).  rlvp-score's wording of each is in
 tests/e2e/test_score_data_notes.py."""
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from rlvp_dsl.readers import DEFAULT_ERROR_SIGNALS, ERROR_SIGNALS, ReaderError, read_episodes, read_report
-from rlvp_dsl.readers.error_signals import FlagWatch
+from rlvp_dsl.readers.tau2 import read_tau2
 from rlvp_dsl.readers.errors import expected_got, shown_value
 
 JSON_SCALARS = st.one_of(
@@ -56,19 +56,23 @@ def test_values_are_shown_in_json_words(value, shown):
 def test_a_flag_is_an_error_only_when_true_and_any_other_value_is_named(value):
     """For every JSON value of an `error` flag: the result is an error iff the value is `true`
     (the text "not found" matches no prefix), and `odd_flags` names the field iff the value is not
-    true, false or null; a `FlagWatch` sees exactly the results `odd_flags` names."""
+    true, false or null; the tau2 reader puts exactly those words, at the message, in the
+    episode's ``meta["bad_error_flags"]``."""
     message = {"role": "tool", "content": "not found", "error": value}
     for name in ("tau2", "openai", "trl"):
         signal = ERROR_SIGNALS[name]
-        watch = FlagWatch.of(signal)
         assert signal.is_error("not found", message) is (value is True)
-        assert watch.is_error("not found", message) is (value is True)
         odd = signal.odd_flags(message)
         if value is None or value is True or value is False:
-            assert odd == [] and watch.seen == []
+            assert odd == []
         else:
             assert odd == [f"field 'error': expected true or false, got {shown_value(value)} (not read as an error)"]
-            assert watch.seen == [(message,)]
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c", "name": "get", "arguments": {}}]}
+    simulation = {"messages": [call, {**message, "id": "c"}], "reward_info": {"reward": 1.0}}
+    (episode,) = read_tau2({"simulations": [simulation]}, "f.json", "f.json", ERROR_SIGNALS["tau2"])
+    expected = [f"simulations[0].messages[1]: {p}" for p in ERROR_SIGNALS["tau2"].odd_flags(message)]
+    assert episode.meta.get("bad_error_flags", []) == expected
+    assert episode.events[-1].status == ("error" if value is True else "ok")
 
 
 def test_a_flag_inside_an_mcp_result_is_named_as_content():

@@ -339,8 +339,7 @@ SIGNALS = [
 
 
 def read_fast(data: dict[str, Any], signal: ErrorSignal, keep_going: bool) -> tuple[str, Any]:
-    """As `read_report` reads a tau2 file (`_read_loaded`: a plain signal with flags becomes a
-    `FlagWatch`): the data handed over, then the depth guard."""
+    """As `read_report` reads a tau2 file (`_read_loaded`): the data handed over, then the depth guard."""
     errors: list[ReaderError] | None = [] if keep_going else None
     checked: set[int] = set()
 
@@ -396,7 +395,7 @@ def test_generated_simulations(case: tuple[dict[str, Any], bool], signal: ErrorS
     if common:  # every simulation of the common shape: the fast path read them all (none for a subclass)
         n = len(data["simulations"])
         assert counts == ([n, 0] if error_test(signal) is not None else [0, n]), counts
-    # read_tau2 itself, the signal as given (no FlagWatch), both ways
+    # read_tau2 itself, both ways
     assert_same_outcome(direct_fast(copy.deepcopy(data), signal), direct_general(copy.deepcopy(data), signal))
     # without a handed-over `data` (read_tau2 called directly), the caller's data is left as it was
     direct = outcome(lambda: tau2.read_tau2(data, "f.json", "f.json", signal, record_errors=[]))
