@@ -295,8 +295,14 @@ def _format_file(path: str, check: bool, max_diagnostics: int, tally: Counter[st
 
 def layout_diff(name: str, old: str, new: str) -> str:
     """The unified diff from `old` to `new` (``--- NAME`` / ``+++ NAME (formatted)``, 3 lines of
-    context); a last line without a newline is marked as diff marks it."""
+    context); a last line without a newline is marked as diff marks it.  Line endings the
+    formatter makes ``\n`` (CRLF, CR) are said in one line before it (``NAME: line endings CRLF
+    -> LF``), not shown as every line changed."""
     out = []
+    if "\r" in old and "\r" not in new:
+        ending = "CRLF" if "\r\n" in old else "CR"
+        out.append(f"{name}: line endings {ending} -> LF\n")
+        old = old.replace("\r\n", "\n").replace("\r", "\n")
     for line in difflib.unified_diff(old.splitlines(True), new.splitlines(True), name, name + " (formatted)"):
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)

@@ -32,25 +32,30 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         prefix = "unrecognized arguments: "  # argparse's words, kept
-        if message.startswith(prefix):  # all given; with sub-commands, theirs too (`rlvp serve --prot`)
+        if message.startswith(prefix):
+            command = self._command()
+            if command is not None:  # a sub-command's leftover (`rlvp serve --prot 1`): its usage, its options
+                command.error(message)
             words = message.removeprefix(prefix).split()
             option = next((w.split("=", 1)[0] for w in words if w.startswith("--")), None)
             if option is not None:
-                message += _suggestion(option, self._known_options(commands=True))
+                message += _suggestion(option, self._known_options())
         else:
             unknown = self._unknown_option()
             if unknown is not None:
                 message = prefix + unknown + _suggestion(unknown, self._known_options())
         super().error(message)
 
-    def _known_options(self, commands: bool = False) -> list[str]:
-        """This parser's long options; with `commands`, its sub-commands' too."""
-        parsers = [self]
-        if commands:
-            for action in self._actions:
-                if isinstance(action, argparse._SubParsersAction):
-                    parsers.extend(action.choices.values())
-        return [s for p in parsers for s in p._option_string_actions if s.startswith("--")]
+    def _known_options(self) -> list[str]:
+        """This parser's long options."""
+        return [s for s in self._option_string_actions if s.startswith("--")]
+
+    def _command(self) -> argparse.ArgumentParser | None:
+        """The sub-command parser the command line chose (its first word naming one), or None."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                return next((action.choices[w] for w in self._argv or [] if w in action.choices), None)
+        return None
 
     def _unknown_option(self) -> str | None:
         """The first option-like word of the command line that names no option of this parser
@@ -89,5 +94,5 @@ def _is_number(word: str) -> bool:
 def _suggestion(unknown: str, options: list[str]) -> str:
     import difflib  # only on an error: not in every run's import time
 
-    close = difflib.get_close_matches(unknown, options, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(unknown, options, n=1, cutoff=0.75)  # --bogus is not --host
     return f" (did you mean {close[0]}?)" if close else ""

@@ -87,3 +87,15 @@ def test_standard_input_and_refused_flags(tmp_path):
     assert done.returncode == 2 and "--json does not go with --fmt" in done.stderr
     done = run("--fmt", "missing.rlvp", cwd=tmp_path)
     assert done.returncode == 2 and "file not found: missing.rlvp" in done.stderr
+
+
+def test_check_says_crlf_line_endings_in_one_line_not_as_every_line_changed(tmp_path):
+    """A canonical file saved with CRLF: `--check` says the line endings change, and the diff
+    after it is empty (exit 1); `--fmt` writes LF."""
+    path = tmp_path / "w.rlvp"
+    path.write_bytes(TIDY.replace("\n", "\r\n").encode())
+    done = run("--fmt", "--check", "w.rlvp", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stdout == "w.rlvp: line endings CRLF -> LF\n"
+    assert run("--fmt", "w.rlvp", cwd=tmp_path).returncode == 0
+    assert path.read_bytes() == TIDY.encode()

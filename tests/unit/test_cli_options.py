@@ -78,7 +78,7 @@ def test_what_argparse_accepts_is_accepted():
 
 def test_a_sub_commands_options_are_its_own(capsys):
     """`rlvp serve --port 1`: the top parser does not call a sub-command's option unknown, and a
-    mistyped one is matched among the sub-command's options."""
+    mistyped one is the sub-command's error (its usage), matched among its options."""
     top = ArgumentParser(prog="rlvp")
     commands = top.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve")
@@ -86,6 +86,6 @@ def test_a_sub_commands_options_are_its_own(capsys):
     assert top.parse_args(["serve", "--port", "1"]).port == 1
     assert (
         error_of(top, ["serve", "--prot", "1"], capsys)
-        == "rlvp: error: unrecognized arguments: --prot 1 (did you mean --port?)"
+        == "rlvp serve: error: unrecognized arguments: --prot 1 (did you mean --port?)"  # its own usage and name
     )
     assert error_of(top, ["srve"], capsys).startswith("rlvp: error: argument command: invalid choice: 'srve'")
